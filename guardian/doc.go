@@ -1,0 +1,17 @@
+// Package guardian owns process groups: it starts a child in a process group of its
+// own and guarantees that the whole group dies when the child exits, when the server
+// asks, or when the server itself dies, even by SIGKILL.
+//
+// A guardian is the repl-mcp binary re-run with the hidden flag --internal-guardian.
+// The server starts it with [Start] as a session and process-group leader, connected by
+// a control socket on its stdin. The guardian reads the child's [Spec] from that socket,
+// starts the child in its own group and then only watches: it never copies the child's
+// protocol bytes (the server hands its pipes down as inherited descriptors), so it adds
+// no hop to any message. When the control socket hangs up (the server closed it or
+// died) or the child exits, the guardian SIGKILLs the detached job groups it was told
+// about and then its own process group, which holds the child and every ordinary
+// descendant.
+//
+// The package does not know what the child is: a Python worker, an interpreter probe
+// or a downstream MCP server are all just a [Spec].
+package guardian

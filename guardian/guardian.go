@@ -1,0 +1,282 @@
+package guardian
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Flag is the hidden command-line flag that makes the repl-mcp binary run [Main].
+const Flag = "--internal-guardian"
+
+// maxControlLine bounds one line on the control socket in either direction; the spec
+// carries the child's environment, so it is the largest.
+const maxControlLine = 1 << 20
+
+// specWriteTimeout bounds the server's write of the spec to a fresh guardian.
+const specWriteTimeout = 5 * time.Second
+
+// Spec is the child a guardian starts. Env is the child's whole environment.
+type Spec struct {
+	Program string   `json:"program"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
+	Dir     string   `json:"dir"`
+	// ExtraFiles is the number of descriptors, from fd 3 up, that the guardian was
+	// given and passes on to the child at the same numbers.
+	ExtraFiles int `json:"extra_files"`
+}
+
+// Config says how to start a guardian.
+type Config struct {
+	// Executable is the repl-mcp binary to re-run; empty means os.Executable().
+	Executable string
+	Spec       Spec
+	// Output receives the child's fd 1 and fd 2 (and the guardian's own complaints);
+	// nil means /dev/null.
+	Output *os.File
+	// ExtraFiles become fd 3, 4, ... of the child.
+	ExtraFiles []*os.File
+}
+
+// Exit describes how the child ended, as the guardian saw it.
+type Exit struct {
+	Code   int    // exit status, or -1 when killed by a signal
+	Signal string // signal name when killed by a signal
+}
+
+func (e Exit) String() string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// report is one line from the guardian to the server.
+type report struct {
+	Pid    int    `json:"pid,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Exited bool   `json:"exited,omitempty"`
+	Code   int    `json:"code,omitempty"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// command is one line from the server to the guardian after the spec.
+type command struct {
+	AddJob    int `json:"add_job,omitempty"`
+	RemoveJob int `json:"remove_job,omitempty"`
+}
+
+// Process is a running guardian and, once started, its child.
+type Process struct {
+	cmd     *exec.Cmd
+	control *os.File
+	pid     int // the child's pid
+
+	writeMu sync.Mutex
+
+	exitOnce sync.Once
+	exited   chan struct{} // closed when the child's exit is known or the guardian died
+	exit     Exit
+
+	waited  chan struct{} // closed when the guardian has been reaped
+	waitErr error
+}
+
+// Start starts a guardian and its child and returns once the child runs. The caller
+// owns the Process: it must call Close (or Kill) and then Wait.
+func Start(cfg Config) (*Process, error) {
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locate repl-mcp executable for the guardian: %w", err)
+		}
+	}
+	ours, theirs, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer theirs.Close()
+	cfg.Spec.ExtraFiles = len(cfg.ExtraFiles)
+	cmd := exec.Command(exe, Flag)
+	cmd.Stdin = theirs
+	if cfg.Output != nil {
+		cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
+	}
+	cmd.ExtraFiles = cfg.ExtraFiles
+	cmd.Env = []string{} // the guardian needs nothing; the child's env travels in the spec
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("start process guardian: %w", err)
+	}
+	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), waited: make(chan struct{})}
+	go p.reap()
+	pid, err := p.handshake(cfg.Spec)
+	if err != nil {
+		p.Kill()
+		<-p.waited
+		return nil, err
+	}
+	p.pid = pid
+	go p.watch()
+	return p, nil
+}
+
+// handshake sends the spec and waits for the child's pid or the reason it failed.
+func (p *Process) handshake(spec Spec) (int, error) {
+	line, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	if len(line) >= maxControlLine {
+		return 0, errors.New("child command exceeds 1 MiB")
+	}
+	p.control.SetWriteDeadline(time.Now().Add(specWriteTimeout))
+	if _, err := p.control.Write(append(line, '\n')); err != nil {
+		return 0, fmt.Errorf("send command to process guardian: %w", err)
+	}
+	p.control.SetWriteDeadline(time.Time{})
+	p.control.SetReadDeadline(time.Now().Add(specWriteTimeout))
+	r, err := readReport(p.control)
+	p.control.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("process guardian did not start the child: %w", err)
+	case r.Error != "":
+		return 0, errors.New(r.Error)
+	case r.Pid <= 0:
+		return 0, errors.New("process guardian reported no child pid")
+	}
+	return r.Pid, nil
+}
+
+// readReport reads one report line byte by byte, so that nothing after it is
+// consumed before watch takes over the socket.
+func readReport(f *os.File) (report, error) {
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < maxControlLine {
+		if _, err := f.Read(b); err != nil {
+			return report{}, err
+		}
+		if b[0] == '\n' {
+			var r report
+			err := json.Unmarshal(line, &r)
+			return r, err
+		}
+		line = append(line, b[0])
+	}
+	return report{}, errors.New("guardian report too long")
+}
+
+// watch reads the guardian's reports until it hangs up; the only one expected after
+// the handshake is the child's exit.
+func (p *Process) watch() {
+	sc := bufio.NewScanner(p.control)
+	sc.Buffer(make([]byte, 4096), maxControlLine)
+	for sc.Scan() {
+		var r report
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Exited {
+			p.markExited(Exit{Code: r.Code, Signal: r.Signal})
+		}
+	}
+	p.markExited(Exit{Code: -1, Signal: "guardian exit"})
+}
+
+func (p *Process) markExited(e Exit) {
+	p.exitOnce.Do(func() {
+		p.exit = e
+		close(p.exited)
+	})
+}
+
+func (p *Process) reap() {
+	p.waitErr = p.cmd.Wait()
+	p.markExited(Exit{Code: -1, Signal: "guardian exit"})
+	close(p.waited)
+}
+
+// Pid is the child's pid.
+func (p *Process) Pid() int { return p.pid }
+
+// Group is the process group id shared by the guardian and the child.
+func (p *Process) Group() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the child has exited (or the guardian is gone).
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitStatus is how the child ended; valid once Exited is closed.
+func (p *Process) ExitStatus() Exit {
+	<-p.exited
+	return p.exit
+}
+
+// Signal sends sig to the whole process group. A group that is already gone is not
+// an error.
+func (p *Process) Signal(sig syscall.Signal) error {
+	err := syscall.Kill(-p.Group(), sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Kill SIGKILLs the whole group at once.
+func (p *Process) Kill() { _ = p.Signal(syscall.SIGKILL) }
+
+// AddJob tells the guardian about a detached process group (a child that made its
+// own session) that must die with this one.
+func (p *Process) AddJob(pgid int) error { return p.send(command{AddJob: pgid}) }
+
+// RemoveJob forgets a detached group that has finished.
+func (p *Process) RemoveJob(pgid int) error { return p.send(command{RemoveJob: pgid}) }
+
+func (p *Process) send(c command) error {
+	line, _ := json.Marshal(c)
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.control.SetWriteDeadline(time.Now().Add(specWriteTimeout))
+	_, err := p.control.Write(append(line, '\n'))
+	return err
+}
+
+// Close hangs up the control socket: the guardian kills the whole group at once.
+func (p *Process) Close() { p.control.Close() }
+
+// Wait waits until the guardian has been reaped.
+func (p *Process) Wait() error {
+	<-p.waited
+	return p.waitErr
+}
+
+// Done is closed once the guardian has been reaped.
+func (p *Process) Done() <-chan struct{} { return p.waited }
+
+// Stop hangs up, waits up to grace for the group to go, SIGKILLs it if it has not,
+// and reaps the guardian.
+func (p *Process) Stop(grace time.Duration) {
+	p.Close()
+	select {
+	case <-p.waited:
+		return
+	case <-time.After(grace):
+	}
+	p.Kill()
+	<-p.waited
+}
+
+func socketPair() (ours, theirs *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create guardian control socket: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "guardian-control"), os.NewFile(uintptr(fds[1]), "guardian-control-child"), nil
+}

@@ -1,0 +1,156 @@
+// Command repl-mcp is an MCP server that gives an AI agent a persistent CPython
+// namespace. main only wires: flags and environment become Config structs, the
+// packages do the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server"
+)
+
+// version is the release version, set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() { os.Exit(mainExit()) }
+
+// mainExit runs the command line and returns the exit status.
+func mainExit() int {
+	if len(os.Args) > 1 && os.Args[1] == guardian.Flag {
+		return guardian.Main()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "repl-mcp:", err)
+		fmt.Fprintln(os.Stderr, usageLine)
+		return 2
+	default:
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 1
+	}
+}
+
+const usageLine = "usage: repl-mcp [--transport stdio] [--python PATH] [--max-memory-mib N] [--version] [--help] | repl-mcp doctor [flags]"
+
+// usageError is a command line that cannot be parsed: exit status 2.
+type usageError struct{ error }
+
+// options are the parsed command line.
+type options struct {
+	transport    string
+	python       string
+	maxMemoryMiB int
+	showVersion  bool
+	doctor       bool
+}
+
+func parseArgs(args []string, helpOut io.Writer) (options, error) {
+	var o options
+	if len(args) > 0 && args[0] == "doctor" {
+		o.doctor, args = true, args[1:]
+	}
+	fs := flag.NewFlagSet("repl-mcp", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio")
+	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
+	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
+	help := fs.Bool("help", false, "show this help")
+	fs.BoolVar(help, "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err}
+	}
+	if *help {
+		printHelp(helpOut, fs)
+		return o, errHelp
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if o.transport != "stdio" {
+		return o, usageError{fmt.Errorf("invalid value %q for --transport: only stdio is supported", o.transport)}
+	}
+	if o.maxMemoryMiB < 0 {
+		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
+	}
+	return o, nil
+}
+
+var errHelp = errors.New("help shown")
+
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "repl-mcp: an MCP server that gives an AI agent a persistent CPython namespace.")
+	fmt.Fprintln(w, "Execution is trusted: cells have full access to this machine; this is not a sandbox.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, usageLine)
+	fmt.Fprintln(w)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  doctor   run the real server in-process with a real cell and report its health")
+}
+
+// run is the whole command behind main, testable with any streams.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stdout)
+	switch {
+	case errors.Is(err, errHelp):
+		return nil
+	case err != nil:
+		return err
+	case o.showVersion:
+		fmt.Fprintln(stdout, "repl-mcp", version)
+		return nil
+	}
+	cfg, err := replConfig(o, stderr)
+	if err != nil {
+		return err
+	}
+	if o.doctor {
+		return doctor(ctx, cfg, stdout)
+	}
+	manager := repl.NewManager(ctx, cfg)
+	srv := server.New(server.Config{Version: version, Repl: manager, Logger: cfg.Logger})
+	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// replConfig turns options and the environment into the sessions' Config.
+func replConfig(o options, stderr io.Writer) (repl.Config, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return repl.Config{}, fmt.Errorf("resolve the working directory: %w", err)
+	}
+	project, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return repl.Config{}, fmt.Errorf("resolve the working directory: %w", err)
+	}
+	exe, _ := os.Executable()
+	python, chosenBy := repl.DefaultInterpreter(o.python, os.Getenv("REPL_MCP_PYTHON"), exe, project)
+	return repl.Config{
+		Python:       python,
+		PythonSource: chosenBy,
+		Project:      project,
+		Env:          os.Environ(),
+		MaxMemoryMiB: o.maxMemoryMiB,
+		Version:      version,
+		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, nil
+}

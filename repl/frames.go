@@ -1,0 +1,80 @@
+package repl
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// protocolVersion is the worker protocol this server speaks (worker/PROTOCOL.md).
+const protocolVersion = 1
+
+// inFrame is any frame from the worker; which fields are set depends on Type.
+type inFrame struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+
+	// ready
+	Protocol         int    `json:"protocol"`
+	Pid              int    `json:"pid"`
+	PythonVersion    string `json:"python_version"`
+	PythonExecutable string `json:"python_executable"`
+
+	// output
+	Stream string `json:"stream"`
+	Text   string `json:"text"`
+
+	// result
+	Result *workerResult `json:"result"`
+}
+
+// executeFrame asks the worker to run one cell.
+type executeFrame struct {
+	Type    string  `json:"type"`
+	ID      string  `json:"id"`
+	Code    string  `json:"code"`
+	Timeout float64 `json:"timeout"`
+	Barrier string  `json:"barrier"`
+}
+
+var errFrameTooLarge = errors.New("frame exceeds 1 MiB")
+
+// frameReader reads newline-delimited frames, refusing any line over MaxFrameBytes
+// before it is parsed.
+type frameReader struct {
+	r *bufio.Reader
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+func (fr *frameReader) next() (inFrame, error) {
+	var line []byte
+	for {
+		chunk, err := fr.r.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxFrameBytes {
+			return inFrame{}, errFrameTooLarge
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if err != bufio.ErrBufferFull {
+			if err == io.EOF && len(line) > 0 {
+				return inFrame{}, io.ErrUnexpectedEOF
+			}
+			return inFrame{}, err
+		}
+	}
+	var f inFrame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return inFrame{}, fmt.Errorf("worker sent a frame that is not JSON: %w", err)
+	}
+	if f.Type == "" {
+		return inFrame{}, errors.New("worker sent a frame without a type")
+	}
+	return f, nil
+}

@@ -1,0 +1,101 @@
+package repl
+
+import "fmt"
+
+// Health is a session's self-description; python_health reports the default one.
+type Health struct {
+	ServerID         string       `json:"server_id"`
+	SessionID        string       `json:"session_id"`
+	Name             string       `json:"name"`
+	Project          string       `json:"project"`
+	Closed           bool         `json:"closed"`
+	Generation       uint64       `json:"generation"`
+	Version          string       `json:"version"`
+	Runtime          string       `json:"runtime"`
+	ExecutionMode    string       `json:"execution_mode"`
+	PythonExecutable string       `json:"python_executable"`
+	Python           *PythonState `json:"python"`
+	ActiveRun        *string      `json:"active_run"`
+	Environment      Environment  `json:"environment"`
+	Limits           Limits       `json:"limits"`
+	MemoryLimit      string       `json:"memory_limit"`
+}
+
+// PythonState is the last worker's handshake and whether that worker still runs.
+type PythonState struct {
+	Ready
+	Running bool `json:"running"`
+}
+
+// Environment says which interpreter a session uses and why.
+type Environment struct {
+	Source        string `json:"source"`
+	Python        string `json:"python"`
+	Validated     bool   `json:"validated"`
+	RuntimeStatus string `json:"runtime_status"`
+}
+
+// Limits are the contract's limits as this server applies them.
+type Limits struct {
+	CodeBytes      int `json:"code_bytes"`
+	FrameBytes     int `json:"frame_bytes"`
+	TimeoutSeconds int `json:"timeout_seconds"`
+	HistoryRuns    int `json:"history_runs"`
+	StreamBytes    int `json:"stream_bytes"`
+	WorkerRSSMiB   int `json:"worker_rss_mib"`
+}
+
+// Health describes the session without starting anything.
+func (s *Session) Health() Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := Health{
+		ServerID:         s.serverID,
+		SessionID:        s.id,
+		Name:             s.name,
+		Project:          s.cfg.Project,
+		Closed:           s.closed,
+		Generation:       s.generation,
+		Version:          s.cfg.Version,
+		Runtime:          "go-supervisor/cpython-worker",
+		ExecutionMode:    "trusted-local; full filesystem access; not a security sandbox",
+		PythonExecutable: s.cfg.Python,
+		Environment: Environment{
+			Source:        s.cfg.PythonSource,
+			Python:        s.cfg.Python,
+			RuntimeStatus: "lazy",
+		},
+		Limits: Limits{
+			CodeBytes:      MaxCodeBytes,
+			FrameBytes:     MaxFrameBytes,
+			TimeoutSeconds: int(MaxTimeout.Seconds()),
+			HistoryRuns:    HistoryRuns,
+			StreamBytes:    StreamLimit,
+			WorkerRSSMiB:   s.cfg.MaxMemoryMiB,
+		},
+		MemoryLimit: memoryLimitText(s.cfg.MaxMemoryMiB),
+	}
+	if s.lastReady != nil {
+		running := s.proc != nil && s.proc.alive()
+		h.Python = &PythonState{Ready: *s.lastReady, Running: running}
+		h.Environment.Validated = true
+		h.Environment.RuntimeStatus = "stopped"
+		if running {
+			h.Environment.RuntimeStatus = "running"
+		}
+	}
+	if s.closed {
+		h.Environment.RuntimeStatus = "closed"
+	}
+	if s.active != nil {
+		h.ActiveRun = strPtr(s.active.id)
+	}
+	return h
+}
+
+func memoryLimitText(mib int) string {
+	if mib == 0 {
+		return "Worker RSS budget disabled (--max-memory-mib 0)"
+	}
+	return fmt.Sprintf("Worker RSS budget %d MiB: a resource budget, not isolation; enforcement arrives with session hygiene", mib)
+}

@@ -1,0 +1,104 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Config is what every session of a server shares.
+type Config struct {
+	// Python is the default interpreter and PythonSource says how it was chosen.
+	Python       string
+	PythonSource string
+	// Project is the canonical directory the default session runs in.
+	Project string
+	// Env is the environment workers inherit (plus their own variables).
+	Env []string
+	// MaxMemoryMiB is the worker RSS budget; zero disables it.
+	MaxMemoryMiB int
+	// Executable is the repl-mcp binary the guardian is started from; empty means
+	// the running executable.
+	Executable string
+	// Version is the server version, reported in health.
+	Version string
+	Logger  *slog.Logger
+}
+
+// ErrSessionNotFound is returned for an unknown or closed session id.
+var ErrSessionNotFound = errors.New("Session not found or closed; open a new session")
+
+// Manager holds the sessions of one server lifetime.
+type Manager struct {
+	cfg      Config
+	serverID string
+
+	mu       sync.Mutex
+	def      *Session
+	sessions map[string]*Session
+}
+
+// NewManager makes the manager and its default session. No Python starts here:
+// workers start on the first execution. ctx bounds the sessions' lifetimes.
+func NewManager(ctx context.Context, cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, serverID: newUUID(), sessions: map[string]*Session{}}
+	m.def = newSession(ctx, "default", m.serverID, &m.cfg)
+	m.sessions[m.def.id] = m.def
+	return m
+}
+
+// ServerID is the id of this server lifetime.
+func (m *Manager) ServerID() string { return m.serverID }
+
+// Session resolves a session id; the empty id is the default session.
+func (m *Manager) Session(id string) (*Session, error) {
+	if id == "" {
+		return m.def, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[id]; ok {
+		return s, nil
+	}
+	return nil, ErrSessionNotFound
+}
+
+// Default is the default session.
+func (m *Manager) Default() *Session { return m.def }
+
+// List returns the health of every session, the default first.
+func (m *Manager) List() []Health {
+	m.mu.Lock()
+	sessions := []*Session{m.def}
+	for _, s := range m.sessions {
+		if s != m.def {
+			sessions = append(sessions, s)
+		}
+	}
+	m.mu.Unlock()
+	out := make([]Health, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, s.Health())
+	}
+	return out
+}
+
+// Close closes every session at once, giving active runs grace to stop.
+func (m *Manager) Close(grace time.Duration) {
+	m.mu.Lock()
+	sessions := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		sessions = append(sessions, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() { s.Close(grace) })
+	}
+	wg.Wait()
+}

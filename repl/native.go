@@ -1,0 +1,123 @@
+package repl
+
+import (
+	"bytes"
+	"io"
+	"sync"
+	"time"
+)
+
+// nativeOutput collects what the worker and its children write to fd 1 and fd 2:
+// bytes that never pass through Python's sys.stdout. It keeps at most LiveLimit bytes
+// per run and strips the barrier the worker writes before each result.
+type nativeOutput struct {
+	mu        sync.Mutex
+	buf       []byte
+	truncated bool
+	pending   []byte        // bytes held back: maybe the start of the barrier
+	barrier   []byte        // the token being waited for, framed
+	seen      chan struct{} // closed when the barrier arrives
+	eof       chan struct{} // closed when the pipe is drained
+}
+
+func newNativeOutput() *nativeOutput {
+	return &nativeOutput{eof: make(chan struct{})}
+}
+
+// drain reads r until EOF. The owner of the worker waits for it.
+func (n *nativeOutput) drain(r io.Reader) {
+	defer close(n.eof)
+	chunk := make([]byte, 32<<10)
+	for {
+		k, err := r.Read(chunk)
+		if k > 0 {
+			n.add(chunk[:k])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (n *nativeOutput) add(p []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	data := append(n.pending, p...)
+	n.pending = nil
+	if n.barrier == nil {
+		n.keep(data)
+		return
+	}
+	if i := bytes.Index(data, n.barrier); i >= 0 {
+		n.keep(data[:i])
+		n.keep(data[i+len(n.barrier):])
+		n.barrier = nil
+		close(n.seen)
+		return
+	}
+	// Hold back a suffix that may be the start of a barrier split across reads.
+	k := partialPrefix(data, n.barrier)
+	n.keep(data[:len(data)-k])
+	n.pending = append([]byte(nil), data[len(data)-k:]...)
+}
+
+// keep appends what fits under LiveLimit and notes what does not.
+func (n *nativeOutput) keep(p []byte) {
+	room := LiveLimit - len(n.buf)
+	if len(p) > room {
+		p, n.truncated = p[:max(room, 0)], true
+	}
+	n.buf = append(n.buf, p...)
+}
+
+// partialPrefix is the length of the longest suffix of data that is a proper prefix
+// of token.
+func partialPrefix(data, token []byte) int {
+	for k := min(len(token)-1, len(data)); k > 0; k-- {
+		if bytes.HasPrefix(token, data[len(data)-k:]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// reset starts a new run's collection and arms the barrier token.
+func (n *nativeOutput) reset(token string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.buf = n.buf[:0]
+	n.pending = nil
+	n.truncated = false
+	n.barrier = []byte("\x1e" + token + "\x1e")
+	n.seen = make(chan struct{})
+}
+
+// wait waits, at most d, until the barrier has arrived or the pipe is closed, so that
+// everything the worker wrote before its result is in the buffer.
+func (n *nativeOutput) wait(d time.Duration) {
+	n.mu.Lock()
+	seen := n.seen
+	n.mu.Unlock()
+	if seen == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-seen:
+	case <-n.eof:
+	case <-t.C:
+	}
+}
+
+// take returns the collected bytes (bounded) and whether any were dropped.
+func (n *nativeOutput) take() (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := append(n.buf[:len(n.buf):len(n.buf)], n.pending...)
+	truncated := n.truncated
+	if len(out) > LiveLimit {
+		out, truncated = out[:LiveLimit], true
+	}
+	return string(bytes.ToValidUTF8(out, []byte("\uFFFD"))), truncated
+}

@@ -1,0 +1,123 @@
+package repl
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// State says whether the Python namespace survived a run.
+type State string
+
+const (
+	StatePreserved State = "preserved"
+	StateCleared   State = "cleared"
+)
+
+// Messages clients and tests rely on (reference section 13.2). Keep their tokens.
+const (
+	msgBusy            = "A cell is already running; inspect python_run or cancel it"
+	msgLimits          = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
+	msgTimedOut        = "Execution timed out"
+	msgCancelled       = "Execution cancelled"
+	msgBeforeDispatch  = "Execution cancelled before dispatch"
+	msgDidNotStop      = "; worker did not stop; variables cleared"
+	msgExited          = "; worker exited; variables cleared"
+	msgCrashed         = "Python worker crashed; variables cleared"
+	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
+	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
+	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"
+	msgSessionClosed   = "Session is closed"
+	msgRunNotFound     = "Run not found; history retains last 64 runs"
+	msgNoActiveRun     = "No matching active run"
+	msgFrameTooLarge   = "Worker command exceeds 1 MiB; reduce code"
+)
+
+// Truncated says which fields of a result were bounded.
+type Truncated struct {
+	Stdout bool `json:"stdout"`
+	Stderr bool `json:"stderr"`
+	Return bool `json:"return"`
+}
+
+// Result is the execution result envelope (reference section 4).
+type Result struct {
+	RunID       string          `json:"run_id"`
+	Success     bool            `json:"success"`
+	Stdout      string          `json:"stdout"`
+	Stderr      string          `json:"stderr"`
+	ReturnValue *string         `json:"return_value"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	Error       *string         `json:"error"`
+	ElapsedMS   float64         `json:"elapsed_ms"`
+	Truncated   Truncated       `json:"truncated"`
+	State       State           `json:"state"`
+	StateReset  *bool           `json:"state_reset,omitempty"`
+	// ExecutionMode is set when a worker executed the run.
+	ExecutionMode            string `json:"execution_mode,omitempty"`
+	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
+	ServerID                 string `json:"server_id"`
+	SessionID                string `json:"session_id"`
+	Generation               uint64 `json:"generation"`
+}
+
+// workerResult is the worker's half of a result, as sent in its result frame.
+type workerResult struct {
+	Success                  bool            `json:"success"`
+	Stdout                   string          `json:"stdout"`
+	Stderr                   string          `json:"stderr"`
+	ReturnValue              *string         `json:"return_value"`
+	Value                    json.RawMessage `json:"value"`
+	Error                    *string         `json:"error"`
+	Truncated                Truncated       `json:"truncated"`
+	State                    State           `json:"state"`
+	BackgroundTasksCancelled int             `json:"background_tasks_cancelled"`
+}
+
+// failure is a result for a run that failed with msg and left the namespace in state.
+func failure(runID, msg string, state State) *Result {
+	return &Result{RunID: runID, Error: &msg, State: state}
+}
+
+func strPtr(s string) *string { return &s }
+
+// bound bounds every field to the contract's limits and sets the truncation flags.
+func (r *Result) bound() {
+	r.Stdout = boundFlag(r.Stdout, StreamLimit, &r.Truncated.Stdout)
+	r.Stderr = boundFlag(r.Stderr, StreamLimit, &r.Truncated.Stderr)
+	if r.ReturnValue != nil {
+		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
+		r.ReturnValue = &v
+	}
+	if r.Error != nil {
+		var cut bool
+		v := boundFlag(*r.Error, PreviewLimit, &cut)
+		r.Error = &v
+	}
+	if r.State == "" {
+		r.State = StatePreserved
+	}
+}
+
+func boundFlag(s string, limit int, flag *bool) string {
+	cut := cutUTF8(s, limit)
+	if len(cut) < len(s) {
+		*flag = true
+	}
+	return cut
+}
+
+// cutUTF8 returns the longest prefix of s that is at most limit bytes and does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	end := limit
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
+}
+
+// CutUTF8 is cutUTF8 for the presentation layer.
+func CutUTF8(s string, limit int) string { return cutUTF8(s, limit) }

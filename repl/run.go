@@ -1,0 +1,135 @@
+package repl
+
+import (
+	"sync"
+	"time"
+)
+
+// RunStatus is the phase of an active run.
+type RunStatus string
+
+const (
+	RunStarting RunStatus = "starting"
+	RunRunning  RunStatus = "running"
+)
+
+// run is one execution holding the session's slot.
+type run struct {
+	id      string
+	req     ExecRequest
+	started time.Time
+
+	cancelOnce sync.Once
+	cancelled  chan struct{} // closed by python_cancel or session close
+
+	mu         sync.Mutex
+	status     RunStatus
+	generation uint64
+	stdout     liveStream
+	stderr     liveStream
+	proc       *process // the worker executing it, once dispatched
+	stopping   bool     // an interrupt or the result is being handled
+
+	done   chan struct{} // closed once result is set
+	result *Result
+}
+
+func newRun(req ExecRequest) *run {
+	return &run{
+		id:        newUUID(),
+		req:       req,
+		started:   time.Now(),
+		status:    RunStarting,
+		cancelled: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+}
+
+func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
+
+func (r *run) setStopping() {
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+}
+
+// isStopping reports whether the run is already on its way out, so a caller may wait
+// for the slot instead of failing as busy.
+func (r *run) isStopping() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.cancelled:
+		return true
+	default:
+	}
+	return r.stopping
+}
+
+func (r *run) finish(res *Result) {
+	r.result = res
+	close(r.done)
+}
+
+func (r *run) appendOutput(stream, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch stream {
+	case "stdout":
+		r.stdout.add(text)
+	case "stderr":
+		r.stderr.add(text)
+	}
+}
+
+// liveStream is the bounded live copy of one output stream, for python_run.
+type liveStream struct {
+	text      []byte
+	truncated bool
+}
+
+func (l *liveStream) add(s string) {
+	room := LiveLimit - len(l.text)
+	if len(s) > room {
+		s, l.truncated = cutUTF8(s, max(room, 0)), true
+	}
+	l.text = append(l.text, s...)
+}
+
+// Snapshot is python_run's view of an active run.
+type Snapshot struct {
+	ServerID      string    `json:"server_id"`
+	SessionID     string    `json:"session_id"`
+	Generation    uint64    `json:"generation"`
+	RunID         string    `json:"run_id"`
+	Status        RunStatus `json:"status"`
+	ElapsedMS     float64   `json:"elapsed_ms"`
+	Stdout        string    `json:"stdout"`
+	Stderr        string    `json:"stderr"`
+	NativeStderr  string    `json:"native_stderr"`
+	OutputLimit   int       `json:"output_limit_bytes_per_stream"`
+	LiveTruncated Truncated `json:"truncated"`
+}
+
+func (r *run) snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Snapshot{
+		RunID:         r.id,
+		Status:        r.status,
+		Generation:    r.generation,
+		ElapsedMS:     msSince(r.started),
+		Stdout:        string(r.stdout.text),
+		Stderr:        string(r.stderr.text),
+		OutputLimit:   LiveLimit,
+		LiveTruncated: Truncated{Stdout: r.stdout.truncated, Stderr: r.stderr.truncated},
+	}
+	if r.proc != nil {
+		s.NativeStderr, _ = r.proc.native.take()
+	}
+	return s
+}
+
+func msSince(t time.Time) float64 {
+	return float64(time.Since(t).Microseconds()) / 1000
+}

@@ -1,0 +1,5 @@
+package repl
+
+import "syscall"
+
+const sigint = syscall.SIGINT

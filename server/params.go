@@ -1,0 +1,80 @@
+package server
+
+import (
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// The parameters shared by the tools. They are built on each use so that no tool
+// can change another's.
+
+func sessionIDParam() param {
+	return param{
+		name: "session_id", typ: "string", maxLength: 128,
+		desc: "Session to use: take it from python_health's server.session_id (or python_session_open). Omitted means the default session, except under protocol 2026-07-28 where it is required.",
+	}
+}
+
+func runIDParam() param {
+	return param{
+		name: "run_id", typ: "string", maxLength: 128,
+		desc: "Run id from execute_python or python_start; omit for the active or latest run.",
+	}
+}
+
+func codeParam() param {
+	return param{
+		name: "code", typ: "string", required: true, maxLength: repl.MaxCodeBytes,
+		desc: "Python source. A trailing expression becomes return_value; top-level await works. At most 256 KiB.",
+	}
+}
+
+func expectedGenerationParam() param {
+	return param{
+		name: "expected_generation", typ: "integer", min: bound(0),
+		desc:    "Reject with STATE_CHANGED before executing code if Python state changed (the generation you last saw).",
+		message: "expected_generation must be a nonnegative integral u64",
+	}
+}
+
+func resetParam() param {
+	return param{
+		name: "reset", typ: "boolean", def: false,
+		desc: "Restart the worker first: clears variables, imports, cwd and environment changes.",
+	}
+}
+
+func timeoutParam() param {
+	return param{
+		name: "timeout", typ: "number", min: bound(0.01), max: bound(3600), def: 120,
+		desc: "Seconds before the cell is interrupted (SIGINT, then SIGKILL after 2 s). 0.01 to 3600, default 120.",
+	}
+}
+
+func executionInput() inputSchema {
+	return inputSchema{codeParam(), sessionIDParam(), expectedGenerationParam(), resetParam(), timeoutParam()}
+}
+
+// execArgs are the arguments of execute_python and python_start.
+type execArgs struct {
+	Code               string   `json:"code"`
+	SessionID          string   `json:"session_id"`
+	ExpectedGeneration *uint64  `json:"expected_generation"`
+	Reset              bool     `json:"reset"`
+	Timeout            *float64 `json:"timeout"`
+}
+
+func (a execArgs) request() repl.ExecRequest {
+	req := repl.ExecRequest{Code: a.Code, Reset: a.Reset, ExpectedGeneration: a.ExpectedGeneration}
+	if a.Timeout != nil {
+		req.Timeout = time.Duration(*a.Timeout * float64(time.Second))
+	}
+	return req
+}
+
+// runArgs are the arguments of python_run and python_cancel.
+type runArgs struct {
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Presentation limits (reference section 3.4).
+const (
+	textLimit   = 8192
+	resultLimit = 1000000
+	textCutNote = "\n[Text cut at 8 KiB; the complete bounded output is in structuredContent.]"
+	omittedText = "Output presentation omitted; inspect structuredContent."
+)
+
+// present turns a tool's value into a CallToolResult: the value as structuredContent
+// and one text block, with isError by the generic rule.
+func present(value any) *mcp.CallToolResult {
+	structured, err := json.Marshal(value)
+	if err != nil {
+		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
+	}
+	text := presentationText(value, structured)
+	if len(text) > textLimit {
+		text = repl.CutUTF8(text, textLimit) + textCutNote
+		structured = withField(structured, "text_truncated", true)
+	}
+	res := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: json.RawMessage(structured),
+		IsError:           isError(structured),
+	}
+	if encoded, err := json.Marshal(res); err == nil && len(encoded) > resultLimit {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: omittedText}}
+	}
+	return res
+}
+
+// presentationText is the human text of a value: an execution result reads like a
+// terminal; anything else is its compact JSON.
+func presentationText(value any, structured []byte) string {
+	r, ok := value.(*repl.Result)
+	if !ok {
+		return string(structured)
+	}
+	var b strings.Builder
+	b.WriteString(r.Stdout)
+	if r.Stderr != "" {
+		b.WriteString("\nStderr:\n" + r.Stderr)
+	}
+	if r.ReturnValue != nil && *r.ReturnValue != "" {
+		b.WriteString("\n" + *r.ReturnValue)
+	}
+	if r.Error != nil {
+		b.WriteString("\n" + *r.Error)
+	}
+	if r.State == repl.StateCleared {
+		b.WriteString("\nWorker state cleared.")
+	}
+	if b.Len() == 0 {
+		return "Execution completed."
+	}
+	return b.String()
+}
+
+// isError is the generic rule: isError true, success false, or a non-null error.
+func isError(structured []byte) bool {
+	var v struct {
+		IsError *bool           `json:"isError"`
+		Success *bool           `json:"success"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(structured, &v) != nil {
+		return false
+	}
+	return (v.IsError != nil && *v.IsError) ||
+		(v.Success != nil && !*v.Success) ||
+		(len(v.Error) > 0 && !bytes.Equal(v.Error, []byte("null")))
+}
+
+// withField adds one field to an encoded JSON object.
+func withField(object []byte, name string, value any) []byte {
+	encoded, _ := json.Marshal(value)
+	key, _ := json.Marshal(name)
+	trimmed := bytes.TrimRight(object, " \n")
+	if len(trimmed) < 2 || trimmed[len(trimmed)-1] != '}' {
+		return object
+	}
+	body := trimmed[:len(trimmed)-1]
+	sep := ","
+	if bytes.Equal(bytes.TrimSpace(body), []byte("{")) {
+		sep = ""
+	}
+	out := append([]byte{}, body...)
+	out = append(out, sep...)
+	out = append(out, key...)
+	out = append(out, ':')
+	out = append(out, encoded...)
+	return append(out, '}')
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is what a Server is built from.
+type Config struct {
+	Version string
+	Repl    *repl.Manager
+	Logger  *slog.Logger
+}
+
+// Server is the MCP surface over one repl.Manager.
+type Server struct {
+	mcp    *mcp.Server
+	repl   *repl.Manager
+	logger *slog.Logger
+}
+
+const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
+	"sessions. Use python_health for diagnostics without starting Python, execute_python for cells, and " +
+	"python_start, python_run and python_cancel for long executions. Under protocol 2026-07-28 pass the " +
+	"session_id from python_health. Results say whether state survived (state, generation)."
+
+// Shutdown budgets: how long the server lets runs stop on their own when it ends.
+const (
+	// eofGrace is how long running cells may go on after the client closed stdin
+	// before they are cancelled; their replies are still written.
+	eofGrace = 3 * time.Second
+	// signalGrace is how long a cell may take to honour the interrupt on SIGTERM.
+	signalGrace = 500 * time.Millisecond
+	// closeGrace bounds the wait for in-flight handlers once sessions are closing.
+	closeGrace = 1500 * time.Millisecond
+)
+
+// New builds the server and registers its tools.
+func New(cfg Config) *Server {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{repl: cfg.Repl, logger: logger}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Clients must re-list tools every time (Claude Code mis-cached them otherwise).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs = 0
+			c.CacheScope = "private"
+		},
+	})
+	s.mcp.AddReceivingMiddleware(unknownToolMessage)
+	for _, t := range s.tools() {
+		s.register(t)
+	}
+	return s
+}
+
+// unknownToolMessage words go-sdk's unknown-tool error as the contract does.
+func unknownToolMessage(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var rpcErr *jsonrpc.Error
+		if method == "tools/call" && errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
+			return nil, invalidParams(msgUnknownTool + strings.TrimPrefix(rpcErr.Message, "unknown tool"))
+		}
+		return res, err
+	}
+}
+
+// MCP exposes the underlying go-sdk server, for in-process connections (doctor).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// ServeStdio serves one client over newline-delimited JSON-RPC on in and out until
+// the client closes in (every request already read is answered first) or ctx is
+// cancelled (SIGTERM, SIGINT). Either way every session is closed before it returns.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	eof := make(chan struct{})
+	transport := newStdioTransport(in, out, s.logger, func() { close(eof) })
+	served := make(chan error, 1)
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	go func() { served <- s.mcp.Run(runCtx, transport) }()
+
+	var err error
+	select {
+	case err = <-served:
+	case <-eof:
+		// Answer what was read; cells still running after the grace are cancelled,
+		// and their cancelled results are answered too.
+		select {
+		case err = <-served:
+		case <-time.After(eofGrace):
+			s.repl.Close(signalGrace)
+			err = <-served
+		}
+	case <-ctx.Done():
+		closed := make(chan struct{})
+		go func() { s.repl.Close(signalGrace); close(closed) }()
+		stopRun()
+		select {
+		case <-served:
+		case <-time.After(closeGrace):
+		}
+		<-closed
+		return nil
+	}
+	s.repl.Close(signalGrace)
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

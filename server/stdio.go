@@ -1,0 +1,260 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxLine bounds one JSON-RPC message on stdin and stdout.
+const maxLine = 1 << 20
+
+// drainLimit bounds how long EOF waits for the last replies once every cell has
+// been cancelled; a reply that never comes must not keep the process alive.
+const drainLimit = 10 * time.Second
+
+// stdioTransport is newline-delimited JSON-RPC over a reader and a writer. Unlike
+// go-sdk's own stdio transport it answers every request it has read before it
+// reports EOF (go-sdk issue #1061 drops them), and a malformed or oversized line
+// gets an error reply instead of ending the stream.
+type stdioTransport struct {
+	in     io.Reader
+	out    io.Writer
+	logger *slog.Logger
+	onEOF  func()
+}
+
+func newStdioTransport(in io.Reader, out io.Writer, logger *slog.Logger, onEOF func()) *stdioTransport {
+	return &stdioTransport{in: in, out: out, logger: logger, onEOF: onEOF}
+}
+
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{
+		out:      t.out,
+		logger:   t.logger,
+		messages: make(chan jsonrpc.Message),
+		eof:      make(chan struct{}),
+		closed:   make(chan struct{}),
+		changed:  make(chan struct{}, 1),
+		pending:  map[any]bool{},
+	}
+	go c.readLoop(t.in, t.onEOF)
+	return c, nil
+}
+
+type stdioConn struct {
+	out    io.Writer
+	logger *slog.Logger
+
+	messages chan jsonrpc.Message
+	eof      chan struct{} // closed when stdin has ended
+	closed   chan struct{}
+	once     sync.Once
+
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	pending map[any]bool  // ids of requests read and not yet answered
+	changed chan struct{} // pulsed when pending shrinks
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// readLoop reads lines until EOF, replying itself to lines that are not messages.
+func (c *stdioConn) readLoop(in io.Reader, onEOF func()) {
+	defer func() {
+		close(c.eof)
+		if onEOF != nil {
+			onEOF()
+		}
+	}()
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			c.writeError(jsonrpc.CodeParseError, "Message exceeds the 1 MiB line limit; it was discarded")
+			continue
+		}
+		if len(line) > 0 {
+			if !c.accept(line) {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// accept decodes one line and hands it to the session; false once the connection
+// is closed.
+func (c *stdioConn) accept(line []byte) bool {
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		c.writeError(jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+err.Error())
+		return true
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.track(req)
+	}
+	select {
+	case c.messages <- msg:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// track records calls that need a reply, and forgets those the client cancels
+// (a cancelled request may get no reply).
+func (c *stdioConn) track(req *jsonrpc.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.IsCall() {
+		c.pending[req.ID.Raw()] = true
+		return
+	}
+	if req.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.forget(id.Raw())
+			}
+		}
+	}
+}
+
+// forget drops a pending id; c.mu is held.
+func (c *stdioConn) forget(id any) {
+	if c.pending[id] {
+		delete(c.pending, id)
+		select {
+		case c.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg := <-c.messages:
+		return msg, nil
+	case <-c.eof:
+		return nil, c.drain(ctx)
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// drain waits until every request read has been answered, then reports EOF.
+func (c *stdioConn) drain(ctx context.Context) error {
+	limit := time.NewTimer(drainLimit)
+	defer limit.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n == 0 {
+			return io.EOF
+		}
+		select {
+		case <-c.changed:
+		case <-c.closed:
+			return io.EOF
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-limit.C:
+			c.logger.Warn("stdin closed with requests still unanswered", "requests", n)
+			return io.EOF
+		}
+	}
+}
+
+func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if err := c.writeLine(data); err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		c.forget(resp.ID.Raw())
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *stdioConn) writeLine(data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.out.Write(append(data, '\n'))
+	return err
+}
+
+// writeError replies to a line that could not be read as a message; its id is
+// unknown, so the reply's id is null.
+func (c *stdioConn) writeError(code int64, message string) {
+	reply, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": message},
+	})
+	if err := c.writeLine(reply); err != nil {
+		c.logger.Warn("write error reply", "err", err)
+	}
+}
+
+func (c *stdioConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+var errLineTooLong = errors.New("line exceeds 1 MiB")
+
+// readLine reads one line without its newline. An over-long line is consumed up to
+// its newline and reported as errLineTooLong, so the stream stays in step.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			if err == nil {
+				return nil, errLineTooLong
+			}
+			return nil, err
+		}
+		return trimNewline(line), err
+	}
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

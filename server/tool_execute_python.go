@@ -1,0 +1,54 @@
+package server
+
+import "context"
+
+// executionResultSchema is the output schema of an execution result (reference 3.1).
+const executionResultSchema = `{
+  "type": "object",
+  "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
+  "properties": {
+    "run_id": {"type": "string"},
+    "success": {"type": "boolean"},
+    "stdout": {"type": "string"},
+    "stderr": {"type": "string"},
+    "return_value": {"type": ["string", "null"]},
+    "value": {},
+    "error": {"type": ["string", "null"]},
+    "elapsed_ms": {"type": "number"},
+    "truncated": {
+      "type": "object",
+      "properties": {"stdout": {"type": "boolean"}, "stderr": {"type": "boolean"}, "return": {"type": "boolean"}}
+    },
+    "state": {"type": "string", "enum": ["preserved", "cleared"]},
+    "state_reset": {"type": "boolean"},
+    "execution_mode": {"type": "string", "enum": ["persistent", "fresh"]},
+    "background_tasks_cancelled": {"type": "integer"},
+    "text_truncated": {"type": "boolean"},
+    "server_id": {"type": "string"},
+    "session_id": {"type": "string"},
+    "generation": {"type": "integer", "minimum": 0}
+  }
+}`
+
+func (s *Server) executePythonTool() tool {
+	return tool{
+		name: "execute_python",
+		description: "Execute Python in a persistent, trusted local CPython worker: variables, imports and one asyncio " +
+			"event loop persist between calls, and top-level await works. The mcp bridge (mcp.call) to other MCP " +
+			"servers is not configured in this build. Output is bounded (50,000 bytes per stream); the trailing " +
+			"expression is previewed without calling __repr__. timeout 0.01..3600 s (default 120), code at most " +
+			"256 KiB. reset=true restarts the worker (clears variables, cwd and environment). Cancellation " +
+			"interrupts the code, but external effects may already have happened. Results carry run_id, " +
+			"session_id and generation; state says whether variables survived.",
+		input:           executionInput(),
+		output:          executionResultSchema,
+		annotations:     annotations(false, true, false, true),
+		routed:          true,
+		sessionRequired: true,
+		handle: func(ctx context.Context, call *toolCall) any {
+			var args execArgs
+			decodeArgs(call.args, &args)
+			return call.session.Execute(ctx, args.request())
+		},
+	}
+}

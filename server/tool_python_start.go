@@ -1,0 +1,35 @@
+package server
+
+import "context"
+
+const startSchema = `{
+  "type": "object",
+  "oneOf": [
+    {"required": ["run_id", "session_id", "status"], "properties": {"status": {"type": "string", "enum": ["starting"]}}},
+    {"required": ["error"], "properties": {"error": {"type": "string"}}}
+  ]
+}`
+
+func (s *Server) pythonStartTool() tool {
+	return tool{
+		name: "python_start",
+		description: "Start a long Python execution and return its run_id at once; poll python_run for live output and " +
+			"the result, stop it with python_cancel. One run at a time per session; the server owns the run " +
+			"until it completes or the server shuts down. Same code, reset, timeout, expected_generation and " +
+			"session_id semantics as execute_python.",
+		input:           executionInput(),
+		output:          startSchema,
+		annotations:     annotations(false, true, false, true),
+		routed:          true,
+		sessionRequired: true,
+		handle: func(_ context.Context, call *toolCall) any {
+			var args execArgs
+			decodeArgs(call.args, &args)
+			info, failed := call.session.Start(args.request())
+			if failed != nil {
+				return failed
+			}
+			return info
+		},
+	}
+}
