@@ -278,5 +278,12 @@ func socketPair() (ours, theirs *os.File, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("create guardian control socket: %w", err)
 	}
+	// Our end must be non-blocking so that os.File registers it with the poller:
+	// only then can Close interrupt the watcher's pending Read and hang up at once.
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		return nil, nil, fmt.Errorf("create guardian control socket: %w", err)
+	}
 	return os.NewFile(uintptr(fds[0]), "guardian-control"), os.NewFile(uintptr(fds[1]), "guardian-control-child"), nil
 }

@@ -88,6 +88,10 @@ func (r *Result) bound() {
 		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
 		r.ReturnValue = &v
 	}
+	if len(r.Value) > PreviewLimit {
+		// The worker keeps values under the preview budget; never trust that blindly.
+		r.Value, r.Truncated.Return = nil, true
+	}
 	if r.Error != nil {
 		var cut bool
 		v := boundFlag(*r.Error, PreviewLimit, &cut)

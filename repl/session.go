@@ -366,6 +366,9 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 	if nativeCut {
 		res.Truncated.Stderr = true
 	}
+	if string(res.Value) == "null" {
+		res.Value = nil // None has no value beyond return_value: null
+	}
 	if res.State == StateCleared {
 		// The worker exits after such a result; do not hand it another cell.
 		s.discard(p)

@@ -110,6 +110,9 @@ func (in inputSchema) validate(raw json.RawMessage) (map[string]json.RawMessage,
 }
 
 func (in inputSchema) names() string {
+	if len(in) == 0 {
+		return "none (this tool takes no arguments)"
+	}
 	names := make([]string, len(in))
 	for i, p := range in {
 		names[i] = p.name

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -99,7 +100,8 @@ func (c *stdioConn) readLoop(in io.Reader, onEOF func()) {
 func (c *stdioConn) accept(line []byte) bool {
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		c.writeError(jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+err.Error())
+		// The decoder's message may quote the line; keep the reply short.
+		c.writeError(jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
 		return true
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
