@@ -154,8 +154,12 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		return Ready{}, errors.New("Python worker startup timed out" + p.startupOutput())
 	case g := <-got:
 		if g.err != nil {
+			// Let the guardian report how the child ended before it is torn down.
+			select {
+			case <-p.proc.Exited():
+			case <-time.After(barrierWait):
+			}
 			p.kill()
-			<-p.proc.Exited()
 			p.native.wait(barrierWait)
 			if errors.Is(g.err, errFrameTooLarge) || strings.Contains(g.err.Error(), "not JSON") {
 				return Ready{}, errors.New("Invalid Python worker handshake: " + g.err.Error() + p.startupOutput())

@@ -52,7 +52,9 @@ func New(cfg Config) *Server {
 	s := &Server{repl: cfg.Repl, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       logger,
+		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
+		// logger reports what matters.
+		Logger: slog.New(slog.DiscardHandler),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		// Clients must re-list tools every time (Claude Code mis-cached them otherwise).
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {

@@ -1,0 +1,214 @@
+package repl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/internal/pythons"
+)
+
+// TestMain lets the test binary serve as the process guardian.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == guardian.Flag {
+		os.Exit(guardian.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func newTestManager(t *testing.T, python string) *Manager {
+	t.Helper()
+	m := NewManager(t.Context(), Config{Python: python, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
+	t.Cleanup(func() { m.Close(time.Second) })
+	return m
+}
+
+// fakePython writes an executable script that stands in for an interpreter.
+func fakePython(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "python")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func realPython(t *testing.T) string {
+	t.Helper()
+	found, missing := pythons.Find()
+	if len(found) == 0 {
+		t.Fatalf("no CPython 3.10 or newer found: %v", missing)
+	}
+	return found[0].Path
+}
+
+func mustFail(t *testing.T, res *Result, want string, state State) {
+	t.Helper()
+	if res.Success || res.Error == nil || !strings.Contains(*res.Error, want) {
+		got := "<nil>"
+		if res.Error != nil {
+			got = *res.Error
+		}
+		t.Fatalf("want failure containing %q, got success=%v error=%q", want, res.Success, got)
+	}
+	if res.State != state {
+		t.Fatalf("state = %s, want %s (error %q)", res.State, state, *res.Error)
+	}
+}
+
+func TestHandshakeFailures(t *testing.T) {
+	cases := []struct {
+		name, script, want string
+	}{
+		{"garbage", `echo 'this is not json' >&4; sleep 5`, "Invalid Python worker handshake"},
+		{"wrong first frame", `echo '{"type":"result","id":"x"}' >&4; sleep 5`, "Invalid Python worker handshake"},
+		{"no pid", `echo '{"type":"ready","protocol":1,"pid":0}' >&4; sleep 5`, "Worker handshake omitted real PID"},
+		{"dies", `echo 'boom: no such module' >&2; exit 5`, "exited during startup (exit status 5): boom: no such module"},
+		{"old protocol", `echo '{"type":"ready","protocol":0,"pid":1}' >&4; sleep 5`, "protocol 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestManager(t, fakePython(t, c.script))
+			res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})
+			mustFail(t, res, c.want, StateCleared)
+			if h := m.Default().Health(); h.Python != nil || h.Generation != 0 {
+				t.Fatalf("a failed start left state behind: %+v", h)
+			}
+		})
+	}
+}
+
+func TestMissingInterpreter(t *testing.T) {
+	m := newTestManager(t, "/nonexistent/python3")
+	mustFail(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), "/nonexistent/python3", StateCleared)
+}
+
+func TestOldPythonRefused(t *testing.T) {
+	old := filepath.Join(os.Getenv("HOME"), ".pyenv/versions/3.9.18/bin/python")
+	if _, err := os.Stat(old); err != nil {
+		// Any interpreter below 3.10 will do; fake one that reports its version the
+		// way the bootstrap does.
+		old = fakePython(t, `exec `+realPython(t)+` -c 'import sys; sys.version_info = (3, 9, 0); exec(sys.argv[1])' "$4"`)
+		t.Logf("no Python 3.9 here; faking one")
+	}
+	m := newTestManager(t, old)
+	mustFail(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), "needs Python 3.10 or newer", StateCleared)
+}
+
+// TestGarbageAfterReadyKillsWorker: a worker that breaks the protocol mid-run is
+// killed and the run says why.
+func TestGarbageAfterReadyKillsWorker(t *testing.T) {
+	script := `echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; read line <&3; echo 'garbage' >&4; sleep 30`
+	m := newTestManager(t, fakePython(t, script))
+	res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})
+	mustFail(t, res, "Python worker crashed; variables cleared", StateCleared)
+	if !strings.Contains(*res.Error, "not JSON") {
+		t.Fatalf("error does not say the frame was bad: %q", *res.Error)
+	}
+}
+
+func TestGenerationGuard(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	zero := uint64(0)
+	if res := s.Execute(t.Context(), ExecRequest{Code: "x = 1", ExpectedGeneration: &zero}); !res.Success || res.Generation != 1 {
+		t.Fatalf("first run: %+v", res)
+	}
+	stale := uint64(0)
+	marker := filepath.Join(t.TempDir(), "marker")
+	code := "open(" + quote(marker) + ", 'w').write('x')"
+	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &stale}), "STATE_CHANGED", StatePreserved)
+	s.Execute(t.Context(), ExecRequest{Code: "import os; os._exit(7)"})
+	one := uint64(1)
+	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one}), "STATE_CHANGED: worker restarted", StateCleared)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a rejected run wrote its marker")
+	}
+	res := s.Execute(t.Context(), ExecRequest{Code: "1"})
+	if !res.Success || res.Generation != 2 || res.StateReset == nil || !*res.StateReset {
+		t.Fatalf("recovery run: %+v", res)
+	}
+}
+
+func TestBusyAndCancelledPredecessor(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	info, failed := s.Start(ExecRequest{Code: "import time; time.sleep(30)"})
+	if failed != nil {
+		t.Fatalf("start: %v", *failed.Error)
+	}
+	waitFor(t, func() bool { snap, _, _ := s.Lookup(info.RunID); return snap != nil && snap.Status == RunRunning })
+	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), "already running", StatePreserved)
+	if _, failed := s.Start(ExecRequest{Code: "1"}); failed == nil {
+		t.Fatal("second start accepted while busy")
+	}
+	if _, err := s.Cancel(info.RunID); err != nil {
+		t.Fatal(err)
+	}
+	// A call arriving while the predecessor is being cancelled waits for it.
+	res := s.Execute(t.Context(), ExecRequest{Code: "2 + 2"})
+	if !res.Success || *res.ReturnValue != "4" {
+		t.Fatalf("call after cancel: %+v", res)
+	}
+	_, old, err := s.Lookup(info.RunID)
+	if err != nil || old.Success || *old.Error != msgCancelled || old.State != StatePreserved {
+		t.Fatalf("cancelled run: %+v %v", old, err)
+	}
+}
+
+func TestLimitsRefusedBeforeDispatch(t *testing.T) {
+	m := newTestManager(t, "/nonexistent/python3")
+	for _, req := range []ExecRequest{
+		{Code: strings.Repeat("Ж", MaxCodeBytes/2+1)},
+		{Code: "1", Timeout: time.Millisecond},
+		{Code: "1", Timeout: MaxTimeout + time.Second},
+	} {
+		mustFail(t, m.Default().Execute(t.Context(), req), msgLimits, StatePreserved)
+	}
+}
+
+func TestCloseStopsBackgroundRun(t *testing.T) {
+	m := NewManager(context.Background(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
+	s := m.Default()
+	info, failed := s.Start(ExecRequest{Code: "import time\nwhile True:\n  try: time.sleep(1)\n  except KeyboardInterrupt: pass"})
+	if failed != nil {
+		t.Fatal(*failed.Error)
+	}
+	waitFor(t, func() bool { snap, _, _ := s.Lookup(info.RunID); return snap != nil && snap.Status == RunRunning })
+	pid := s.Health().Python.Pid
+	start := time.Now()
+	m.Close(200 * time.Millisecond)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("close took %v", d)
+	}
+	_, res, _ := s.Lookup(info.RunID)
+	mustFail(t, res, msgAbandoned, StateCleared)
+	waitFor(t, func() bool { return !processAlive(pid) })
+	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), msgSessionClosed, StatePreserved)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	if d, ok := t.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && strings.Fields(string(stat))[2] != "Z"
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "\\'") + "'" }
