@@ -1,0 +1,28 @@
+// Command bench is repl-mcp's benchmark harness. It owns the measurement of the
+// performance targets in DESIGN.md ("Performance targets"), each as a ratio to a
+// baseline measured in the same run, on the same machine and the same interpreter:
+// a warm trivial cell against a bare pipe round trip to a Python exec loop, the cold
+// start against a bare Python start with the worker's imports, the idle server's
+// RSS, and an output flood against the same loop in plain Python. It prints a
+// table of figure, value, baseline, ratio, target and whether the target was met,
+// and writes it to a file when asked.
+//
+// It does not own the server, the worker or any verdict: a missed target is
+// reported, never a failure. The exit status is non-zero only when a figure could
+// not be measured at all, and the error says which.
+//
+// Every process the bench starts leads a process group of its own and is waited for
+// with a deadline; on every path it is stopped (stdin closed, then SIGTERM, then
+// SIGKILL to the group). On Linux the bench also watches the server's guardians and
+// workers: any that outlive the server are reported and killed. The whole run is
+// bounded by -budget.
+//
+// Usage:
+//
+//	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
+//	               [-cold-runs 7] [-budget 115s]
+//
+// Beside the targets it reports one diagnostic: the same trivial cell sent to the
+// embedded worker over its own wire protocol, with no server, which splits a warm
+// cell's cost between Python and Go.
+package main

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	Binary   string // the repl-mcp binary
+	Python   string // the interpreter; an absolute path once resolved
+	N        int    // round trips and warm cells
+	ColdRuns int
+	Out      string // report file, if any
+	Budget   time.Duration
+}
+
+// usageError is a command line that cannot be parsed: exit status 2.
+type usageError struct{ error }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil:
+		return
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseArgs(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Binary, "binary", "./bin/repl-mcp", "the repl-mcp binary to measure")
+	fs.StringVar(&cfg.Python, "python", "python3", "the Python interpreter for the server and every baseline")
+	fs.IntVar(&cfg.N, "n", 200, "bare pipe round trips and warm cells to time")
+	fs.IntVar(&cfg.ColdRuns, "cold-runs", 7, "cold starts to time, and bare Python starts for their baseline")
+	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
+	fs.DurationVar(&cfg.Budget, "budget", 115*time.Second, "upper bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return cfg, usageError{err}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cfg, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case cfg.N < 1:
+		return cfg, usageError{errors.New("-n must be at least 1")}
+	case cfg.ColdRuns < 1:
+		return cfg, usageError{errors.New("-cold-runs must be at least 1")}
+	case cfg.Budget <= 0:
+		return cfg, usageError{errors.New("-budget must be positive")}
+	}
+	return cfg, nil
+}
+
+// run is the whole command: measure, print the report, write it if asked, and fail
+// only if some figure could not be measured at all.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Budget)
+	defer cancel()
+	env := environment{start: time.Now(), host: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
+	if cfg.Binary, env.binaryVersion, err = resolveBinary(ctx, cfg.Binary); err != nil {
+		return err
+	}
+	if cfg.Python, env.pythonVersion, err = resolvePython(ctx, cfg.Python); err != nil {
+		return err
+	}
+	env.binary, env.python = cfg.Binary, cfg.Python
+	env.loadStart = loadText()
+	dir, err := os.MkdirTemp("", "repl-mcp-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	b := &bench{cfg: cfg, dir: dir, progress: stderr, notes: &notes{}}
+	m := b.run(ctx)
+	env.loadEnd = loadText()
+	if busy(env.loadStart) || busy(env.loadEnd) {
+		b.notes.add(fmt.Sprintf("the machine was busy (load %s at start, %s at end, %d CPUs): other work competed for the CPUs; "+
+			"the ratios, measured side by side, are more telling than the absolute times", env.loadStart, env.loadEnd, runtime.NumCPU()))
+	}
+	if ctx.Err() != nil {
+		b.notes.add(fmt.Sprintf("the run was cut short: %v (budget %v)", context.Cause(ctx), cfg.Budget))
+	}
+	rep := buildReport(cfg, env, m, b.notes.lines())
+	text := rep.String()
+	fmt.Fprint(stdout, text)
+	if cfg.Out != "" {
+		if err := writeFileAtomic(cfg.Out, []byte(text)); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	if len(rep.unmeasured) > 0 {
+		return fmt.Errorf("could not measure:\n  %s", strings.Join(rep.unmeasured, "\n  "))
+	}
+	return nil
+}
+
+func loadText() string {
+	load, err := loadAverage()
+	if err != nil {
+		return "unknown"
+	}
+	return load
+}
+
+// busy says whether the 1-minute load reaches half the CPUs.
+func busy(load string) bool {
+	var one float64
+	if _, err := fmt.Sscan(load, &one); err != nil {
+		return false
+	}
+	return one >= float64(runtime.NumCPU())/2
+}
+
+// resolveBinary makes the binary's path absolute and asks it for its version.
+func resolveBinary(ctx context.Context, path string) (abs, version string, err error) {
+	if abs, err = filepath.Abs(path); err != nil {
+		return "", "", err
+	}
+	if info, err := os.Stat(abs); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", "", fmt.Errorf("the repl-mcp binary %s is not an executable file (run make build)", abs)
+	}
+	out, err := output(ctx, abs, "--version")
+	if err != nil {
+		return "", "", fmt.Errorf("%s --version: %w", abs, err)
+	}
+	return abs, strings.TrimSpace(out), nil
+}
+
+// resolvePython finds the interpreter once, through any shim (pyenv's python3 is a
+// shell script), as the absolute sys.executable every measurement then uses.
+func resolvePython(ctx context.Context, name string) (abs, version string, err error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", "", fmt.Errorf("python interpreter %q: %w", name, err)
+	}
+	out, err := output(ctx, path, "-c", "import platform, sys; print(sys.executable); print(platform.python_version())")
+	if err != nil {
+		return "", "", fmt.Errorf("python interpreter %s: %w", path, err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !filepath.IsAbs(lines[0]) {
+		return "", "", fmt.Errorf("python interpreter %s reports no usable sys.executable: %q", path, out)
+	}
+	return lines[0], lines[1], nil
+}
+
+// output runs a short command with a deadline, killing its process group after it.
+func output(ctx context.Context, program string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			return "", fmt.Errorf("%w: %s", err, lastLines(s, 3))
+		}
+		return "", err
+	}
+	return stdout.String(), nil
+}
+
+// writeFileAtomic writes through a temporary file in the same directory, synced and
+// renamed into place, so a reader never sees half a report.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

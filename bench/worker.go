@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl/worker"
+)
+
+// The worker alone is a diagnostic, not a target: the same trivial cell sent to the
+// embedded worker over its own wire protocol (repl/worker/PROTOCOL.md), with no Go
+// server in between. It splits a warm cell's cost between Python and the server.
+
+// startWorker starts the embedded worker as `python -u -c Source`, with fd 3 and 4
+// as its protocol pipes and fd 1 and 2 (its native output) to /dev/null, and waits
+// for its ready frame.
+func startWorker(ctx context.Context, dir, python string) (*child, error) {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
+	toR, toW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromR, fromW, err := os.Pipe()
+	if err != nil {
+		closeFiles(toR, toW)
+		return nil, err
+	}
+	cmd := exec.Command(python, "-u", "-c", worker.Source)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.ExtraFiles = []*os.File{toR, fromW}
+	c, err := startCmd(ctx, "python worker", cmd, toW, fromR, toR, fromW)
+	if err != nil {
+		return nil, err
+	}
+	frame, err := readFrame(ctx, c, time.Now().Add(requestTimeout))
+	if err == nil && frame.Type != "ready" {
+		err = fmt.Errorf("the worker's first frame is %q, not ready", frame.Type)
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+type workerFrame struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Result struct {
+		Success     bool    `json:"success"`
+		ReturnValue *string `json:"return_value"`
+		Error       *string `json:"error"`
+	} `json:"result"`
+}
+
+func readFrame(ctx context.Context, c *child, deadline time.Time) (workerFrame, error) {
+	line, err := c.readLine(ctx, deadline)
+	if err != nil {
+		return workerFrame{}, err
+	}
+	var f workerFrame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return workerFrame{}, fmt.Errorf("the worker wrote a frame that is not JSON: %.200q", line)
+	}
+	return f, nil
+}
+
+// workerRoundTrip sends one execute frame and waits for its result frame.
+func workerRoundTrip(ctx context.Context, c *child, seq int, code string) (time.Duration, error) {
+	id := "bench-" + strconv.Itoa(seq)
+	line, err := json.Marshal(map[string]any{"type": "execute", "id": id, "code": code, "timeout": cellTimeout.Seconds(), "barrier": "b" + id})
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(cellTimeout + cellSlack)
+	start := time.Now()
+	if err := c.writeLine(ctx, line, deadline); err != nil {
+		return 0, err
+	}
+	for {
+		f, err := readFrame(ctx, c, deadline)
+		if err != nil {
+			return 0, err
+		}
+		if f.Type != "result" || f.ID != id {
+			continue
+		}
+		took := time.Since(start)
+		if !f.Result.Success || f.Result.ReturnValue == nil || *f.Result.ReturnValue != "2" {
+			return 0, fmt.Errorf("the worker's result for %q is not a success returning \"2\"", code)
+		}
+		return took, nil
+	}
+}
+
+func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
+	c, err := startWorker(ctx, b.dir, b.cfg.Python)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rep, err := c.stop(); err != nil {
+			b.notes.add("worker alone: " + err.Error())
+		} else if !rep.onEOF {
+			b.notes.add(fmt.Sprintf("worker alone: the worker did not exit within %v of EOF on its command pipe; the bench sent %s", eofGrace, rep.signal))
+		}
+	}()
+	samples := make([]time.Duration, 0, b.cfg.N)
+	for i := 0; i < floorWarmup+b.cfg.N; i++ {
+		took, err := workerRoundTrip(ctx, c, i, trivialCode)
+		if err != nil {
+			return nil, err
+		}
+		if i >= floorWarmup {
+			samples = append(samples, took)
+		}
+	}
+	return samples, nil
+}
