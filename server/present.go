@@ -15,6 +15,9 @@ const (
 	resultLimit = 1000000
 	textCutNote = "\n[Text cut at 8 KiB; the complete bounded output is in structuredContent.]"
 	omittedText = "Output presentation omitted; inspect structuredContent."
+	// envelopeOverhead covers the JSON-RPC and CallToolResult keys around the value
+	// and the text.
+	envelopeOverhead = 256
 )
 
 // present turns a tool's value into a CallToolResult: the value as structuredContent
@@ -29,15 +32,17 @@ func present(value any) *mcp.CallToolResult {
 		text = repl.CutUTF8(text, textLimit) + textCutNote
 		structured = withField(structured, "text_truncated", true)
 	}
-	res := &mcp.CallToolResult{
+	// The reply carries the value and the text, each JSON-encoded; keep the whole
+	// line under the 1 MiB frame by dropping the text when both do not fit.
+	encodedText, _ := json.Marshal(text)
+	if len(structured)+len(encodedText)+envelopeOverhead > resultLimit {
+		text = omittedText
+	}
+	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(structured),
 		IsError:           isError(structured),
 	}
-	if encoded, err := json.Marshal(res); err == nil && len(encoded) > resultLimit {
-		res.Content = []mcp.Content{&mcp.TextContent{Text: omittedText}}
-	}
-	return res
 }
 
 // presentationText is the human text of a value: an execution result reads like a
