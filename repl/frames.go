@@ -28,6 +28,9 @@ type inFrame struct {
 
 	// result
 	Result *workerResult `json:"result"`
+
+	// job: a detached process group (pid is its leader) "started" or "finished"
+	Action string `json:"action"`
 }
 
 // executeFrame asks the worker to run one cell.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
@@ -47,6 +48,9 @@ type process struct {
 	logger  *slog.Logger
 
 	writeMu sync.Mutex
+
+	jobsMu sync.Mutex
+	jobs   map[int]bool // detached process groups, by leader pid
 
 	deadOnce sync.Once
 	dead     chan struct{} // closed when the protocol channel is gone
@@ -103,6 +107,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		nativeR: nativeR,
 		native:  newNativeOutput(),
 		results: make(chan resultFrame, 4),
+		jobs:    map[int]bool{},
 		logger:  spec.logger,
 		dead:    make(chan struct{}),
 	}
@@ -203,6 +208,8 @@ func (p *process) readFrames(frames *frameReader, onOutput func(runID, stream, t
 		switch f.Type {
 		case "output":
 			onOutput(f.ID, f.Stream, f.Text)
+		case "job":
+			p.trackJob(f)
 		case "result":
 			if f.Result == nil {
 				p.die(errors.New("worker sent a result frame without a result"))
@@ -213,6 +220,36 @@ func (p *process) readFrames(frames *frameReader, onOutput func(runID, stream, t
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))
 			return
 		}
+	}
+}
+
+// trackJob follows a detached process group the worker started (a child in a new
+// session escapes the worker's group). The guardian kills registered groups when the
+// worker goes, even if the server died first.
+func (p *process) trackJob(f inFrame) {
+	if f.Pid <= 1 {
+		return
+	}
+	p.jobsMu.Lock()
+	defer p.jobsMu.Unlock()
+	switch f.Action {
+	case "started":
+		p.jobs[f.Pid] = true
+		_ = p.proc.AddJob(f.Pid)
+	case "finished":
+		delete(p.jobs, f.Pid)
+		_ = p.proc.RemoveJob(f.Pid)
+	}
+}
+
+// killJobs SIGKILLs the detached groups of the worker, as an interrupt does first.
+func (p *process) killJobs() {
+	p.jobsMu.Lock()
+	defer p.jobsMu.Unlock()
+	for pgid := range p.jobs {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		delete(p.jobs, pgid)
+		_ = p.proc.RemoveJob(pgid)
 	}
 }
 
@@ -249,11 +286,16 @@ func (p *process) send(frame any) error {
 	return nil
 }
 
-// interrupt sends SIGINT to the worker's whole process group.
-func (p *process) interrupt() { _ = p.proc.Signal(sigint) }
+// interrupt kills the worker's detached jobs and sends SIGINT to its whole
+// process group.
+func (p *process) interrupt() {
+	p.killJobs()
+	_ = p.proc.Signal(syscall.SIGINT)
+}
 
-// kill ends the worker's group at once.
+// kill ends the worker's group and its detached jobs at once.
 func (p *process) kill() {
+	p.killJobs()
 	p.proc.Close()
 	p.proc.Kill()
 }

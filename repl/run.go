@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -21,6 +22,9 @@ type run struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close
+	// ctx is the caller's context; once it is cancelled (a client cancel) the run
+	// is on its way out even before the supervisor has acted on it.
+	ctx context.Context
 
 	mu         sync.Mutex
 	status     RunStatus
@@ -34,8 +38,9 @@ type run struct {
 	result *Result
 }
 
-func newRun(req ExecRequest) *run {
+func newRun(ctx context.Context, req ExecRequest) *run {
 	return &run{
+		ctx:       ctx,
 		id:        newUUID(),
 		req:       req,
 		started:   time.Now(),
@@ -60,6 +65,8 @@ func (r *run) isStopping() bool {
 	defer r.mu.Unlock()
 	select {
 	case <-r.cancelled:
+		return true
+	case <-r.ctx.Done():
 		return true
 	default:
 	}

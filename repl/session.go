@@ -69,7 +69,7 @@ func (s *Session) ID() string { return s.id }
 // Execute runs one cell and returns when it has finished, failed, timed out or been
 // cancelled through ctx. It never returns nil.
 func (s *Session) Execute(ctx context.Context, req ExecRequest) *Result {
-	r := newRun(req)
+	r := newRun(ctx, req)
 	if res := s.admit(ctx, r, true); res != nil {
 		return res
 	}
@@ -91,7 +91,7 @@ type StartInfo struct {
 // Start begins a run owned by the session and returns at once. The result is a
 // failure instead when the run cannot start (bad limits, busy, closed).
 func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
-	r := newRun(req)
+	r := newRun(s.lifetime, req)
 	if res := s.admit(s.lifetime, r, false); res != nil {
 		return nil, res
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func New(cfg Config) *Server {
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
 		// logger reports what matters.
-		Logger: slog.New(slog.DiscardHandler),
+		Logger:       slog.New(slog.DiscardHandler),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		// Clients must re-list tools every time (Claude Code mis-cached them otherwise).
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -62,7 +63,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(unknownToolMessage)
+	s.mcp.AddReceivingMiddleware(unknownToolMessage, s.toolOrder)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -76,6 +77,22 @@ func unknownToolMessage(next mcp.MethodHandler) mcp.MethodHandler {
 		var rpcErr *jsonrpc.Error
 		if method == "tools/call" && errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
 			return nil, invalidParams(msgUnknownTool + strings.TrimPrefix(rpcErr.Message, "unknown tool"))
+		}
+		return res, err
+	}
+}
+
+// toolOrder lists tools in the order of s.tools(): go-sdk sorts them by name, and
+// the contract's order puts the everyday tools first.
+func (s *Server) toolOrder(next mcp.MethodHandler) mcp.MethodHandler {
+	rank := map[string]int{}
+	for i, t := range s.tools() {
+		rank[t.name] = i
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			slices.SortStableFunc(list.Tools, func(a, b *mcp.Tool) int { return rank[a.Name] - rank[b.Name] })
 		}
 		return res, err
 	}

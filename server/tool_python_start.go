@@ -27,7 +27,9 @@ func (s *Server) pythonStartTool() tool {
 			decodeArgs(call.args, &args)
 			info, failed := call.session.Start(args.request())
 			if failed != nil {
-				return failed
+				// Nothing started: answer with the error alone, so that no run_id
+				// can be mistaken for a run.
+				return identified(call.session, map[string]any{"error": *failed.Error})
 			}
 			return info
 		},

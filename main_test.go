@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "update golden files embedded in testscripts/*.txtar")
+
+// TestMain makes the test binary double as the two commands the scripts run:
+// repl-mcp itself (which re-executes its own binary as the guardian, so it must
+// be called repl-mcp on PATH) and mcpc, the scripts' MCP client (mcpc_test.go).
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"repl-mcp": func() { os.Exit(mainExit()) },
+		"mcpc":     func() { os.Exit(mcpcMain()) },
+	})
+}
+
+// TestScripts runs testscripts/*.txtar once per Python interpreter found here.
+// Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
+// $PYVERSION (its version).
+func TestScripts(t *testing.T) {
+	pys, missing := pythons.Find()
+	for _, m := range missing {
+		t.Logf("MISSING interpreter: %s", m)
+	}
+	if len(pys) == 0 {
+		t.Fatal("no Python >= 3.10 found (neither pyenv versions nor python3 on PATH); the contract tests need a real interpreter")
+	}
+	for _, py := range pys {
+		t.Logf("interpreter %s: %s", py.Version, py.Path)
+	}
+	for _, py := range pys {
+		t.Run(py.Name, func(t *testing.T) {
+			t.Parallel()
+			testscript.Run(t, testscript.Params{
+				Dir:                 "testscripts",
+				RequireExplicitExec: true,
+				RequireUniqueNames:  true,
+				UpdateScripts:       *update,
+				Setup: func(e *testscript.Env) error {
+					e.Setenv("PYTHON", py.Path)
+					e.Setenv("REPL_MCP_PYTHON", py.Path)
+					e.Setenv("PYVERSION", py.Version)
+					if d, ok := t.Deadline(); ok {
+						// mcpc gives up with its transcript before testscript kills it.
+						e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
+					}
+					return nil
+				},
+				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+					"exitcode": cmdExitcode,
+				},
+			})
+		})
+	}
+}
+
+// cmdExitcode runs a program and checks its exact exit status:
+//
+//	exitcode N program [args...]
+//
+// Its stdout and stderr can be checked afterwards like exec's.
+func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exitcode")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: bad status %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}

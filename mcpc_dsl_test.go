@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMCPCAssertions pins the assertion language of mcpc (see mcpc_test.go).
+func TestMCPCAssertions(t *testing.T) {
+	var msg map[string]any
+	reply := `{"jsonrpc":"2.0","id":3,"result":{"isError":false,
+		"content":[{"type":"text","text":"\n4"}],
+		"structuredContent":{"success":true,"value":4,"return_value":"4","python":null,
+			"stdout":"héllo","tools":[{"a":false},{"a":false}],"empty":[],
+			"weird":{"a.b/c~d":1}}}}`
+	if err := json.Unmarshal([]byte(reply), &msg); err != nil {
+		t.Fatal(err)
+	}
+	pass := []string{
+		`sc.success == true`,
+		`sc.value == 4`,
+		`sc.value == 4.0`,
+		`sc.value >= 4`,
+		`sc.value < 4.5`,
+		`sc.value != 5`,
+		`sc.return_value == "4"`,
+		`sc.python == null`,
+		`sc.python exists`,
+		`sc.nothing absent`,
+		`sc.tools.5 absent`,
+		`text == "\n4"`,
+		`text ~ ^\n4$`,
+		`text contains "4"`,
+		`sc.stdout.# == 6`,
+		`sc.tools.# == 2`,
+		`sc.tools.*.a == false`,
+		`sc.tools.*.a !~ true`,
+		`result.content.0.type == "text"`,
+		`/result/structuredContent/weird/a.b~1c~0d == 1`,
+		`sc == {"success":true,"value":4,"return_value":"4","python":null,"stdout":"héllo","tools":[{"a":false},{"a":false}],"empty":[],"weird":{"a.b/c~d":1}}`,
+		`error absent`,
+		`sc.nothing != 1`,
+		`result.isError != true`,
+	}
+	for _, a := range pass {
+		if err := checkAssertion(msg, a); err != nil {
+			t.Errorf("%s: unexpected failure: %v", a, err)
+		}
+	}
+	fail := []string{
+		`sc.success == false`,
+		`sc.value > 4`,
+		`sc.value == "4"`,
+		`sc.nothing exists`,
+		`sc.python absent`,
+		`sc.nothing == null`,
+		`sc.empty.*.a == 1`, // a wildcard must match something
+		`sc.tools.*.a == true`,
+		`text contains "5"`,
+		`sc.return_value < 5`, // not a number
+		`sc.value ~ [`,        // bad regexp
+		`sc.value == bare`,    // values are JSON
+		`sc.value`,            // no operator
+		`sc.value === 4`,
+	}
+	for _, a := range fail {
+		if err := checkAssertion(msg, a); err == nil {
+			t.Errorf("%s: passed, want failure", a)
+		}
+	}
+}
+
+func TestMCPCSubstitution(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cell.py")
+	if err := os.WriteFile(file, []byte("print(\"hi\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPC_TEST_ENV", "from-env")
+	c := newMCPClient("test.mcpc")
+	c.vars["gen"] = "7"
+	c.vars["sid"] = "abc"
+	for in, want := range map[string]string{
+		`{"session_id":"{{sid}}"}`:             `{"session_id":"abc"}`,
+		`expect sc.generation == {{gen+1}}`:    `expect sc.generation == 8`,
+		`expect sc.generation == {{gen-7}}`:    `expect sc.generation == 0`,
+		`{{MCPC_TEST_ENV}}`:                    `from-env`,
+		`{"code": {{@` + file + `}}}`:          `{"code": "print(\"hi\")\n"}`,
+		`{"code":"d = {'a': {'b': 1}}"}`:       `{"code":"d = {'a': {'b': 1}}"}`,
+		`no substitution {{ spaced }} or {{}}`: `no substitution {{ spaced }} or {{}}`,
+	} {
+		got, err := c.substitute(in)
+		if err != nil || got != want {
+			t.Errorf("substitute(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`{{nope}}`, `{{sid+1}}`, `{{@/nonexistent/file}}`} {
+		if _, err := c.substitute(in); err == nil {
+			t.Errorf("substitute(%s): no error", in)
+		}
+	}
+}
+
+func TestMCPCSplitWords(t *testing.T) {
+	w, rest := splitWords(`  send  slow execute_python {"code": "a b"} `, 3)
+	if strings.Join(w, "|") != `send|slow|execute_python` || rest != `{"code": "a b"}` {
+		t.Errorf("splitWords = %q, %q", w, rest)
+	}
+	w, rest = splitWords(`list`, 2)
+	if len(w) != 1 || rest != "" {
+		t.Errorf("splitWords(list) = %q, %q", w, rest)
+	}
+}

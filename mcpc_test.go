@@ -1,0 +1,1286 @@
+package main
+
+// mcpc is the small MCP client the contract scripts (testscripts/*.txtar) use to
+// talk to the real repl-mcp binary over real stdio.
+//
+// Usage, from a script:
+//
+//	exec mcpc SCRIPT [-- SERVER-ARGS...]
+//
+// mcpc starts `repl-mcp SERVER-ARGS...` (found on PATH) as its child, speaks
+// newline-delimited JSON-RPC on the child's stdin and stdout, and runs SCRIPT, a
+// file of one-line commands. Blank lines and lines starting with # are ignored.
+// It exits 0 only when every command passed; otherwise it prints the failing
+// line (file:line), the reason and the tail of the transcript to stderr and
+// exits 1. The server's stderr is copied to mcpc's stderr, each line prefixed
+// with "[repl-mcp] ".
+//
+// Every line the server writes to stdout must be a JSON-RPC message: a line that
+// is not JSON, or is longer than the 1 MiB frame limit, fails the run.
+//
+// When the script ends and the server is still running, mcpc closes its stdin
+// and requires it to exit with status 0 within 10 s (closing stdin stops the
+// server).
+//
+// Substitution, done on each line before it runs:
+//
+//	{{VAR}}      a variable set by save or server-pid, else an environment
+//	             variable (e.g. {{WORK}})
+//	{{VAR+N}}    VAR plus the integer N (also {{VAR-N}}); VAR must be an integer
+//	{{@FILE}}    the contents of FILE as a JSON string literal (for longer cells:
+//	             call execute_python {"code": {{@cell.py}}})
+//
+// Session:
+//
+//	init [VERSION]          initialize (default 2025-11-25), then
+//	                        notifications/initialized; the initialize response
+//	                        becomes the last response
+//	proto VERSION           stateless mode: send no initialize; every request
+//	                        carries _meta with io.modelcontextprotocol/
+//	                        protocolVersion, clientInfo and clientCapabilities
+//
+// Requests (each reply that is waited for becomes "the last response"):
+//
+//	call TOOL [JSON]        tools/call with arguments JSON (omitted: no
+//	                        arguments key) and wait for the reply
+//	list                    tools/list and wait
+//	request METHOD [JSON]   any request with params JSON, and wait
+//	notify METHOD [JSON]    any notification
+//	send NAME TOOL [JSON]   tools/call without waiting; NAME names the request
+//	wait NAME [DUR]         wait for the reply to the request sent as NAME
+//	cancel NAME             notifications/cancelled for the request sent as NAME
+//	rawline TEXT            write TEXT and a newline as they are
+//	rawfile FILE            write FILE's bytes as they are, in one write
+//	wait-id JSONID [DUR]    wait for a reply whose id is JSONID (1, "a", null)
+//	poll TOOL JSON until PATH OP [VALUE] within DUR
+//	                        call TOOL until the assertion holds on its reply
+//	set-timeout DUR         the bound of every later wait (default 60s)
+//
+// Waits end early, with a clear failure, when the server closes its stdout, when
+// it writes a non-JSON line, or when the test's deadline (MCPC_DEADLINE) is near.
+//
+// Assertions, on the last response:
+//
+//	expect PATH == JSON     deep equality (numbers compare as numbers)
+//	expect PATH != JSON     (true when PATH is absent: isError != true)
+//	expect PATH ~ REGEX     Go regexp on the string (other values: their
+//	expect PATH !~ REGEX    compact JSON)
+//	expect PATH contains JSONSTRING
+//	expect PATH < <= > >= NUMBER
+//	expect PATH exists      present (null counts as present)
+//	expect PATH absent
+//	expect-size OP N        bytes of the raw reply line (without newline)
+//	expect-elapsed OP DUR   round trip of the last reply
+//
+// PATH is dotted (result.tools.0.name) or a JSON pointer (/result/tools/0/name).
+// "sc" at the start stands for result.structuredContent and "text" for
+// result.content.0.text. A "#" segment is the length of what precedes it (UTF-8
+// bytes of a string, elements of an array, keys of an object). A "*" segment
+// matches every element: the assertion must hold for each, and for at least one.
+//
+// Variables and processes:
+//
+//	save VAR PATH           VAR = the value at PATH (strings raw, others JSON)
+//	server-pid VAR          VAR = the server's pid
+//	signal-server SIG       send SIG (KILL, TERM, INT, QUIT, HUP) to the server
+//	close-stdin             close the server's stdin
+//	wait-exit DUR STATUS    the server exits within DUR with STATUS: an integer
+//	                        exit code, or a signal name (KILL) if killed by it
+//	pid-alive PID           PID is a live process (not a zombie)
+//	pid-gone PID within DUR PID is gone (or a zombie) within DUR
+//	file-absent PATH        PATH does not exist (relative to the working dir)
+//	file-exists PATH
+//	sleep DUR               rarely: prefer poll and the bounded waits
+//
+// DUR is a Go duration (500ms, 2s).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"reflect"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	mcpcDefaultTimeout  = 60 * time.Second
+	mcpcFrameLimit      = 1 << 20 // the MCP stdio line limit, in and out
+	mcpcTranscriptLines = 80
+	mcpcTranscriptWidth = 600
+	mcpcStderrLimit     = 256 << 10
+	mcpcClientVersion   = "2025-11-25"
+)
+
+// mcpcMain is the mcpc command registered in testscript.Main.
+func mcpcMain() int {
+	args := os.Args[1:]
+	if len(args) < 1 || (len(args) > 1 && args[1] != "--") || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(os.Stderr, "usage: mcpc SCRIPT [-- SERVER-ARGS...]")
+		return 2
+	}
+	var serverArgs []string
+	if len(args) > 1 {
+		serverArgs = args[2:]
+	}
+	src, err := os.ReadFile(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpc: %v\n", err)
+		return 2
+	}
+	c := newMCPClient(args[0])
+	if err := c.start(serverArgs); err != nil {
+		fmt.Fprintf(os.Stderr, "mcpc: starting repl-mcp: %v\n", err)
+		return 1
+	}
+	return c.run(strings.Split(string(src), "\n"))
+}
+
+// rpcMessage is one line the server wrote.
+type rpcMessage struct {
+	raw []byte
+	v   map[string]any
+	rtt time.Duration // round trip, for replies to our requests
+}
+
+type mcpClient struct {
+	script string
+
+	cmd        *exec.Cmd
+	stdin      *os.File
+	stdinShut  bool
+	stderrDone chan struct{}
+
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every change below
+	replies     map[string][]*rpcMessage
+	sentAt      map[string]time.Time
+	readDone    bool
+	protocolErr error
+	exited      bool
+	exitState   *os.ProcessState
+	transcript  []string
+	curLine     string
+
+	nextID    int
+	named     map[string]string // send NAME -> id key
+	last      *rpcMessage
+	vars      map[string]string
+	stateless bool
+	proto     string
+	timeout   time.Duration
+	deadline  time.Time // from MCPC_DEADLINE; zero if none
+}
+
+func newMCPClient(script string) *mcpClient {
+	c := &mcpClient{
+		script:  script,
+		changed: make(chan struct{}),
+		replies: map[string][]*rpcMessage{},
+		sentAt:  map[string]time.Time{},
+		named:   map[string]string{},
+		vars:    map[string]string{},
+		proto:   mcpcClientVersion,
+		timeout: mcpcDefaultTimeout,
+	}
+	if d := os.Getenv("MCPC_DEADLINE"); d != "" {
+		if t, err := time.Parse(time.RFC3339Nano, d); err == nil {
+			c.deadline = t
+		}
+	}
+	return c
+}
+
+// broadcast wakes every waiter; c.mu must be held.
+func (c *mcpClient) broadcast() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *mcpClient) note(dir string, line []byte) {
+	s := string(line)
+	if len(s) > mcpcTranscriptWidth {
+		s = s[:mcpcTranscriptWidth] + fmt.Sprintf("... (%d bytes)", len(line))
+	}
+	c.mu.Lock()
+	c.transcript = append(c.transcript, dir+" "+s)
+	if len(c.transcript) > mcpcTranscriptLines {
+		c.transcript = c.transcript[len(c.transcript)-mcpcTranscriptLines:]
+	}
+	c.mu.Unlock()
+}
+
+func (c *mcpClient) start(args []string) error {
+	path, err := exec.LookPath("repl-mcp")
+	if err != nil {
+		return err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	c.cmd = exec.Command(path, args...)
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = inR, outW, errW
+	if err := c.cmd.Start(); err != nil {
+		return err
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	c.stdin = inW
+	c.stderrDone = make(chan struct{})
+	go c.copyStderr(errR)
+	go c.readLoop(outR)
+	go func() {
+		c.cmd.Wait()
+		c.mu.Lock()
+		c.exited = true
+		c.exitState = c.cmd.ProcessState
+		c.broadcast()
+		c.mu.Unlock()
+	}()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
+	go func() {
+		sig := <-sigs
+		c.mu.Lock()
+		line := c.curLine
+		c.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "mcpc: %v while running %s\n", sig, line)
+		c.printTranscript()
+		c.cmd.Process.Kill()
+		os.Exit(1)
+	}()
+	return nil
+}
+
+func (c *mcpClient) copyStderr(r *os.File) {
+	defer close(c.stderrDone)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	written := 0
+	for sc.Scan() {
+		if written > mcpcStderrLimit {
+			continue
+		}
+		line := "[repl-mcp] " + sc.Text() + "\n"
+		written += len(line)
+		if written > mcpcStderrLimit {
+			line = "[repl-mcp] ... (server stderr truncated)\n"
+		}
+		os.Stderr.WriteString(line)
+	}
+}
+
+func (c *mcpClient) readLoop(r *os.File) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			c.receive(bytes.TrimSuffix(line, []byte("\n")))
+		}
+		if err != nil {
+			c.mu.Lock()
+			c.readDone = true
+			c.broadcast()
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *mcpClient) receive(line []byte) {
+	now := time.Now()
+	c.note("<-", line)
+	fail := func(format string, args ...any) {
+		c.mu.Lock()
+		if c.protocolErr == nil {
+			c.protocolErr = fmt.Errorf(format, args...)
+		}
+		c.broadcast()
+		c.mu.Unlock()
+	}
+	if len(line)+1 > mcpcFrameLimit {
+		fail("server wrote a %d-byte line on stdout, over the 1 MiB frame limit", len(line)+1)
+		return
+	}
+	var v map[string]any
+	if err := json.Unmarshal(line, &v); err != nil {
+		fail("server wrote a non-JSON line on stdout: %q (%v)", abbrev(string(line), 200), err)
+		return
+	}
+	if v["jsonrpc"] != "2.0" {
+		fail("server wrote a message without jsonrpc 2.0: %s", abbrev(string(line), 200))
+		return
+	}
+	if _, isCall := v["method"]; isCall {
+		// A notification or a request from the server: kept in the transcript only.
+		return
+	}
+	id, ok := v["id"]
+	if !ok {
+		fail("server wrote a reply without an id: %s", abbrev(string(line), 200))
+		return
+	}
+	key := compactJSON(id)
+	c.mu.Lock()
+	msg := &rpcMessage{raw: line, v: v}
+	if t, ok := c.sentAt[key]; ok {
+		msg.rtt = now.Sub(t)
+	}
+	c.replies[key] = append(c.replies[key], msg)
+	c.broadcast()
+	c.mu.Unlock()
+}
+
+// bound returns how long a wait of d may last, given the test deadline.
+func (c *mcpClient) bound(d time.Duration) time.Duration {
+	if !c.deadline.IsZero() {
+		if left := time.Until(c.deadline); left < d {
+			return max(left, 0)
+		}
+	}
+	return d
+}
+
+// waitFor waits up to d for cond, which runs with c.mu held.
+func (c *mcpClient) waitFor(what string, d time.Duration, cond func() (bool, error)) error {
+	limit := c.bound(d)
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		done, err := cond()
+		ch := c.changed
+		c.mu.Unlock()
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			if limit < d {
+				return fmt.Errorf("test deadline reached after %v waiting for %s", limit, what)
+			}
+			return fmt.Errorf("no %s within %v", what, d)
+		}
+	}
+}
+
+func (c *mcpClient) exitDescription() string {
+	if !c.exited {
+		return "still running"
+	}
+	return c.exitState.String()
+}
+
+// waitReply waits for the reply with id key and makes it the last response.
+func (c *mcpClient) waitReply(key, what string, d time.Duration) error {
+	return c.waitFor(what, d, func() (bool, error) {
+		if q := c.replies[key]; len(q) > 0 {
+			c.last = q[0]
+			c.replies[key] = q[1:]
+			return true, nil
+		}
+		if c.protocolErr != nil {
+			return false, c.protocolErr
+		}
+		if c.readDone {
+			return false, fmt.Errorf("server closed its stdout before %s (server %s)", what, c.exitDescription())
+		}
+		return false, nil
+	})
+}
+
+func (c *mcpClient) write(line []byte) error {
+	if c.stdinShut {
+		return errors.New("stdin already closed")
+	}
+	c.note("->", line)
+	c.stdin.SetWriteDeadline(time.Now().Add(c.bound(c.timeout)))
+	_, err := c.stdin.Write(line)
+	return err
+}
+
+// request sends a request and returns its id key.
+func (c *mcpClient) request(method string, params map[string]any) (string, error) {
+	c.nextID++
+	id := c.nextID
+	if params == nil {
+		params = map[string]any{}
+	}
+	if c.stateless {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    c.proto,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcpc", "version": "0.1.0"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+	}
+	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return "", err
+	}
+	key := strconv.Itoa(id)
+	c.mu.Lock()
+	c.sentAt[key] = time.Now()
+	c.mu.Unlock()
+	return key, c.write(append(line, '\n'))
+}
+
+func (c *mcpClient) notify(method string, params map[string]any) error {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	line, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	return c.write(append(line, '\n'))
+}
+
+// objectArg parses an optional JSON object argument.
+func objectArg(s string) (map[string]any, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %v", err)
+	}
+	m := make(map[string]any, len(raw))
+	for k, v := range raw {
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (c *mcpClient) sendCall(tool, args string) (string, error) {
+	params := map[string]any{"name": tool}
+	if s := strings.TrimSpace(args); s != "" {
+		if !json.Valid([]byte(s)) {
+			return "", fmt.Errorf("arguments are not valid JSON: %s", abbrev(s, 200))
+		}
+		params["arguments"] = json.RawMessage(s)
+	}
+	return c.request("tools/call", params)
+}
+
+func (c *mcpClient) call(tool, args string) error {
+	key, err := c.sendCall(tool, args)
+	if err != nil {
+		return err
+	}
+	return c.waitReply(key, "reply to tools/call "+tool, c.timeout)
+}
+
+var substRE = regexp.MustCompile(`\{\{([@A-Za-z_][^{}\s]*)\}\}`)
+var arithRE = regexp.MustCompile(`^([A-Za-z_]\w*)([+-])(\d+)$`)
+
+func (c *mcpClient) substitute(line string) (string, error) {
+	var firstErr error
+	out := substRE.ReplaceAllStringFunc(line, func(m string) string {
+		name := m[2 : len(m)-2]
+		val, err := c.lookupVar(name)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return val
+	})
+	return out, firstErr
+}
+
+func (c *mcpClient) lookupVar(name string) (string, error) {
+	if file, ok := strings.CutPrefix(name, "@"); ok {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(string(data))
+		return string(b), nil
+	}
+	if m := arithRE.FindStringSubmatch(name); m != nil {
+		base, err := c.lookupVar(m[1])
+		if err != nil {
+			return "", err
+		}
+		x, err := strconv.ParseInt(base, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("{{%s}}: %s is %q, not an integer", name, m[1], base)
+		}
+		n, _ := strconv.ParseInt(m[3], 10, 64)
+		if m[2] == "-" {
+			n = -n
+		}
+		return strconv.FormatInt(x+n, 10), nil
+	}
+	if v, ok := c.vars[name]; ok {
+		return v, nil
+	}
+	if v, ok := os.LookupEnv(name); ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown variable {{%s}}", name)
+}
+
+// run executes the script and returns the exit status.
+func (c *mcpClient) run(lines []string) int {
+	for i, raw := range lines {
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d: %s", c.script, i+1, abbrev(line, 300))
+		c.mu.Lock()
+		c.curLine = where
+		c.mu.Unlock()
+		expanded, err := c.substitute(line)
+		if err == nil {
+			if expanded != line {
+				where += "\n\t(expanded: " + abbrev(expanded, 300) + ")"
+			}
+			err = c.step(expanded)
+		}
+		if err != nil {
+			return c.fail(where, err)
+		}
+	}
+	where := c.script + ": at end of script"
+	c.mu.Lock()
+	exited := c.exited
+	perr := c.protocolErr
+	c.mu.Unlock()
+	if perr != nil {
+		return c.fail(where, perr)
+	}
+	if !exited {
+		if !c.stdinShut {
+			c.stdinShut = true
+			c.stdin.Close()
+		}
+		if err := c.waitExit(10*time.Second, "0"); err != nil {
+			return c.fail(where+" (closing stdin must stop the server)", err)
+		}
+	}
+	// Whatever the server wrote while stopping must be protocol too.
+	c.waitFor("end of the server's stdout", 2*time.Second, func() (bool, error) { return c.readDone, nil })
+	c.mu.Lock()
+	perr = c.protocolErr
+	c.mu.Unlock()
+	if perr != nil {
+		return c.fail(where, perr)
+	}
+	c.finishStderr()
+	return 0
+}
+
+func (c *mcpClient) fail(where string, err error) int {
+	fmt.Fprintf(os.Stderr, "mcpc: FAIL %s\n\t%v\n", where, err)
+	c.printTranscript()
+	// Stop the server: closing stdin first, then by force.
+	if !c.stdinShut {
+		c.stdinShut = true
+		c.stdin.Close()
+	}
+	if c.waitFor("server exit", 5*time.Second, func() (bool, error) { return c.exited, nil }) != nil {
+		c.cmd.Process.Kill()
+		c.waitFor("server exit after SIGKILL", 5*time.Second, func() (bool, error) { return c.exited, nil })
+	}
+	c.finishStderr()
+	return 1
+}
+
+func (c *mcpClient) finishStderr() {
+	select {
+	case <-c.stderrDone:
+	case <-time.After(time.Second):
+	}
+}
+
+func (c *mcpClient) printTranscript() {
+	c.mu.Lock()
+	t := append([]string(nil), c.transcript...)
+	c.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "mcpc: transcript (last %d lines):\n", len(t))
+	for _, l := range t {
+		fmt.Fprintf(os.Stderr, "\t%s\n", l)
+	}
+}
+
+// splitWords splits off n leading words and returns them and the rest.
+func splitWords(s string, n int) ([]string, string) {
+	var words []string
+	s = strings.TrimSpace(s)
+	for len(words) < n && s != "" {
+		i := strings.IndexAny(s, " \t")
+		if i < 0 {
+			words = append(words, s)
+			s = ""
+			break
+		}
+		words = append(words, s[:i])
+		s = strings.TrimSpace(s[i:])
+	}
+	return words, s
+}
+
+func (c *mcpClient) step(line string) error {
+	c.mu.Lock()
+	perr := c.protocolErr
+	c.mu.Unlock()
+	if perr != nil {
+		return perr
+	}
+	w, rest := splitWords(line, 1)
+	name := w[0]
+	switch name {
+	case "init":
+		version := mcpcClientVersion
+		if rest != "" {
+			version = rest
+		}
+		c.proto = version
+		key, err := c.request("initialize", map[string]any{
+			"protocolVersion": version,
+			"capabilities":    map[string]any{},
+			"clientInfo":      map[string]any{"name": "mcpc", "version": "0.1.0"},
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.waitReply(key, "reply to initialize", c.timeout); err != nil {
+			return err
+		}
+		if _, ok := c.last.v["result"]; !ok {
+			return fmt.Errorf("initialize failed: %s", abbrev(string(c.last.raw), 400))
+		}
+		return c.notify("notifications/initialized", nil)
+
+	case "proto":
+		if rest == "" {
+			return errors.New("usage: proto VERSION")
+		}
+		c.stateless, c.proto = true, rest
+		return nil
+
+	case "call":
+		w, args := splitWords(rest, 1)
+		if len(w) != 1 {
+			return errors.New("usage: call TOOL [JSON]")
+		}
+		return c.call(w[0], args)
+
+	case "list":
+		key, err := c.request("tools/list", nil)
+		if err != nil {
+			return err
+		}
+		return c.waitReply(key, "reply to tools/list", c.timeout)
+
+	case "request", "notify":
+		w, args := splitWords(rest, 1)
+		if len(w) != 1 {
+			return fmt.Errorf("usage: %s METHOD [JSON]", name)
+		}
+		params, err := objectArg(args)
+		if err != nil {
+			return err
+		}
+		if name == "notify" {
+			return c.notify(w[0], params)
+		}
+		key, err := c.request(w[0], params)
+		if err != nil {
+			return err
+		}
+		return c.waitReply(key, "reply to "+w[0], c.timeout)
+
+	case "send":
+		w, args := splitWords(rest, 2)
+		if len(w) != 2 {
+			return errors.New("usage: send NAME TOOL [JSON]")
+		}
+		if _, dup := c.named[w[0]]; dup {
+			return fmt.Errorf("request name %q already used", w[0])
+		}
+		key, err := c.sendCall(w[1], args)
+		if err != nil {
+			return err
+		}
+		c.named[w[0]] = key
+		return nil
+
+	case "wait":
+		w, durs := splitWords(rest, 1)
+		if len(w) != 1 {
+			return errors.New("usage: wait NAME [DUR]")
+		}
+		key, ok := c.named[w[0]]
+		if !ok {
+			return fmt.Errorf("no request was sent as %q", w[0])
+		}
+		d, err := c.optDuration(durs)
+		if err != nil {
+			return err
+		}
+		return c.waitReply(key, "reply to "+w[0], d)
+
+	case "cancel":
+		key, ok := c.named[rest]
+		if !ok {
+			return fmt.Errorf("no request was sent as %q", rest)
+		}
+		return c.notify("notifications/cancelled", map[string]any{
+			"requestId": json.RawMessage(key),
+			"reason":    "cancelled by mcpc script",
+		})
+
+	case "rawline":
+		return c.write([]byte(rest + "\n"))
+
+	case "rawfile":
+		data, err := os.ReadFile(rest)
+		if err != nil {
+			return err
+		}
+		return c.write(data)
+
+	case "wait-id":
+		w, durs := splitWords(rest, 1)
+		if len(w) != 1 || !json.Valid([]byte(w[0])) {
+			return errors.New("usage: wait-id JSONID [DUR]")
+		}
+		d, err := c.optDuration(durs)
+		if err != nil {
+			return err
+		}
+		var id any
+		json.Unmarshal([]byte(w[0]), &id)
+		return c.waitReply(compactJSON(id), "reply with id "+w[0], d)
+
+	case "poll":
+		return c.poll(rest)
+
+	case "set-timeout":
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return err
+		}
+		c.timeout = d
+		return nil
+
+	case "expect":
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		return checkAssertion(c.last.v, rest)
+
+	case "expect-size":
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		w, want := splitWords(rest, 1)
+		if len(w) != 1 {
+			return errors.New("usage: expect-size OP N")
+		}
+		n, err := strconv.ParseFloat(want, 64)
+		if err != nil {
+			return err
+		}
+		if !compareNumbers(float64(len(c.last.raw)), w[0], n) {
+			return fmt.Errorf("reply line is %d bytes, want %s %s", len(c.last.raw), w[0], want)
+		}
+		return nil
+
+	case "expect-elapsed":
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		w, want := splitWords(rest, 1)
+		if len(w) != 1 {
+			return errors.New("usage: expect-elapsed OP DUR")
+		}
+		d, err := time.ParseDuration(want)
+		if err != nil {
+			return err
+		}
+		if !compareNumbers(float64(c.last.rtt), w[0], float64(d)) {
+			return fmt.Errorf("round trip took %v, want %s %v", c.last.rtt, w[0], d)
+		}
+		return nil
+
+	case "save":
+		w, path := splitWords(rest, 1)
+		if len(w) != 1 || path == "" {
+			return errors.New("usage: save VAR PATH")
+		}
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		rs, err := resolvePath(c.last.v, path)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || !rs[0].ok {
+			return fmt.Errorf("%s is absent in %s", path, abbrev(string(c.last.raw), 400))
+		}
+		if s, ok := rs[0].v.(string); ok {
+			c.vars[w[0]] = s
+		} else {
+			c.vars[w[0]] = compactJSON(rs[0].v)
+		}
+		return nil
+
+	case "server-pid":
+		if rest == "" {
+			return errors.New("usage: server-pid VAR")
+		}
+		c.vars[rest] = strconv.Itoa(c.cmd.Process.Pid)
+		return nil
+
+	case "signal-server":
+		sig, err := parseSignal(rest)
+		if err != nil {
+			return err
+		}
+		return c.cmd.Process.Signal(sig)
+
+	case "close-stdin":
+		if c.stdinShut {
+			return errors.New("stdin already closed")
+		}
+		c.stdinShut = true
+		return c.stdin.Close()
+
+	case "wait-exit":
+		w, _ := splitWords(rest, 2)
+		if len(w) != 2 {
+			return errors.New("usage: wait-exit DUR STATUS")
+		}
+		d, err := time.ParseDuration(w[0])
+		if err != nil {
+			return err
+		}
+		return c.waitExit(d, w[1])
+
+	case "pid-alive":
+		pid, err := strconv.Atoi(rest)
+		if err != nil {
+			return fmt.Errorf("pid-alive: bad pid %q", rest)
+		}
+		if alive, how := pidState(pid); !alive {
+			return fmt.Errorf("process %d is not alive (%s)", pid, how)
+		}
+		return nil
+
+	case "pid-gone":
+		w, _ := splitWords(rest, 3)
+		if len(w) != 3 || w[1] != "within" {
+			return errors.New("usage: pid-gone PID within DUR")
+		}
+		pid, err := strconv.Atoi(w[0])
+		if err != nil {
+			return fmt.Errorf("pid-gone: bad pid %q", w[0])
+		}
+		d, err := time.ParseDuration(w[2])
+		if err != nil {
+			return err
+		}
+		end := time.Now().Add(c.bound(d))
+		for {
+			alive, how := pidState(pid)
+			if !alive {
+				return nil
+			}
+			if time.Now().After(end) {
+				return fmt.Errorf("process %d still alive after %v (%s)", pid, d, how)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+
+	case "file-absent", "file-exists":
+		_, err := os.Stat(rest)
+		switch {
+		case name == "file-absent" && err == nil:
+			return fmt.Errorf("%s exists", rest)
+		case name == "file-exists" && err != nil:
+			return err
+		}
+		return nil
+
+	case "sleep":
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return err
+		}
+		time.Sleep(c.bound(d))
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", name)
+}
+
+func (c *mcpClient) optDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return c.timeout, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// poll: TOOL JSON until PATH OP [VALUE] within DUR
+func (c *mcpClient) poll(rest string) error {
+	const usage = "usage: poll TOOL JSON until PATH OP [VALUE] within DUR"
+	i := strings.LastIndex(rest, " within ")
+	if i < 0 {
+		return errors.New(usage)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest[i+len(" within "):]))
+	if err != nil {
+		return err
+	}
+	rest = rest[:i]
+	j := strings.LastIndex(rest, " until ")
+	if j < 0 {
+		return errors.New(usage)
+	}
+	assertion := strings.TrimSpace(rest[j+len(" until "):])
+	w, args := splitWords(rest[:j], 1)
+	if len(w) != 1 {
+		return errors.New(usage)
+	}
+	end := time.Now().Add(c.bound(d))
+	for n := 1; ; n++ {
+		if err := c.call(w[0], args); err != nil {
+			return err
+		}
+		err := checkAssertion(c.last.v, assertion)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("not true within %v (%d polls): %v", d, n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *mcpClient) waitExit(d time.Duration, status string) error {
+	err := c.waitFor("server exit", d, func() (bool, error) { return c.exited, nil })
+	if err != nil {
+		return err
+	}
+	ws, _ := c.exitState.Sys().(syscall.WaitStatus)
+	if code, err := strconv.Atoi(status); err == nil {
+		if !ws.Exited() || ws.ExitStatus() != code {
+			return fmt.Errorf("server %s, want exit status %d", c.exitState, code)
+		}
+		return nil
+	}
+	sig, err := parseSignal(status)
+	if err != nil {
+		return err
+	}
+	if !ws.Signaled() || ws.Signal() != sig {
+		return fmt.Errorf("server %s, want killed by %v", c.exitState, sig)
+	}
+	return nil
+}
+
+func parseSignal(s string) (syscall.Signal, error) {
+	switch strings.TrimPrefix(strings.ToUpper(s), "SIG") {
+	case "KILL":
+		return syscall.SIGKILL, nil
+	case "TERM":
+		return syscall.SIGTERM, nil
+	case "INT":
+		return syscall.SIGINT, nil
+	case "QUIT":
+		return syscall.SIGQUIT, nil
+	case "HUP":
+		return syscall.SIGHUP, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", s)
+}
+
+// pidState reports whether pid is a live process; a zombie counts as gone.
+func pidState(pid int) (alive bool, how string) {
+	if pid <= 0 {
+		return false, "not a pid"
+	}
+	err := syscall.Kill(pid, 0)
+	if errors.Is(err, syscall.ESRCH) {
+		return false, "no such process"
+	}
+	if runtime.GOOS == "linux" {
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			// pid (comm) S ...: the state follows the last ')'.
+			s := string(data)
+			if k := strings.LastIndexByte(s, ')'); k >= 0 && k+2 < len(s) {
+				state := s[k+2]
+				if state == 'Z' || state == 'X' {
+					return false, "zombie"
+				}
+				return true, fmt.Sprintf("state %c: %s", state, abbrev(strings.TrimSpace(s), 120))
+			}
+		}
+	}
+	return true, "running"
+}
+
+// resolved is one value a path reached.
+type resolved struct {
+	v     any
+	ok    bool
+	where string
+}
+
+func pathSegments(path string) []string {
+	var segs []string
+	if strings.HasPrefix(path, "/") {
+		for _, s := range strings.Split(path[1:], "/") {
+			s = strings.ReplaceAll(s, "~1", "/")
+			segs = append(segs, strings.ReplaceAll(s, "~0", "~"))
+		}
+		return segs
+	}
+	segs = strings.Split(path, ".")
+	switch segs[0] {
+	case "sc":
+		segs = append([]string{"result", "structuredContent"}, segs[1:]...)
+	case "text":
+		segs = append([]string{"result", "content", "0", "text"}, segs[1:]...)
+	}
+	return segs
+}
+
+func resolvePath(root any, path string) ([]resolved, error) {
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	return walkPath(root, pathSegments(path), ""), nil
+}
+
+func walkPath(cur any, segs []string, where string) []resolved {
+	if len(segs) == 0 {
+		return []resolved{{cur, true, where}}
+	}
+	s, rest := segs[0], segs[1:]
+	here := where + "." + s
+	switch s {
+	case "#":
+		var n int
+		switch x := cur.(type) {
+		case string:
+			n = len(x)
+		case []any:
+			n = len(x)
+		case map[string]any:
+			n = len(x)
+		default:
+			return []resolved{{nil, false, here}}
+		}
+		return walkPath(float64(n), rest, here)
+	case "*":
+		var out []resolved
+		switch x := cur.(type) {
+		case []any:
+			for i, e := range x {
+				out = append(out, walkPath(e, rest, fmt.Sprintf("%s.%d", where, i))...)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				out = append(out, walkPath(x[k], rest, where+"."+k)...)
+			}
+		}
+		if len(out) == 0 {
+			return []resolved{{nil, false, here + " (no elements)"}}
+		}
+		return out
+	}
+	switch x := cur.(type) {
+	case map[string]any:
+		if v, ok := x[s]; ok {
+			return walkPath(v, rest, here)
+		}
+	case []any:
+		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < len(x) {
+			return walkPath(x[i], rest, here)
+		}
+	}
+	return []resolved{{nil, false, here}}
+}
+
+// checkAssertion checks "PATH OP [VALUE]" against msg.
+func checkAssertion(msg map[string]any, assertion string) error {
+	w, arg := splitWords(assertion, 2)
+	if len(w) != 2 {
+		return fmt.Errorf("assertion %q: want PATH OP [VALUE]", assertion)
+	}
+	path, op := w[0], w[1]
+	rs, err := resolvePath(msg, path)
+	if err != nil {
+		return err
+	}
+	var check func(r resolved) error
+	switch op {
+	case "exists", "absent":
+		check = func(r resolved) error {
+			if r.ok != (op == "exists") {
+				if r.ok {
+					return fmt.Errorf("%s is present (%s), want absent", path, describe(r.v))
+				}
+				return fmt.Errorf("%s is absent", path)
+			}
+			return nil
+		}
+	case "==", "!=":
+		var want any
+		if err := json.Unmarshal([]byte(arg), &want); err != nil {
+			return fmt.Errorf("expect %s: value %q is not JSON: %v", op, arg, err)
+		}
+		check = func(r resolved) error {
+			if !r.ok {
+				if op == "!=" {
+					return nil
+				}
+				return fmt.Errorf("%s is absent, want %s %s", path, op, arg)
+			}
+			if reflect.DeepEqual(r.v, want) != (op == "==") {
+				return fmt.Errorf("%s is %s, want %s %s", r.where[1:], describe(r.v), op, arg)
+			}
+			return nil
+		}
+	case "~", "!~":
+		re, err := regexp.Compile(arg)
+		if err != nil {
+			return err
+		}
+		check = func(r resolved) error {
+			if !r.ok {
+				return fmt.Errorf("%s is absent, want %s %s", path, op, arg)
+			}
+			s, isString := r.v.(string)
+			if !isString {
+				s = compactJSON(r.v)
+			}
+			if re.MatchString(s) != (op == "~") {
+				return fmt.Errorf("%s is %s, want %s /%s/", r.where[1:], describe(r.v), op, arg)
+			}
+			return nil
+		}
+	case "contains":
+		var want string
+		if err := json.Unmarshal([]byte(arg), &want); err != nil {
+			return fmt.Errorf("expect contains: value must be a JSON string: %v", err)
+		}
+		check = func(r resolved) error {
+			s, isString := r.v.(string)
+			if !r.ok || !isString {
+				return fmt.Errorf("%s is %s, want a string containing %s", path, describeResolved(r), arg)
+			}
+			if !strings.Contains(s, want) {
+				return fmt.Errorf("%s is %s, want it to contain %s", r.where[1:], describe(r.v), arg)
+			}
+			return nil
+		}
+	case "<", "<=", ">", ">=":
+		want, err := strconv.ParseFloat(arg, 64)
+		if err != nil {
+			return fmt.Errorf("expect %s: %q is not a number", op, arg)
+		}
+		check = func(r resolved) error {
+			got, isNum := r.v.(float64)
+			if !r.ok || !isNum {
+				return fmt.Errorf("%s is %s, want a number %s %s", path, describeResolved(r), op, arg)
+			}
+			if !compareNumbers(got, op, want) {
+				return fmt.Errorf("%s is %v, want %s %s", r.where[1:], got, op, arg)
+			}
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown operator %q", op)
+	}
+	for _, r := range rs {
+		if err := check(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareNumbers(got float64, op string, want float64) bool {
+	switch op {
+	case "<":
+		return got < want
+	case "<=":
+		return got <= want
+	case ">":
+		return got > want
+	case ">=":
+		return got >= want
+	case "==":
+		return got == want
+	case "!=":
+		return got != want
+	}
+	return false
+}
+
+func describeResolved(r resolved) string {
+	if !r.ok {
+		return "absent"
+	}
+	return describe(r.v)
+}
+
+func describe(v any) string {
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return abbrev(compactJSON(v), 400)
+}
+
+func compactJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+func abbrev(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}

@@ -1,5 +1,0 @@
-package repl
-
-import "syscall"
-
-const sigint = syscall.SIGINT

@@ -1,0 +1,719 @@
+"""Tests for worker.py, driven exactly as the Go server drives it: `python -u -c <source>`
+with protocol pipes passed by fd number in REPL_MCP_WORKER_FDS, fd 0 on /dev/null and fds
+1/2 on a "native output" pipe. Every wait is bounded (select with deadlines)."""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+
+WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'worker.py')
+with open(WORKER_PATH, encoding='utf-8') as _source_file:
+    WORKER_SOURCE = _source_file.read()
+
+MAX_FRAME = 1_048_576
+RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
+INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
+
+
+class WorkerProcess:
+    """One worker subprocess plus the server's ends of its three pipes."""
+
+    def __init__(self, cwd):
+        command_r, command_w = os.pipe()
+        event_r, event_w = os.pipe()
+        native_r, native_w = os.pipe()
+        env = dict(os.environ, REPL_MCP_WORKER_FDS=f'{command_r},{event_w}', REPL_MCP_NO_BRIDGE='1')
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, '-u', '-c', WORKER_SOURCE],
+            stdin=subprocess.DEVNULL, stdout=native_w, stderr=native_w,
+            pass_fds=(command_r, event_w), env=env, cwd=cwd,
+        )
+        for fd in (command_r, event_w, native_w):
+            os.close(fd)
+        self.command_fd, self.event_fd, self.native_fd = command_w, event_r, native_r
+        self.child_fds = (command_r, event_w)  # pass_fds keeps the numbers in the child
+        for fd in (event_r, native_r):
+            os.set_blocking(fd, False)
+        self.event_buffer = b''
+        self.native = b''
+        self.open_fds = {event_r, native_r}
+        self.ready = self.next_frame()
+
+    # -- reading --------------------------------------------------------------------
+
+    def _poll(self, timeout):
+        """Read whatever either pipe has within `timeout`; returns False on timeout."""
+        if not self.open_fds:
+            time.sleep(min(timeout, 0.05))
+            return False
+        readable, _, _ = select.select(list(self.open_fds), [], [], max(timeout, 0))
+        for fd in readable:
+            data = os.read(fd, 1 << 20)
+            if not data:
+                self.open_fds.discard(fd)
+            elif fd == self.event_fd:
+                self.event_buffer += data
+            else:
+                self.native += data
+        return bool(readable)
+
+    def next_frame(self, timeout=RESULT_WAIT):
+        deadline = time.monotonic() + timeout
+        while b'\n' not in self.event_buffer:
+            if self.event_fd not in self.open_fds:
+                raise EOFError('worker closed its frame pipe')
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f'no frame within {timeout}s; native output: {self.native[-2000:]!r}')
+            self._poll(remaining)
+        line, self.event_buffer = self.event_buffer.split(b'\n', 1)
+        assert len(line) < MAX_FRAME
+        return json.loads(line)
+
+    def drain_native(self, timeout=0.2):
+        deadline = time.monotonic() + timeout
+        while self._poll(deadline - time.monotonic()):
+            pass
+        return self.native
+
+    # -- commands -------------------------------------------------------------------
+
+    def send_raw(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.command_fd, view):]
+
+    def start(self, code, run_id=None, barrier=None):
+        run_id = run_id or uuid.uuid4().hex
+        frame = {'type': 'execute', 'id': run_id, 'code': code, 'timeout': 30, 'barrier': barrier or uuid.uuid4().hex}
+        self.send_raw(json.dumps(frame).encode() + b'\n')
+        return run_id
+
+    def collect(self, run_id, timeout=RESULT_WAIT):
+        """Frames up to the run's result: (result, [output frames], [frame types seen])."""
+        outputs, kinds = [], []
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.next_frame(deadline - time.monotonic())
+            kinds.append(frame['type'])
+            assert frame['id'] == run_id, frame
+            if frame['type'] == 'output':
+                outputs.append(frame)
+            elif frame['type'] == 'result':
+                return frame['result'], outputs, kinds
+            else:
+                raise AssertionError(f'unexpected frame {frame}')
+
+    def run(self, code, run_id=None):
+        run_id = self.start(code, run_id)
+        return self.collect(run_id)[0]
+
+    def value(self, code):
+        result = self.run(code)
+        assert result['success'], result
+        return result.get('value')
+
+    def wait_for_output(self, run_id, text, timeout=RESULT_WAIT):
+        deadline = time.monotonic() + timeout
+        seen = ''
+        while text not in seen:
+            frame = self.next_frame(deadline - time.monotonic())
+            assert frame['type'] == 'output' and frame['id'] == run_id, frame
+            seen += frame['text']
+
+    def wait_exit(self, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f'worker still running after {timeout}s')
+            self._poll(0.05)
+        return self.proc.returncode
+
+    def close(self):
+        try:
+            os.close(self.command_fd)
+        except OSError:
+            pass
+        try:
+            self.wait_exit(3.0)
+        except TimeoutError:
+            self.proc.kill()
+            self.proc.wait(5)
+        for fd in (self.event_fd, self.native_fd):
+            os.close(fd)
+
+
+class WorkerTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.worker = WorkerProcess(self.dir)
+        self.addCleanup(self.tmp.cleanup)
+        self.addCleanup(self.worker.close)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def assert_ok(self, result):
+        self.assertTrue(result['success'], result)
+        self.assertEqual(result['state'], 'preserved', result)
+
+    def assert_no_worker_frames(self, error):
+        for needle in ('<string>', 'worker.py', '_cell_main', 'asyncio'):
+            self.assertNotIn(needle, error)
+
+
+class StartupTests(WorkerTestCase):
+    def test_ready_frame_is_first_and_complete(self):
+        ready = self.worker.ready
+        self.assertEqual(ready['type'], 'ready')
+        self.assertEqual(ready['protocol'], 1)
+        self.assertEqual(ready['pid'], self.worker.proc.pid)
+        self.assertEqual(ready['python_version'], '%d.%d.%d' % sys.version_info[:3])
+        self.assertEqual(os.path.realpath(ready['python_executable']), os.path.realpath(sys.executable))
+
+    def test_startup_environment(self):
+        code = (
+            'import os, sys\n'
+            '[os.environ.get("REPL_MCP_WORKER_FDS"), sys.argv, __name__, os.getcwd(), sys.stdin.read(),'
+            ' __builtins__ is __import__("builtins")]'
+        )
+        self.assertEqual(self.worker.value(code), [None, [''], '__repl__', os.path.realpath(self.dir), '', True])
+
+    def test_protocol_fds_are_not_inheritable(self):
+        read_fd, write_fd = self.worker.child_fds
+        self.assertEqual(self.worker.value(f'import os\n[os.get_inheritable({read_fd}), os.get_inheritable({write_fd})]'), [False, False])
+
+
+class ExecutionTests(WorkerTestCase):
+    def test_two_plus_two(self):
+        result = self.worker.run('2+2')
+        self.assert_ok(result)
+        self.assertEqual(result['return_value'], '4')
+        self.assertEqual(result['value'], 4)
+        self.assertEqual(result['stdout'], '')
+        self.assertEqual(result['stderr'], '')
+        self.assertIsNone(result['error'])
+        self.assertEqual(result['truncated'], {'stdout': False, 'stderr': False, 'return': False})
+        self.assertNotIn('background_tasks_cancelled', result)
+
+    def test_statements_and_none_have_no_return_value(self):
+        for code in ('x = 1', 'None', '', '# only a comment'):
+            result = self.worker.run(code)
+            self.assert_ok(result)
+            self.assertIsNone(result['return_value'])
+            self.assertNotIn('value', result)
+
+    def test_persistent_state_and_loop_identity(self):
+        self.assert_ok(self.worker.run('import asyncio\nx = 41\nloop = asyncio.get_event_loop()\nev = asyncio.Event()'))
+        self.assertEqual(self.worker.value('x + 1'), 42)
+        self.assertEqual(self.worker.value('asyncio.get_event_loop() is loop'), True)
+        self.assertEqual(self.worker.value('asyncio.get_running_loop() is loop'), True)
+        self.assertEqual(self.worker.value('ev.set()\nawait ev.wait()'), True)
+
+    def test_top_level_await_and_lock_across_cells(self):
+        self.assert_ok(self.worker.run('import asyncio\nlock = asyncio.Lock()\nawait asyncio.sleep(0)'))
+        code = 'async def f():\n    await asyncio.sleep(0)\n    return 7\nasync with lock:\n    y = await f()\ny'
+        self.assertEqual(self.worker.value(code), 7)
+        self.assertEqual(self.worker.value('await f() + await asyncio.sleep(0, 1)'), 8)
+
+    def test_stdout_and_stderr_captured_and_streamed(self):
+        code = (
+            'import sys, logging, traceback\n'
+            'print("hello")\n'
+            'print("oops", file=sys.stderr)\n'
+            'logging.basicConfig(format="%(levelname)s %(message)s")\n'
+            'logging.warning("careful")\n'
+            'try:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n'
+            '[sys.stdout.isatty(), sys.stdout.encoding, sys.stdout.writable()]'
+        )
+        run_id = self.worker.start(code)
+        result, outputs, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [False, 'utf-8', True])
+        self.assertEqual(result['stdout'], 'hello\n')
+        self.assertTrue(result['stderr'].startswith('oops\nWARNING careful\nTraceback'), result['stderr'])
+        self.assertIn('ZeroDivisionError: division by zero', result['stderr'])
+        for stream in ('stdout', 'stderr'):
+            streamed = ''.join(f['text'] for f in outputs if f['stream'] == stream)
+            self.assertEqual(streamed, result[stream])
+
+    def test_logging_handler_from_earlier_cell_writes_into_current_cell(self):
+        self.assert_ok(self.worker.run('import logging\nlog = logging.getLogger("t")\nlog.addHandler(logging.StreamHandler())'))
+        result = self.worker.run('log.warning("second cell")')
+        self.assertEqual(result['stderr'], 'second cell\n')
+
+    def test_output_streams_while_cell_runs(self):
+        run_id = self.worker.start('import time\nprint("early")\ntime.sleep(0.5)\nprint("late")')
+        first = self.worker.next_frame()
+        self.assertEqual(first['type'], 'output')
+        self.assertEqual(first['text'], 'early\n')
+        result, outputs, _ = self.worker.collect(run_id)
+        self.assertEqual(''.join(f['text'] for f in outputs), 'late\n')
+        self.assertEqual(result['stdout'], 'early\nlate\n')
+
+    def test_syntax_error_reported_with_line(self):
+        result = self.worker.run('x = 1\ny = (\n', 'syn-1')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertTrue(error.startswith('Traceback (most recent call last):'), error)
+        self.assertIn('File "<repl:syn-1>", line 2', error)
+        self.assertIn('y = (', error)
+        self.assertIn('SyntaxError', error)
+        self.assert_no_worker_frames(error)
+
+    def test_system_exit_is_an_ordinary_failure(self):
+        result = self.worker.run('x = 5\nraise SystemExit(3)')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertIn('SystemExit: 3', result['error'])
+        self.assertEqual(self.worker.value('x'), 5)
+        self.assertIsNone(self.worker.proc.poll())
+
+    def test_flood_of_small_prints_stays_cheap(self):
+        started = time.monotonic()
+        result = self.worker.run('for i in range(10**6):\n    print(i)')
+        self.assert_ok(result)
+        self.assertEqual(len(result['stdout'].encode()), 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        self.assertLess(time.monotonic() - started, 15)
+
+
+class TracebackTests(WorkerTestCase):
+    def test_zero_division_traceback(self):
+        result = self.worker.run('x = 1\n1/0', 'tb-1')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertIsNone(result['return_value'])
+        error = result['error']
+        self.assertTrue(error.startswith('Traceback (most recent call last):\n'), error)
+        self.assertIn('  File "<repl:tb-1>", line 2, in <module>\n    1/0\n', error)
+        self.assertTrue(error.endswith('ZeroDivisionError: division by zero'), error)
+        self.assert_no_worker_frames(error)
+        self.assertEqual(self.worker.value('x'), 1)
+
+    def test_old_function_attributed_to_its_cell(self):
+        self.assert_ok(self.worker.run('def f(n):\n    return 10 / n\n', 'old-cell'))
+        self.assert_ok(self.worker.run('z = 3', 'middle'))
+        result = self.worker.run('f(1)\nf(0)', 'new-cell')
+        error = result['error']
+        self.assertIn('File "<repl:new-cell>", line 2, in <module>\n    f(0)', error)
+        self.assertIn('File "<repl:old-cell>", line 2, in f\n    return 10 / n', error)
+        self.assertLess(error.index('new-cell'), error.index('old-cell'))
+        self.assertEqual(self.worker.value('import inspect\ninspect.getsource(f)'), 'def f(n):\n    return 10 / n\n')
+
+    def test_exception_names_follow_python(self):
+        result = self.worker.run('class Oops(Exception):\n    pass\nraise Oops("mine")')
+        self.assertTrue(result['error'].endswith('\nOops: mine'), result['error'])
+        result = self.worker.run('import json\njson.loads("{")')
+        self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
+        self.assertNotIn('json/decoder.py', result['error'])
+
+    def test_exception_chain_names_the_cause(self):
+        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e')
+        self.assertIn("ValueError: bad\n(caused by KeyError: 'k')", result['error'])
+
+    def test_traceback_is_bounded(self):
+        code = 'def r(n):\n    return r(n + 1)\nr(0)'
+        result = self.worker.run(code)
+        error = result['error']
+        self.assertLessEqual(len(error), 10_000)
+        self.assertEqual(error.count('  File "<repl:'), 20)
+        self.assertIn('RecursionError', error)
+        result = self.worker.run('raise ValueError("m" * 100_000)')
+        self.assertLessEqual(len(result['error']), 10_000)
+        self.assertIn('ValueError: ' + 'm' * 4000, result['error'])
+        self.assertNotIn('m' * 4001, result['error'])
+
+    def test_source_history_evicts_after_64_runs(self):
+        self.assert_ok(self.worker.run('def first():\n    raise RuntimeError("from first")', 'hist-0'))
+        error = self.worker.run('first()')['error']
+        self.assertIn('raise RuntimeError("from first")', error)
+        for i in range(1, 65):
+            self.assert_ok(self.worker.run(f'v{i} = {i}', f'hist-{i}'))
+        error = self.worker.run('first()', 'hist-last')['error']
+        self.assertIn('File "<repl:hist-0>", line 2, in first\n', error)
+        self.assertNotIn('from first")', error)  # hist-0's source was evicted
+        count = self.worker.value('import linecache\nsum(k.startswith("<repl:") for k in linecache.cache)')
+        self.assertLessEqual(count, 64)
+        self.assertEqual(self.worker.value('"<repl:hist-0>" in linecache.cache'), False)
+
+    def test_source_history_evicts_by_memory_budget(self):
+        filler = '# ' + 'x' * 98 + '\n'
+        big = filler * 1000  # about 100 KB of source, more once held as lines
+        self.assert_ok(self.worker.run(big + 'def early():\n    raise KeyError("early")', 'mem-0'))
+        for i in range(1, 12):
+            self.assert_ok(self.worker.run(big + f'w = {i}', f'mem-{i}'))
+        self.assert_ok(self.worker.run(big + 'def late():\n    raise KeyError("late")', 'mem-last'))
+        error = self.worker.run('early()')['error']
+        self.assertIn('File "<repl:mem-0>", line 1002, in early\n', error)
+        self.assertNotIn('raise KeyError("early")', error)
+        self.assertIn('raise KeyError("late")', self.worker.run('late()')['error'])
+
+
+class OutputBoundTests(WorkerTestCase):
+    def test_huge_print_is_bounded_and_streamed(self):
+        run_id = self.worker.start('print("a" * 2_000_000)\nprint("after")')
+        result, outputs, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'a' * 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        self.assertTrue(outputs)
+        self.assertEqual(''.join(f['text'] for f in outputs), result['stdout'])
+
+    def test_multibyte_bound_at_character_boundary(self):
+        run_id = self.worker.start('print("Ж" * 2_000_000)')
+        result, outputs, _ = self.worker.collect(run_id)
+        self.assertEqual(len(result['stdout'].encode('utf-8')), 50_000)
+        self.assertEqual(result['stdout'], 'Ж' * 25_000)
+        self.assertEqual(''.join(f['text'] for f in outputs), result['stdout'])
+        # 3-byte characters: the budget ends inside one, which is dropped whole.
+        result = self.worker.run('import sys\nsys.stdout.write("a" + "€" * 30_000)')
+        self.assertEqual(result['stdout'], 'a' + '€' * 16_666)
+
+    def test_lone_surrogate_becomes_question_mark(self):
+        result = self.worker.run('print("a\\udc80b")\nimport sys\nsys.stderr.write("\\ud800")')
+        self.assertEqual(result['stdout'], 'a?b\n')
+        self.assertEqual(result['stderr'], '?')
+
+    def test_native_fd_output_never_corrupts_frames(self):
+        barrier = 'barrier-' + uuid.uuid4().hex
+        run_id = self.worker.start('import os, sys\nos.write(1, b"not-json\\n")\nsys.__stdout__.write("raw\\n")\n1', barrier=barrier)
+        result, _, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], 1)
+        native = self.worker.drain_native(0)
+        self.assertIn(b'not-json\n', native)
+        self.assertIn(b'raw\n', native)
+
+    def test_barrier_written_to_fd2_before_result(self):
+        barrier = 'barrier-' + uuid.uuid4().hex
+        run_id = self.worker.start('import os\nos.write(2, b"native-before")', barrier=barrier)
+        result, _, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        # The barrier was written before the result frame, so it is already in the pipe.
+        native = self.worker.drain_native(0)
+        marker = b'\x1e' + barrier.encode() + b'\x1e'
+        self.assertIn(marker, native)
+        self.assertLess(native.index(b'native-before'), native.index(marker))
+
+
+class PreviewTests(WorkerTestCase):
+    def test_json_builtins_convert(self):
+        result = self.worker.run('{"a": (1, 2.5, None), "b": [True, "x"]}')
+        self.assertEqual(result['return_value'], '{"a":[1,2.5,null],"b":[true,"x"]}')
+        self.assertEqual(result['value'], {'a': [1, 2.5, None], 'b': [True, 'x']})
+        self.assertFalse(result['truncated']['return'])
+
+    def test_strings_are_json_quoted(self):
+        result = self.worker.run('"hello"')
+        self.assertEqual(result['return_value'], '"hello"')
+        self.assertEqual(result['value'], 'hello')
+        result = self.worker.run('"привет"')
+        self.assertEqual(result['return_value'], '"привет"')
+
+    def test_long_string_preview_is_bounded(self):
+        result = self.worker.run('"hello" * 10_000')
+        preview = result['return_value']
+        self.assertTrue(preview.startswith('"hellohello'))
+        self.assertLessEqual(len(preview.encode('utf-8')), 20_000)
+        self.assertGreater(len(preview.encode('utf-8')), 19_000)
+        self.assertTrue(result['truncated']['return'])
+        self.assertNotIn('value', result)
+        self.assertEqual(self.worker.value('"y" * 3000'), 'y' * 3000)
+
+    def test_unsupported_values_are_omitted_with_type_and_length(self):
+        cases = {
+            'b"abc"': '<bytes; length=3; safe preview omitted>',
+            '{1, 2}': '<set; length=2; safe preview omitted>',
+            'list(range(101))': '<list; length=101; safe preview omitted>',
+            '{1: "int key"}': '<dict; length=1; safe preview omitted>',
+            '[[[[[[1]]]]]]': '<list; length=1; safe preview omitted>',
+            'float("nan")': '<float; safe preview omitted>',
+            '2 ** 5000': '<int; safe preview omitted>',
+            'object()': '<object; safe preview omitted>',
+            '["s" * 2001]': '<list; length=1; safe preview omitted>',
+            '[list(range(60)), list(range(60))]': '<list; length=2; safe preview omitted>',
+        }
+        for code, expected in cases.items():
+            result = self.worker.run(code)
+            self.assertEqual(result['return_value'], expected, code)
+            self.assertTrue(result['truncated']['return'], code)
+            self.assertNotIn('value', result, code)
+        self.assertEqual(self.worker.value('[[[[[1]]]]]'), [[[[[1]]]]])
+
+    def test_custom_objects_never_run_user_code(self):
+        marker = self.path('marker')
+        code = f'''
+MARK = {marker!r}
+def trap(*args):
+    open(MARK, "a").write("fired\\n")
+    raise RuntimeError("trap")
+class Meta(type):
+    __name__ = property(trap)
+    __getattribute__ = trap
+    __eq__ = trap
+    __hash__ = trap
+    __repr__ = trap
+class Evil(metaclass=Meta):
+    __repr__ = trap
+    __str__ = trap
+    __len__ = trap
+    __iter__ = trap
+    __getattribute__ = trap
+class Sub(dict):
+    __iter__ = trap
+    __len__ = trap
+    keys = trap
+    items = trap
+    __repr__ = trap
+class Text(str):
+    __repr__ = trap
+'''
+        self.assert_ok(self.worker.run(code))
+        expectations = {
+            'Evil()': '<Evil; safe preview omitted>',
+            'Evil': '<Meta; safe preview omitted>',
+            'Sub(a=1)': '<Sub; safe preview omitted>',
+            'Text("x")': '<Text; safe preview omitted>',
+            '[Evil()]': '<list; length=1; safe preview omitted>',
+            '{"k": Sub()}': '<dict; length=1; safe preview omitted>',
+        }
+        for expression, expected in expectations.items():
+            result = self.worker.run(expression)
+            self.assert_ok(result)
+            self.assertEqual(result['return_value'], expected, expression)
+            self.assertTrue(result['truncated']['return'])
+        self.assertFalse(os.path.exists(marker), 'a user hook ran during a preview')
+
+
+class InterruptTests(WorkerTestCase):
+    def interrupt_when_printed(self, code):
+        run_id = self.worker.start(code)
+        self.worker.wait_for_output(run_id, 'started')
+        time.sleep(0.1)
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, _, _ = self.worker.collect(run_id)
+        return run_id, result
+
+    def check_interrupt(self, code):
+        run_id, result = self.interrupt_when_printed(code)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertEqual(self.worker.value('x'), 10)
+        self.assertEqual(self.worker.value('import asyncio\nawait asyncio.sleep(0.01)\nasyncio.get_running_loop() is loop'), True)
+
+    def test_sigint_interrupts_sync_loop(self):
+        self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
+        self.check_interrupt('x = 10\nprint("started")\nwhile True:\n    pass')
+
+    def test_sigint_interrupts_sleep(self):
+        self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
+        self.check_interrupt('import time\nx = 10\nprint("started")\ntime.sleep(30)')
+
+    def test_sigint_interrupts_awaiting_cell(self):
+        self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
+        self.check_interrupt('x = 10\nprint("started")\nawait asyncio.sleep(30)')
+
+    def test_sigint_interrupts_async_busy_loop(self):
+        self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
+        self.check_interrupt('x = 10\nprint("started")\nwhile True:\n    await asyncio.sleep(0)')
+
+    def test_sigint_in_worker_code_is_redelivered_to_user_code(self):
+        # The registered handler is called with one of the worker's own frames (the task
+        # body that runs the cell's code): it must not raise there, yet a cell spinning
+        # synchronously must still be interrupted in its own code soon after.
+        code = (
+            'import signal, sys\nx = 10\n'
+            'signal.getsignal(signal.SIGINT)(signal.SIGINT, sys._getframe(1))\n'
+            'while True:\n    pass'
+        )
+        run_id = self.worker.start(code)
+        result, _, _ = self.worker.collect(run_id, timeout=10)
+        self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertEqual(self.worker.value('x'), 10)
+
+    def test_sigint_in_asyncio_code_cancels_instead_of_raising(self):
+        # A frame of asyncio's own code: raising there can corrupt loop or Lock state, so
+        # the first SIGINT cancels the cell at its next await instead.
+        code = (
+            'import asyncio, signal, sys, types\n'
+            'grab = types.FunctionType((lambda get: get()).__code__, vars(asyncio.locks))\n'
+            'raised = False\n'
+            'try:\n    signal.getsignal(signal.SIGINT)(signal.SIGINT, grab(sys._getframe))\n'
+            'except KeyboardInterrupt:\n    raised = True\n'
+            'await asyncio.sleep(5)'
+        )
+        run_id = self.worker.start(code)
+        result, _, _ = self.worker.collect(run_id, timeout=4)
+        self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertEqual(self.worker.value('raised'), False)
+
+    def test_sigint_between_cells_is_harmless(self):
+        self.assert_ok(self.worker.run('x = 1'))
+        for _ in range(3):
+            os.kill(self.worker.proc.pid, signal.SIGINT)
+            time.sleep(0.05)
+        self.assertEqual(self.worker.value('x + 1'), 2)
+        self.assertIsNone(self.worker.proc.poll())
+
+    def test_interrupt_with_running_executor_work_clears_state(self):
+        marker = self.path('late')
+        code = (
+            f'import asyncio, time\nx = 10\nprint("started")\n'
+            f'def job():\n    time.sleep(1)\n    open({marker!r}, "w").close()\n'
+            f'await asyncio.to_thread(job)'
+        )
+        _, result = self.interrupt_when_printed(code)
+        self.assertEqual(result['state'], 'cleared')
+        self.assertIn('Join threads', result['error'])
+        self.assertEqual(self.worker.wait_exit(), 70)
+        time.sleep(1.2)
+        self.assertFalse(os.path.exists(marker))
+
+
+class BackgroundWorkTests(WorkerTestCase):
+    def test_background_task_cancelled_at_cell_end(self):
+        code = (
+            'import asyncio\nx = 0\n'
+            'async def bump():\n    global x\n    await asyncio.sleep(0.3)\n    x = 1\n'
+            'task = asyncio.create_task(bump())'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['background_tasks_cancelled'], 1)
+        self.assertEqual(self.worker.value('await asyncio.sleep(0.5)\n[x, task.cancelled()]'), [0, True])
+
+    def test_task_refusing_cancellation_clears_worker(self):
+        code = (
+            'import asyncio\n'
+            'async def stubborn():\n'
+            '    while True:\n'
+            '        try:\n            await asyncio.sleep(10)\n'
+            '        except asyncio.CancelledError:\n            pass\n'
+            'task = asyncio.create_task(stubborn())\nawait asyncio.sleep(0)'
+        )
+        result = self.worker.run(code)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'cleared')
+        self.assertEqual(result['error'], 'Background tasks refused cancellation; worker stopped and variables cleared')
+        self.assertEqual(self.worker.wait_exit(), 70)
+
+    def test_timer_callbacks_cannot_fire_under_later_cell(self):
+        marker = self.path('timer')
+        code = (
+            f'import asyncio\nloop = asyncio.get_running_loop()\n'
+            f'def touch(name):\n    open({marker!r} + name, "w").close()\n'
+            f'loop.call_later(0.2, touch, "-later")\n'
+            f'loop.call_at(loop.time() + 0.2, touch, "-at")\n'
+            f'ticks = [0]\n'
+            f'def tick():\n    ticks[0] += 1\n    loop.call_soon(tick)\n'
+            f'loop.call_soon(tick)'
+        )
+        self.assert_ok(self.worker.run(code))
+        # The self-rescheduling callback always has one call pending when the cell ends.
+        self.assertEqual(self.worker.value('before = ticks[0]\nawait asyncio.sleep(0.5)\nticks[0] - before'), 0)
+        for name in ('-later', '-at'):
+            self.assertFalse(os.path.exists(marker + name), name)
+        self.assertEqual(self.worker.value('h = loop.call_later(0.01, touch, "-inside")\nawait asyncio.sleep(0.1)\n1'), 1)
+        self.assertTrue(os.path.exists(marker + '-inside'))
+
+    def test_unjoined_thread_clears_worker(self):
+        result = self.worker.run('import threading, time\nthreading.Thread(target=time.sleep, args=(2,)).start()')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'cleared')
+        self.assertIn('Join threads before the cell ends', result['error'])
+        self.assertTrue(result['error'].startswith('Cell left active background threads or executor work'))
+        self.assertEqual(self.worker.wait_exit(), 70)
+
+    def test_joined_thread_is_fine(self):
+        result = self.worker.run('import threading\nt = threading.Thread(target=print, args=("hi",))\nt.start()\nt.join()')
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'hi\n')
+
+    def test_finished_executor_work_preserves_state(self):
+        code = (
+            'import asyncio, socket\nlock = asyncio.Lock()\n'
+            'n = await asyncio.to_thread(sum, [1, 2, 3])\n'
+            'infos = await asyncio.get_running_loop().getaddrinfo("localhost", 80, type=socket.SOCK_STREAM)\n'
+            'n'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], 6)
+        self.assertEqual(self.worker.value('async with lock:\n    m = await asyncio.to_thread(len, "abcd")\nm'), 4)
+
+    def test_default_executor_pending_limit(self):
+        code = (
+            'import asyncio, threading\nloop = asyncio.get_running_loop()\ngate = threading.Event()\n'
+            'jobs = [loop.run_in_executor(None, gate.wait, 10) for _ in range(64)]\n'
+            'try:\n    loop.run_in_executor(None, gate.wait, 10)\n    message = None\n'
+            'except RuntimeError as exc:\n    message = str(exc)\n'
+            'gate.set()\nawait asyncio.gather(*jobs)\nmessage'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], 'Too many pending default executor jobs (limit 64)')
+
+
+class LifecycleTests(WorkerTestCase):
+    def test_eof_mid_cell_exits_promptly(self):
+        run_id = self.worker.start('import time\nprint("started")\ntime.sleep(30)')
+        self.worker.wait_for_output(run_id, 'started')
+        os.close(self.worker.command_fd)
+        started = time.monotonic()
+        self.assertEqual(self.worker.wait_exit(3.0), 0)
+        self.assertLess(time.monotonic() - started, 3.0)
+
+    def test_shutdown_finishes_current_cell_then_exits(self):
+        run_id = self.worker.start('import time\ntime.sleep(0.3)\n5')
+        self.worker.send_raw(b'{"type":"shutdown"}\n')
+        result, _, _ = self.worker.collect(run_id)
+        self.assertEqual(result['value'], 5)
+        self.assertEqual(self.worker.wait_exit(), 0)
+
+    def check_protocol_error(self, data):
+        try:
+            self.worker.send_raw(data)
+        except BrokenPipeError:
+            pass
+        self.assertEqual(self.worker.wait_exit(), 2)
+        native = self.worker.drain_native()
+        self.assertIn(b'protocol error', native)
+        self.assertEqual(native.count(b'\n'), 1)
+
+    def test_oversized_frame_exits_2(self):
+        self.check_protocol_error(b'{"type":"execute","code":"' + b'x' * MAX_FRAME + b'"}\n')
+
+    def test_garbage_frame_exits_2(self):
+        self.check_protocol_error(b'not json at all\n')
+
+    def test_unknown_frame_exits_2(self):
+        self.check_protocol_error(b'{"type":"launch_missiles"}\n')
+
+    def test_malformed_execute_exits_2(self):
+        self.check_protocol_error(b'{"type":"execute","id":"a","code":42,"barrier":"b"}\n')
+
+    def test_frame_of_exactly_max_size_is_accepted(self):
+        frame = {'type': 'execute', 'id': 'big', 'code': '', 'timeout': 1, 'barrier': 'b'}
+        padding = MAX_FRAME - len(json.dumps(frame).encode()) - 1  # newline included in the limit
+        frame['code'] = '#' + 'p' * (padding - 1)
+        data = json.dumps(frame).encode() + b'\n'
+        self.assertEqual(len(data), MAX_FRAME)
+        self.worker.send_raw(data)
+        result, _, _ = self.worker.collect('big')
+        self.assert_ok(result)
+
+
+if __name__ == '__main__':
+    unittest.main()
