@@ -274,7 +274,15 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 func socketPair() (ours, theirs *os.File, err error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// SOCK_CLOEXEC is Linux-only; the fork lock keeps a concurrent exec from
+	// inheriting the descriptors before they are marked close-on-exec.
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("create guardian control socket: %w", err)
 	}

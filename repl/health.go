@@ -97,5 +97,5 @@ func memoryLimitText(mib int) string {
 	if mib == 0 {
 		return "Worker RSS budget disabled (--max-memory-mib 0)"
 	}
-	return fmt.Sprintf("Worker RSS budget %d MiB: a resource budget, not isolation; enforcement arrives with session hygiene", mib)
+	return fmt.Sprintf("Worker RSS is sampled every 250 ms during execution and the worker is stopped above %d MiB; descendants are excluded; a resource budget, not isolation; zero disables", mib)
 }

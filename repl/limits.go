@@ -22,4 +22,5 @@ const (
 	barrierWait       = time.Second
 	workerStopGrace   = 3 * time.Second
 	abandonWait       = 5 * time.Second
+	rssInterval       = 250 * time.Millisecond
 )

@@ -23,6 +23,7 @@ const (
 	msgDidNotStop      = "; worker did not stop; variables cleared"
 	msgExited          = "; worker exited; variables cleared"
 	msgCrashed         = "Python worker crashed; variables cleared"
+	msgRSS             = "Python worker exceeded RSS budget; variables cleared"
 	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
 	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
 	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"

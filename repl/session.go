@@ -324,8 +324,14 @@ func (s *Session) onOutput(runID, stream, text string) {
 func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 	deadline := time.NewTimer(r.req.Timeout)
 	defer deadline.Stop()
+	rss := s.rssSampler()
+	defer rss.Stop()
 	for {
 		select {
+		case <-rss.C:
+			if s.overBudget(p) {
+				return s.lost(p, r, msgRSS)
+			}
 		case rf := <-p.results:
 			if rf.id != r.id {
 				continue // a stale result of an earlier run; it cannot be this one's
@@ -345,6 +351,22 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 			return s.interrupt(ctx, r, p, msgCancelled)
 		}
 	}
+}
+
+// rssSampler ticks every rssInterval while a cell runs; with no budget it never ticks.
+func (s *Session) rssSampler() *time.Ticker {
+	t := time.NewTicker(rssInterval)
+	if s.cfg.MaxMemoryMiB <= 0 {
+		t.Stop()
+	}
+	return t
+}
+
+// overBudget reports a worker whose own resident memory (not its descendants')
+// exceeds the budget.
+func (s *Session) overBudget(p *process) bool {
+	rss, err := residentBytes(p.ready.Pid)
+	return err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
 }
 
 // complete turns the worker's result into the run's result, with the native output

@@ -212,3 +212,17 @@ func processAlive(pid int) bool {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "\\'") + "'" }
+
+func TestRSSBudget(t *testing.T) {
+	m := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), MaxMemoryMiB: 48})
+	t.Cleanup(func() { m.Close(time.Second) })
+	s := m.Default()
+	res := s.Execute(t.Context(), ExecRequest{Code: "import time\nblob = bytearray(128 << 20)\ntime.sleep(5)"})
+	mustFail(t, res, "RSS budget", StateCleared)
+	if h := s.Health(); h.Python == nil || h.Python.Running {
+		t.Fatalf("worker still running after the budget kill: %+v", h.Python)
+	}
+	if res := s.Execute(t.Context(), ExecRequest{Code: "1 + 1"}); !res.Success || !*res.StateReset {
+		t.Fatalf("next cell: %+v", res)
+	}
+}

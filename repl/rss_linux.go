@@ -1,0 +1,26 @@
+package repl
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// residentBytes reads a process's resident set size from /proc/<pid>/statm (the
+// second field, in pages).
+func residentBytes(pid int) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("unexpected statm %q", data)
+	}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return pages * int64(os.Getpagesize()), nil
+}

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package repl
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// residentBytes asks ps for a process's resident set size: macOS has no /proc, and
+// proc_pidinfo needs cgo, which the static build does not have.
+func residentBytes(pid int) (int64, error) {
+	out, err := exec.Command("ps", "-o", "rss=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		return 0, err
+	}
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return kib * 1024, nil
+}
