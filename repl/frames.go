@@ -40,6 +40,11 @@ type executeFrame struct {
 	Code    string  `json:"code"`
 	Timeout float64 `json:"timeout"`
 	Barrier string  `json:"barrier"`
+	// SourcePath runs a saved file (absolute path) instead of Code, with Argv.
+	SourcePath string   `json:"source_path,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	// Inventory asks for namespace metadata instead of running anything.
+	Inventory bool `json:"inventory,omitempty"`
 }
 
 var errFrameTooLarge = errors.New("frame exceeds 1 MiB")

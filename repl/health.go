@@ -29,10 +29,15 @@ type PythonState struct {
 
 // Environment says which interpreter a session uses and why.
 type Environment struct {
-	Source        string `json:"source"`
-	Python        string `json:"python"`
-	Validated     bool   `json:"validated"`
-	RuntimeStatus string `json:"runtime_status"`
+	Source string `json:"source"`
+	Python string `json:"python"`
+	// ChosenBy says how the server picked its default interpreter.
+	ChosenBy               string     `json:"chosen_by,omitempty"`
+	Version                string     `json:"version,omitempty"`
+	ActualPythonExecutable string     `json:"actual_python_executable,omitempty"`
+	VersionInfo            *ProbeInfo `json:"version_info,omitempty"`
+	Validated              bool       `json:"validated"`
+	RuntimeStatus          string     `json:"runtime_status"`
 }
 
 // Limits are the contract's limits as this server applies them.
@@ -53,16 +58,17 @@ func (s *Session) Health() Health {
 		ServerID:         s.serverID,
 		SessionID:        s.id,
 		Name:             s.name,
-		Project:          s.cfg.Project,
+		Project:          s.env.project,
 		Closed:           s.closed,
 		Generation:       s.generation,
 		Version:          s.cfg.Version,
 		Runtime:          "go-supervisor/cpython-worker",
 		ExecutionMode:    "trusted-local; full filesystem access; not a security sandbox",
-		PythonExecutable: s.cfg.Python,
+		PythonExecutable: s.env.python,
 		Environment: Environment{
-			Source:        s.cfg.PythonSource,
-			Python:        s.cfg.Python,
+			Source:        s.env.source,
+			Python:        s.env.python,
+			ChosenBy:      s.env.chosenBy,
 			RuntimeStatus: "lazy",
 		},
 		Limits: Limits{
@@ -75,10 +81,16 @@ func (s *Session) Health() Health {
 		},
 		MemoryLimit: memoryLimitText(s.cfg.MaxMemoryMiB),
 	}
+	if p := s.env.probe; p != nil {
+		h.Environment.Version, h.Environment.ActualPythonExecutable, h.Environment.VersionInfo = p.Version, p.Executable, p
+		h.Environment.Validated = true
+	}
 	if s.lastReady != nil {
 		running := s.proc != nil && s.proc.alive()
 		h.Python = &PythonState{Ready: *s.lastReady, Running: running}
 		h.Environment.Validated = true
+		h.Environment.Version = s.lastReady.PythonVersion
+		h.Environment.ActualPythonExecutable = s.lastReady.PythonExecutable
 		h.Environment.RuntimeStatus = "stopped"
 		if running {
 			h.Environment.RuntimeStatus = "running"

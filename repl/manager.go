@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,6 +36,8 @@ var ErrSessionNotFound = errors.New("Session not found or closed; open a new ses
 type Manager struct {
 	cfg      Config
 	serverID string
+	lifetime context.Context
+	opening  chan struct{} // one token per open in progress
 
 	mu       sync.Mutex
 	def      *Session
@@ -46,8 +50,10 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, serverID: newUUID(), sessions: map[string]*Session{}}
-	m.def = newSession(ctx, "default", m.serverID, &m.cfg)
+	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), sessions: map[string]*Session{}}
+	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, sessionEnv{
+		python: cfg.Python, source: SourceServerDefault, chosenBy: cfg.PythonSource, project: cfg.Project,
+	})
 	m.sessions[m.def.id] = m.def
 	return m
 }
@@ -71,20 +77,25 @@ func (m *Manager) Session(id string) (*Session, error) {
 // Default is the default session.
 func (m *Manager) Default() *Session { return m.def }
 
-// List returns the health of every session, the default first.
+// List returns the health of every session, sorted by name (the default session
+// first among equals).
 func (m *Manager) List() []Health {
 	m.mu.Lock()
-	sessions := []*Session{m.def}
+	sessions := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
-		if s != m.def {
-			sessions = append(sessions, s)
-		}
+		sessions = append(sessions, s)
 	}
 	m.mu.Unlock()
 	out := make([]Health, 0, len(sessions))
 	for _, s := range sessions {
 		out = append(out, s.Health())
 	}
+	slices.SortStableFunc(out, func(a, b Health) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SessionID, b.SessionID)
+	})
 	return out
 }
 

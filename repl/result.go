@@ -56,9 +56,11 @@ type Result struct {
 	// ExecutionMode is set when a worker executed the run.
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
-	ServerID                 string `json:"server_id"`
-	SessionID                string `json:"session_id"`
-	Generation               uint64 `json:"generation"`
+	// ExitCode is set for saved files that raised SystemExit.
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	ServerID   string `json:"server_id"`
+	SessionID  string `json:"session_id"`
+	Generation uint64 `json:"generation"`
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.
@@ -72,6 +74,7 @@ type workerResult struct {
 	Truncated                Truncated       `json:"truncated"`
 	State                    State           `json:"state"`
 	BackgroundTasksCancelled int             `json:"background_tasks_cancelled"`
+	ExitCode                 *int            `json:"exit_code"`
 }
 
 // failure is a result for a run that failed with msg and left the namespace in state.
@@ -82,14 +85,15 @@ func failure(runID, msg string, state State) *Result {
 func strPtr(s string) *string { return &s }
 
 // bound bounds every field to the contract's limits and sets the truncation flags.
-func (r *Result) bound() {
+// valueLimit bounds the JSON value: the preview budget, or the inventory's.
+func (r *Result) bound(valueLimit int) {
 	r.Stdout = boundFlag(r.Stdout, StreamLimit, &r.Truncated.Stdout)
 	r.Stderr = boundFlag(r.Stderr, StreamLimit, &r.Truncated.Stderr)
 	if r.ReturnValue != nil {
 		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
 		r.ReturnValue = &v
 	}
-	if len(r.Value) > PreviewLimit {
+	if len(r.Value) > valueLimit {
 		// The worker keeps values under the preview budget; never trust that blindly.
 		r.Value, r.Truncated.Return = nil, true
 	}

@@ -2,8 +2,10 @@ package repl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -16,6 +18,14 @@ type ExecRequest struct {
 	// ExpectedGeneration, when set, makes the run fail with STATE_CHANGED before any
 	// source runs if Python state is not the one the caller saw.
 	ExpectedGeneration *uint64
+	// SourcePath, when set, runs that file instead of Code, with Argv as sys.argv[1:].
+	SourcePath string
+	Argv       []string
+	// Fresh runs the file in a separate worker that is stopped afterwards; the
+	// persistent namespace and generation are untouched.
+	Fresh bool
+
+	inventory bool // a namespace inventory: no history, no user code
 }
 
 // ErrBusy is returned when the session's slot is taken.
@@ -30,6 +40,7 @@ type Session struct {
 	name     string
 	serverID string
 	cfg      *Config
+	env      sessionEnv
 	logger   *slog.Logger
 
 	// lifetime ends when the session closes; runs still going then are abandoned.
@@ -48,13 +59,23 @@ type Session struct {
 	closed     bool
 }
 
-func newSession(ctx context.Context, name, serverID string, cfg *Config) *Session {
+// sessionEnv is where a session runs and with which interpreter.
+type sessionEnv struct {
+	python   string
+	source   string // SourceExplicit, SourceProjectVenv or SourceServerDefault
+	chosenBy string // for the server default: how the server chose it
+	project  string
+	probe    *ProbeInfo // nil until probed (the default session is not probed)
+}
+
+func newSession(ctx context.Context, name, serverID string, cfg *Config, env sessionEnv) *Session {
 	lifetime, stop := context.WithCancel(ctx)
 	s := &Session{
 		id:           newUUID(),
 		name:         name,
 		serverID:     serverID,
 		cfg:          cfg,
+		env:          env,
 		lifetime:     lifetime,
 		stopLifetime: stop,
 		slot:         make(chan struct{}, 1),
@@ -144,7 +165,11 @@ func (s *Session) identify(res *Result, r *run) {
 		res.Generation = s.generation
 		s.mu.Unlock()
 	}
-	res.bound()
+	limit := PreviewLimit
+	if r.req.inventory {
+		limit = inventoryLimit
+	}
+	res.bound(limit)
 }
 
 // reserve takes the slot. A run that is already stopping (cancelled, timed out, or
@@ -208,12 +233,14 @@ func (s *Session) execute(ctx context.Context, r *run) *Result {
 	r.mu.Lock()
 	r.stopping = true
 	r.mu.Unlock()
-	s.mu.Lock()
-	s.history = append(s.history, res)
-	if len(s.history) > HistoryRuns {
-		s.history = append(s.history[:0:0], s.history[len(s.history)-HistoryRuns:]...)
+	if !r.req.inventory {
+		s.mu.Lock()
+		s.history = append(s.history, res)
+		if len(s.history) > HistoryRuns {
+			s.history = append(s.history[:0:0], s.history[len(s.history)-HistoryRuns:]...)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	r.finish(res)
 	return res
 }
@@ -224,6 +251,9 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 	if res := s.checkGeneration(r); res != nil {
 		return res
 	}
+	if r.req.Fresh {
+		return s.dispatchFresh(ctx, r)
+	}
 	p, fresh, res := s.ensureWorker(ctx, r)
 	if res != nil {
 		return res
@@ -231,13 +261,45 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 	s.mu.Lock()
 	gen := s.generation
 	s.mu.Unlock()
+	res = s.runOn(ctx, r, p, gen)
+	res.StateReset = &fresh
+	res.ExecutionMode = "persistent"
+	return res
+}
+
+// dispatchFresh runs a file in a worker of its own, stopped afterwards. Whatever
+// happens to that worker, the persistent namespace is untouched.
+func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
+	s.mu.Lock()
+	gen := s.generation
+	s.mu.Unlock()
+	p, err := s.spawn()
+	if err != nil {
+		res := failure(r.id, err.Error(), StatePreserved)
+		res.Generation = gen
+		return res
+	}
+	defer p.stop()
+	res := s.runOn(ctx, r, p, gen)
+	res.State = StatePreserved
+	res.ExecutionMode = "fresh"
+	noReset := false
+	res.StateReset = &noReset
+	return res
+}
+
+// runOn sends r to worker p and waits for its outcome.
+func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Result {
 	r.mu.Lock()
 	r.proc, r.status, r.generation = p, RunRunning, gen
 	r.mu.Unlock()
-
 	token := newToken()
 	p.native.reset(token)
-	frame := executeFrame{Type: "execute", ID: r.id, Code: r.req.Code, Timeout: r.req.Timeout.Seconds(), Barrier: token}
+	frame := executeFrame{
+		Type: "execute", ID: r.id, Code: r.req.Code, Timeout: r.req.Timeout.Seconds(), Barrier: token,
+		SourcePath: r.req.SourcePath, Argv: r.req.Argv, Inventory: r.req.inventory,
+	}
+	var res *Result
 	if err := p.send(frame); err != nil {
 		if err.Error() == msgFrameTooLarge {
 			res = failure(r.id, msgFrameTooLarge, StatePreserved)
@@ -248,8 +310,6 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 		res = s.await(ctx, r, p)
 	}
 	res.Generation = gen
-	res.StateReset = &fresh
-	res.ExecutionMode = "persistent"
 	return res
 }
 
@@ -265,8 +325,8 @@ func (s *Session) checkGeneration(r *run) *Result {
 	switch {
 	case *want != gen:
 		return failure(r.id, msgStaleGeneration, StatePreserved)
-	case r.req.Reset:
-		return nil // an explicit reset is the caller's own choice
+	case r.req.Reset, r.req.Fresh:
+		return nil // a reset is the caller's own choice; a fresh run needs no old state
 	case gen > 0 && (p == nil || !p.alive()):
 		return failure(r.id, msgWorkerRestarted, StateCleared)
 	}
@@ -289,14 +349,7 @@ func (s *Session) ensureWorker(ctx context.Context, r *run) (p *process, fresh b
 	if ctx.Err() != nil {
 		return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 	}
-	p, err := spawn(spawnSpec{
-		python:   s.cfg.Python,
-		dir:      s.cfg.Project,
-		env:      s.cfg.Env,
-		exe:      s.cfg.Executable,
-		logger:   s.logger,
-		onOutput: s.onOutput,
-	})
+	p, err := s.spawn()
 	if err != nil {
 		return nil, false, failure(r.id, err.Error()+"; no Python state exists", StateCleared)
 	}
@@ -307,6 +360,18 @@ func (s *Session) ensureWorker(ctx context.Context, r *run) (p *process, fresh b
 	s.lastReady = &ready
 	s.mu.Unlock()
 	return p, true, nil
+}
+
+// spawn starts a worker for this session's environment.
+func (s *Session) spawn() (*process, error) {
+	return spawn(spawnSpec{
+		python:   s.env.python,
+		dir:      s.env.project,
+		env:      s.cfg.Env,
+		exe:      s.cfg.Executable,
+		logger:   s.logger,
+		onOutput: s.onOutput,
+	})
 }
 
 // onOutput routes a live output frame to the run it belongs to.
@@ -384,6 +449,7 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		Truncated:                wr.Truncated,
 		State:                    wr.State,
 		BackgroundTasksCancelled: wr.BackgroundTasksCancelled,
+		ExitCode:                 wr.ExitCode,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true
@@ -556,4 +622,47 @@ func (s *Session) Close(grace time.Duration) {
 	if p != nil {
 		p.stop()
 	}
+}
+
+// Inventory bounds (reference section 6.6): time, and the size of its JSON.
+const (
+	inventoryTimeout = 5 * time.Second
+	inventoryLimit   = 65536
+)
+
+// Inspect returns the session's metadata and, when namespace is set, the bounded
+// inventory of its variables (names and exact builtin types; no user code runs). The
+// inventory needs an idle session and starts the worker if none runs; it is not
+// recorded in history.
+func (s *Session) Inspect(ctx context.Context, namespace bool) (Health, json.RawMessage, error) {
+	if !namespace {
+		return s.Health(), nil, nil
+	}
+	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout})
+	if err := s.tryReserve(r); err != nil {
+		return Health{}, nil, err
+	}
+	res := func() *Result {
+		defer s.release(r)
+		return s.execute(ctx, r)
+	}()
+	if !res.Success {
+		msg := "namespace inventory failed"
+		if res.Error != nil {
+			msg = *res.Error
+		}
+		return Health{}, nil, errors.New(msg)
+	}
+	return s.Health(), res.Value, nil
+}
+
+// ExecuteFile runs a saved Python file; a relative path is taken against the
+// session's project.
+func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) *Result {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.env.project, path)
+	}
+	req.SourcePath = path
+	req.Code = ""
+	return s.Execute(ctx, req)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,7 +15,10 @@ import (
 // published JSON Schema and validates arguments, so the two cannot drift apart.
 type param struct {
 	name      string
-	typ       string // string, integer, number, boolean
+	typ       string // string, integer, number, boolean, array
+	items     string // arrays: the items' type (string)
+	maxItems  int    // arrays
+	enum      []string
 	desc      string
 	required  bool
 	maxLength int      // strings: characters
@@ -40,6 +44,15 @@ func (in inputSchema) jsonSchema() json.RawMessage {
 		}
 		if p.maxLength > 0 {
 			prop["maxLength"] = p.maxLength
+		}
+		if p.items != "" {
+			prop["items"] = map[string]any{"type": p.items}
+		}
+		if p.maxItems > 0 {
+			prop["maxItems"] = p.maxItems
+		}
+		if len(p.enum) > 0 {
+			prop["enum"] = p.enum
 		}
 		if p.min != nil {
 			prop["minimum"] = *p.min
@@ -135,6 +148,22 @@ func (p param) check(v json.RawMessage) string {
 		}
 		if p.maxLength > 0 && utf8.RuneCountInString(s) > p.maxLength {
 			return fmt.Sprintf("string longer than %d characters", p.maxLength)
+		}
+		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
+			return "must be one of " + strings.Join(p.enum, ", ")
+		}
+	case "array":
+		var items []json.RawMessage
+		if json.Unmarshal(v, &items) != nil || bytes.HasPrefix(bytes.TrimSpace(v), []byte("null")) {
+			return "expected an array"
+		}
+		if p.maxItems > 0 && len(items) > p.maxItems {
+			return fmt.Sprintf("more than %d items", p.maxItems)
+		}
+		for i, item := range items {
+			if reason := (param{typ: p.items}).check(item); reason != "" {
+				return fmt.Sprintf("item %d: %s", i, reason)
+			}
 		}
 	case "boolean":
 		var b bool

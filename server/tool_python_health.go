@@ -39,11 +39,11 @@ func (s *Server) pythonHealthTool() tool {
 		handle: func(context.Context, *toolCall) any {
 			return healthReport{
 				Server:   s.repl.Default().Health(),
-				Sessions: sessionList{ServerID: s.repl.ServerID(), Sessions: s.repl.List(), Limit: maxSessions},
+				Sessions: s.sessionList(),
 			}
 		},
 	}
 }
 
 // maxSessions is the session limit, the default session included.
-const maxSessions = 32
+const maxSessions = repl.MaxSessions

@@ -36,6 +36,11 @@ func (s *Server) tools() []tool {
 		s.pythonHealthTool(),
 		s.pythonRunTool(),
 		s.pythonCancelTool(),
+		s.pythonSessionOpenTool(),
+		s.pythonSessionCloseTool(),
+		s.pythonSessionListTool(),
+		s.pythonSessionInspectTool(),
+		s.pythonExecuteFileTool(),
 	}
 }
 

@@ -1,0 +1,211 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Session limits (reference section 6.6).
+const (
+	MaxSessions     = 32
+	maxOpening      = 4
+	maxNameBytes    = 128
+	prepareTimeout  = 10 * time.Second
+	closeGrace      = abandonWait
+	defaultSessName = "default"
+)
+
+// Where a session's interpreter comes from.
+const (
+	SourceExplicit      = "explicit"
+	SourceProjectVenv   = "project_venv"
+	SourceServerDefault = "server_default"
+)
+
+// Messages of session management (reference section 13.2).
+const (
+	msgBadName           = "Session name must contain 1..128 bytes"
+	msgOpeningFull       = "Session opening capacity exhausted; wait for active interpreter probes"
+	msgPrepareTimeout    = "Session filesystem preparation timed out"
+	msgNoProject         = "Project directory does not exist"
+	msgProjectNotDir     = "Project must be a directory"
+	msgVenvUninspectable = "Cannot inspect the project .venv environment"
+	msgNotOnPath         = "Requested Python executable was not found on PATH"
+	msgNoSuchPython      = "Requested Python executable does not exist"
+	msgNotExecutable     = "Requested Python executable is not executable"
+	msgSessionLimit      = "Session limit reached (32); close unused sessions"
+	msgDefaultClose      = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
+	msgNoSuchSession     = "Session not found or already closed"
+	msgOpenCancelled     = "Session opening cancelled before publication"
+)
+
+// OpenRequest is python_session_open's input.
+type OpenRequest struct {
+	Name    string
+	Project string
+	Python  string // empty: the project's .venv, else the server default
+}
+
+// Open validates the project and interpreter, probes the interpreter, and publishes
+// a new lazy session. Nothing is published when any step fails or ctx ends first.
+func (m *Manager) Open(ctx context.Context, req OpenRequest) (*Session, error) {
+	if n := len(req.Name); n < 1 || n > maxNameBytes {
+		return nil, errors.New(msgBadName)
+	}
+	select {
+	case m.opening <- struct{}{}:
+		defer func() { <-m.opening }()
+	default:
+		return nil, errors.New(msgOpeningFull)
+	}
+	env, err := m.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	info, err := probe(ctx, env.python, env.project, m.cfg.Env, m.cfg.Executable)
+	if err != nil {
+		return nil, err
+	}
+	env.probe = info
+	return m.publish(ctx, req.Name, env)
+}
+
+// prepare does the filesystem part of an open, bounded by prepareTimeout: a hung
+// network mount must not hold the request forever.
+func (m *Manager) prepare(ctx context.Context, req OpenRequest) (sessionEnv, error) {
+	type prepared struct {
+		env sessionEnv
+		err error
+	}
+	done := make(chan prepared, 1)
+	go func() {
+		env, err := m.selectEnvironment(req)
+		done <- prepared{env, err}
+	}()
+	timer := time.NewTimer(prepareTimeout)
+	defer timer.Stop()
+	select {
+	case p := <-done:
+		return p.env, p.err
+	case <-timer.C:
+		return sessionEnv{}, errors.New(msgPrepareTimeout)
+	case <-ctx.Done():
+		return sessionEnv{}, errors.New(msgOpenCancelled)
+	}
+}
+
+// selectEnvironment picks the interpreter with no silent fallback: an explicit
+// python, else the project's .venv/bin/python if .venv exists at all (a broken one is
+// an error, not "absent"), else the server default.
+func (m *Manager) selectEnvironment(req OpenRequest) (sessionEnv, error) {
+	project, err := canonicalProject(req.Project, m.cfg.Project)
+	if err != nil {
+		return sessionEnv{}, err
+	}
+	env := sessionEnv{project: project}
+	switch {
+	case req.Python != "":
+		env.python, env.source = req.Python, SourceExplicit
+	default:
+		venv := filepath.Join(project, ".venv")
+		_, err := os.Lstat(venv)
+		switch {
+		case err == nil:
+			env.python, env.source = filepath.Join(venv, "bin", "python"), SourceProjectVenv
+		case errors.Is(err, fs.ErrNotExist):
+			env.python, env.source, env.chosenBy = m.cfg.Python, SourceServerDefault, m.cfg.PythonSource
+		default:
+			return sessionEnv{}, fmt.Errorf("%s: %v", msgVenvUninspectable, err)
+		}
+	}
+	if env.python, err = resolveInterpreter(env.python, project); err != nil {
+		return sessionEnv{}, err
+	}
+	return env, nil
+}
+
+func canonicalProject(project, base string) (string, error) {
+	if !filepath.IsAbs(project) {
+		project = filepath.Join(base, project)
+	}
+	canonical, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: %s", msgNoProject, project)
+		}
+		return "", fmt.Errorf("%s: %v", msgNoProject, err)
+	}
+	info, err := os.Stat(canonical)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", msgNoProject, err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("%s: %s", msgProjectNotDir, canonical)
+	}
+	return canonical, nil
+}
+
+// resolveInterpreter finds python as the contract says: absolute as is, a relative
+// path with a separator against the project, a bare name on PATH. The path is not
+// canonicalized, so a venv's bin/python symlink keeps the venv's identity.
+func resolveInterpreter(python, project string) (string, error) {
+	if !strings.ContainsRune(python, filepath.Separator) {
+		found, err := exec.LookPath(python)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s", msgNotOnPath, python)
+		}
+		return found, nil
+	}
+	if !filepath.IsAbs(python) {
+		python = filepath.Join(project, python)
+	}
+	info, err := os.Stat(python)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s", msgNoSuchPython, python)
+	}
+	if !info.Mode().IsRegular() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s: %s", msgNotExecutable, python)
+	}
+	return python, nil
+}
+
+// publish registers the session unless the limit is reached or the open was
+// cancelled meanwhile.
+func (m *Manager) publish(ctx context.Context, name string, env sessionEnv) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, errors.New(msgOpenCancelled)
+	}
+	if len(m.sessions) >= MaxSessions {
+		return nil, errors.New(msgSessionLimit)
+	}
+	s := newSession(m.lifetime, name, m.serverID, &m.cfg, env)
+	m.sessions[s.id] = s
+	return s, nil
+}
+
+// CloseSession closes an opened session; the default session cannot be closed.
+func (m *Manager) CloseSession(id string) (Health, error) {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	switch {
+	case !ok:
+		m.mu.Unlock()
+		return Health{}, errors.New(msgNoSuchSession)
+	case s == m.def:
+		m.mu.Unlock()
+		return Health{}, errors.New(msgDefaultClose)
+	}
+	delete(m.sessions, id)
+	m.mu.Unlock()
+	s.Close(closeGrace)
+	return s.Health(), nil
+}

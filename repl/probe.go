@@ -1,0 +1,114 @@
+package repl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/guardian"
+)
+
+// Probe limits (reference section 6.2).
+const (
+	probeTimeout     = 10 * time.Second
+	probeOutputLimit = 4096
+)
+
+// probeScript prints what the server needs to know about an interpreter, on one line.
+const probeScript = `import json, platform, sys
+print(json.dumps({"version": platform.python_version(), "executable": sys.executable, "major": sys.version_info[0], "minor": sys.version_info[1]}))`
+
+// ProbeInfo is what an interpreter says about itself.
+type ProbeInfo struct {
+	Version    string `json:"version"`
+	Executable string `json:"executable"`
+	Major      int    `json:"major"`
+	Minor      int    `json:"minor"`
+}
+
+// Messages of the probe (reference section 13.2).
+const (
+	msgProbeTimeout  = "Interpreter probe timed out"
+	msgProbeTooLarge = "Interpreter probe output exceeded limit"
+	msgNotPython     = "Requested executable is not a supported Python interpreter"
+	msgTooOld        = "Python 3.10 or newer is required"
+)
+
+// probe runs python under a guardian in dir and reads its self-description. The
+// probe must also exit: one that prints valid JSON and then hangs is killed and
+// fails, since it is not the interpreter it claims to be.
+func probe(ctx context.Context, python, dir string, env []string, exe string) (*ProbeInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer outR.Close()
+	gp, err := guardian.Start(guardian.Config{
+		Executable: exe,
+		Spec:       guardian.Spec{Program: python, Args: []string{"-I", "-c", probeScript}, Env: env, Dir: dir},
+		Output:     outW,
+	})
+	outW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", msgNotPython, err)
+	}
+	defer func() { gp.Kill(); gp.Wait() }()
+
+	line := make(chan probeLine, 1)
+	go func() { line <- readProbeLine(outR) }()
+	var got probeLine
+	select {
+	case got = <-line:
+	case <-ctx.Done():
+		return nil, probeContextError(ctx)
+	}
+	select {
+	case <-gp.Exited():
+	case <-ctx.Done():
+		return nil, probeContextError(ctx)
+	}
+	if got.err != nil {
+		return nil, got.err
+	}
+	if exit := gp.ExitStatus(); exit.Code != 0 {
+		return nil, fmt.Errorf("%s (probe %s)", msgNotPython, exit)
+	}
+	var info ProbeInfo
+	if err := json.Unmarshal(got.text, &info); err != nil || info.Major == 0 {
+		return nil, errors.New(msgNotPython)
+	}
+	if info.Major != 3 || info.Minor < 10 {
+		return nil, fmt.Errorf("%s; %s is Python %s", msgTooOld, python, info.Version)
+	}
+	return &info, nil
+}
+
+type probeLine struct {
+	text []byte
+	err  error
+}
+
+func readProbeLine(r *os.File) probeLine {
+	br := bufio.NewReaderSize(r, probeOutputLimit+1)
+	line, err := br.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return probeLine{err: errors.New(msgProbeTooLarge)}
+	case err != nil && len(line) == 0:
+		return probeLine{err: errors.New(msgNotPython)}
+	}
+	return probeLine{text: append([]byte(nil), line...)}
+}
+
+func probeContextError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errors.New(msgProbeTimeout)
+	}
+	return errors.New(msgOpenCancelled)
+}

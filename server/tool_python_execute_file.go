@@ -1,0 +1,43 @@
+package server
+
+import "context"
+
+type fileArgs struct {
+	execArgs
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	Mode string   `json:"mode"`
+}
+
+func (s *Server) pythonExecuteFileTool() tool {
+	return tool{
+		name: "python_execute_file",
+		description: "Execute a saved Python file (at most 256 KiB, PEP 263 encodings) in the session's interpreter " +
+			"and project, with its real filename in tracebacks, sys.argv = [path] + argv (literal strings), " +
+			"__name__ == \"__main__\" and SystemExit as exit_code. mode=persistent shares the session's variables; " +
+			"mode=fresh runs in a separate worker and leaves the persistent namespace untouched. Timeout, " +
+			"cancel, expected_generation and history work as for execute_python.",
+		input: inputSchema{
+			withRequired(sessionIDParam()),
+			{name: "path", typ: "string", required: true, maxLength: 4096, desc: "The file; relative paths are taken against the session's project."},
+			{name: "argv", typ: "array", items: "string", maxItems: 128, desc: "Arguments after the path, passed literally (no shell quoting)."},
+			{name: "mode", typ: "string", enum: []string{"persistent", "fresh"}, def: "persistent", desc: "persistent: the session's namespace; fresh: a separate worker."},
+			timeoutParam(),
+			expectedGenerationParam(),
+		},
+		output:      executionResultSchema,
+		annotations: annotations(false, true, false, true),
+		routed:      true,
+		handle: func(ctx context.Context, call *toolCall) any {
+			var args fileArgs
+			decodeArgs(call.args, &args)
+			req := args.request()
+			req.Argv = args.Argv
+			if req.Argv == nil {
+				req.Argv = []string{}
+			}
+			req.Fresh = args.Mode == "fresh"
+			return call.session.ExecuteFile(ctx, args.Path, req)
+		},
+	}
+}

@@ -1,0 +1,26 @@
+package server
+
+import "context"
+
+const listSchema = `{
+  "type": "object",
+  "required": ["server_id", "sessions", "limit"],
+  "properties": {"sessions": {"type": "array", "items": {"type": "object"}}, "limit": {"type": "integer"}}
+}`
+
+func (s *Server) pythonSessionListTool() tool {
+	return tool{
+		name:        "python_session_list",
+		description: "List the sessions (sorted by name) with their environments, generations and active runs, without starting any worker.",
+		input:       inputSchema{},
+		output:      listSchema,
+		annotations: annotations(true, false, false, true),
+		handle: func(context.Context, *toolCall) any {
+			return s.sessionList()
+		},
+	}
+}
+
+func (s *Server) sessionList() sessionList {
+	return sessionList{ServerID: s.repl.ServerID(), Sessions: s.repl.List(), Limit: maxSessions}
+}

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// sessionSchema is the output of the session tools: metadata, or an error.
+const sessionSchema = `{
+  "type": "object",
+  "oneOf": [
+    {"required": ["server_id", "session_id", "generation", "environment", "project", "name"],
+     "properties": {"environment": {"type": "object"}, "namespace": {"type": "object"}}},
+    {"required": ["error"], "properties": {"error": {"type": "string"}}}
+  ]
+}`
+
+type openArgs struct {
+	Name    string `json:"name"`
+	Project string `json:"project"`
+	Python  string `json:"python"`
+}
+
+func (s *Server) pythonSessionOpenTool() tool {
+	return tool{
+		name: "python_session_open",
+		description: "Open an independent, lazy Python session for a project: its own variables, cwd, worker, " +
+			"active run, history and generation. The interpreter is the explicit python, else the project's " +
+			".venv/bin/python (which must be valid), else the server default; it is probed now (at most 10 s) " +
+			"and the worker starts on the first execution. Pass the returned session_id to the other tools. " +
+			"Names are labels only; at most 32 sessions including the default.",
+		input: inputSchema{
+			{name: "name", typ: "string", required: true, maxLength: 128, desc: "A label for the session (1 to 128 bytes)."},
+			{name: "project", typ: "string", required: true, desc: "The project directory: the session's cwd, and where .venv is looked for."},
+			{name: "python", typ: "string", desc: "Interpreter path or name; overrides the project's .venv."},
+		},
+		output:      sessionSchema,
+		annotations: annotations(false, true, false, true),
+		handle: func(ctx context.Context, call *toolCall) any {
+			var args openArgs
+			decodeArgs(call.args, &args)
+			sess, err := s.repl.Open(ctx, repl.OpenRequest{Name: args.Name, Project: args.Project, Python: args.Python})
+			if err != nil {
+				return map[string]any{"error": err.Error()}
+			}
+			return sess.Health()
+		},
+	}
+}
