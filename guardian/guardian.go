@@ -84,6 +84,9 @@ type Process struct {
 	exitOnce sync.Once
 	exited   chan struct{} // closed when the child's exit is known or the guardian died
 	exit     Exit
+	// watched is closed when the control socket has been read to its end, so that
+	// the guardian's last report (how the child ended) is never lost to its death.
+	watched chan struct{}
 
 	waited  chan struct{} // closed when the guardian has been reaped
 	waitErr error
@@ -117,10 +120,11 @@ func Start(cfg Config) (*Process, error) {
 		ours.Close()
 		return nil, fmt.Errorf("start process guardian: %w", err)
 	}
-	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), waited: make(chan struct{})}
+	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), watched: make(chan struct{}), waited: make(chan struct{})}
 	go p.reap()
 	pid, err := p.handshake(cfg.Spec)
 	if err != nil {
+		close(p.watched)
 		p.Kill()
 		<-p.waited
 		return nil, err
@@ -180,6 +184,7 @@ func readReport(f *os.File) (report, error) {
 // watch reads the guardian's reports until it hangs up; the only one expected after
 // the handshake is the child's exit.
 func (p *Process) watch() {
+	defer close(p.watched)
 	sc := bufio.NewScanner(p.control)
 	sc.Buffer(make([]byte, 4096), maxControlLine)
 	for sc.Scan() {
@@ -200,6 +205,11 @@ func (p *Process) markExited(e Exit) {
 
 func (p *Process) reap() {
 	p.waitErr = p.cmd.Wait()
+	// The guardian's end of the socket is closed now; read what it said last.
+	select {
+	case <-p.watched:
+	case <-time.After(time.Second):
+	}
 	p.markExited(Exit{Code: -1, Signal: "guardian exit"})
 	close(p.waited)
 }

@@ -21,6 +21,7 @@ type param struct {
 	enum      []string
 	desc      string
 	required  bool
+	minLength int      // strings: characters
 	maxLength int      // strings: characters
 	min, max  *float64 // numbers
 	def       any
@@ -41,6 +42,9 @@ func (in inputSchema) jsonSchema() json.RawMessage {
 		prop := map[string]any{"type": p.typ}
 		if p.desc != "" {
 			prop["description"] = p.desc
+		}
+		if p.minLength > 0 {
+			prop["minLength"] = p.minLength
 		}
 		if p.maxLength > 0 {
 			prop["maxLength"] = p.maxLength
@@ -145,6 +149,9 @@ func (p param) check(v json.RawMessage) string {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
 			return "expected a string"
+		}
+		if utf8.RuneCountInString(s) < p.minLength {
+			return fmt.Sprintf("string shorter than %d characters", p.minLength)
 		}
 		if p.maxLength > 0 && utf8.RuneCountInString(s) > p.maxLength {
 			return fmt.Sprintf("string longer than %d characters", p.maxLength)

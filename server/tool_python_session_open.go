@@ -31,8 +31,8 @@ func (s *Server) pythonSessionOpenTool() tool {
 			"and the worker starts on the first execution. Pass the returned session_id to the other tools. " +
 			"Names are labels only; at most 32 sessions including the default.",
 		input: inputSchema{
-			{name: "name", typ: "string", required: true, maxLength: 128, desc: "A label for the session (1 to 128 bytes)."},
-			{name: "project", typ: "string", required: true, desc: "The project directory: the session's cwd, and where .venv is looked for."},
+			{name: "name", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "A label for the session (1 to 128 bytes)."},
+			{name: "project", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "The project directory: the session's cwd, and where .venv is looked for."},
 			{name: "python", typ: "string", desc: "Interpreter path or name; overrides the project's .venv."},
 		},
 		output:      sessionSchema,
