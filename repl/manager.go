@@ -38,6 +38,8 @@ type Manager struct {
 	serverID string
 	lifetime context.Context
 	opening  chan struct{} // one token per open in progress
+	// probeTimeout bounds an interpreter probe; tests shorten it.
+	probeTimeout time.Duration
 
 	mu       sync.Mutex
 	def      *Session
@@ -50,7 +52,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), sessions: map[string]*Session{}}
+	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), probeTimeout: probeTimeout, sessions: map[string]*Session{}}
 	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, sessionEnv{
 		python: cfg.Python, source: SourceServerDefault, chosenBy: cfg.PythonSource, project: cfg.Project,
 	})

@@ -69,7 +69,7 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := probe(ctx, env.python, env.project, m.cfg.Env, m.cfg.Executable)
+	info, err := probe(ctx, m.probeTimeout, env.python, env.project, m.cfg.Env, m.cfg.Executable)
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,8 @@ const (
 // probe runs python under a guardian in dir and reads its self-description. The
 // probe must also exit: one that prints valid JSON and then hangs is killed and
 // fails, since it is not the interpreter it claims to be.
-func probe(ctx context.Context, python, dir string, env []string, exe string) (*ProbeInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+func probe(ctx context.Context, timeout time.Duration, python, dir string, env []string, exe string) (*ProbeInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outR, outW, err := os.Pipe()
 	if err != nil {

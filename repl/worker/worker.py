@@ -14,23 +14,23 @@ import signal
 # kill a worker that is still starting.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-import ast  # noqa: E402  (imports follow the SIGINT guard on purpose)
-import asyncio  # noqa: E402
-import builtins  # noqa: E402
-import contextvars  # noqa: E402
-import inspect  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import linecache  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import queue  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import weakref  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+import ast
+import asyncio
+import builtins
+import contextvars
+import inspect
+import io
+import json
+import linecache
+import math
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1_048_576  # bytes per frame, newline included
@@ -59,7 +59,7 @@ SOURCE_RUNS = 64
 SOURCE_BYTES = 1_048_576
 
 TASK_CANCEL_GRACE = 0.25
-INTERRUPT_RETRY = 0.05  # seconds before an interrupt that could not raise is delivered again
+INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
 EXECUTOR_PENDING_JOBS = 64
 
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
@@ -598,44 +598,55 @@ async def _cell_main(body, tail, namespace):
 _INTERRUPTIBLE_WORKER_CODE = frozenset({_Sink.write.__code__, _CellOutput.write.__code__, _utf8_prefix.__code__})
 
 
-def _may_raise_at(frame):
-    """Whether SIGINT may raise KeyboardInterrupt where it caught the main thread: in user
-    code (cells, libraries, the print sinks), yes. In the worker's own code an exception
-    could tear bookkeeping or strand a task mid-step (the loop's call_soon runs inside task
-    steps); in asyncio or selectors it could corrupt loop or primitive state (a Lock waiter
-    left behind)."""
-    if frame is None:
-        return False
-    if frame.f_code in _INTERRUPTIBLE_WORKER_CODE:
-        return True
-    if frame.f_globals is _WORKER_GLOBALS:
-        return False
-    module = dict.get(frame.f_globals, '__name__')
-    return not (type(module) is str and (module == 'selectors' or module.startswith('asyncio.')))
+# Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the
+# first frame up the stack that is not in one of these.
+_CALLER_JUDGED_MODULES = ('asyncio.', 'concurrent.futures.', 'selectors', 'threading')
+
+
+def _module_name(frame):
+    name = dict.get(frame.f_globals, '__name__')
+    return name if type(name) is str else ''
+
+
+def _interrupt_site(frame):
+    """Where a repeated SIGINT caught the main thread. 'idle': the loop is waiting in
+    select(), so the cell is at an await and has its cancellation. 'user': user code, or
+    library code it called (print sinks included), where KeyboardInterrupt may be raised as
+    plain Python would. 'busy': the worker's own code, or library code it called, where an
+    exception could tear bookkeeping or strand a task mid-step (the loop machinery and its
+    call_soon run between and inside task steps)."""
+    if frame is not None and _module_name(frame) == 'selectors':
+        return 'idle'
+    while frame is not None:
+        if frame.f_code in _INTERRUPTIBLE_WORKER_CODE:
+            return 'user'
+        if frame.f_globals is _WORKER_GLOBALS:
+            return 'busy'
+        if not _module_name(frame).startswith(_CALLER_JUDGED_MODULES):
+            return 'user'
+        frame = frame.f_back
+    return 'busy'
 
 
 class _InterruptRetry:
-    """Delivers SIGINT to the main thread again, shortly after a delivery that could not
-    raise, until one lands in user code or the cell ends: a cell spinning synchronously
-    never reaches the await where cancellation would stop it."""
+    """Delivers SIGINT to the main thread again shortly after a delivery that did not stop
+    the cell, until the cell ends: a cell spinning synchronously never reaches the await
+    where cancellation would stop it."""
 
-    def __init__(self, still_running):
-        self._still_running = still_running
-        self._requested = threading.Event()
-        self._main_thread_id = threading.main_thread().ident
+    def __init__(self, deliver):
+        self._deliver = deliver  # called from this thread with the task to interrupt
+        # SimpleQueue.put is reentrant, so the signal handler may request at any point.
+        self._requests = queue.SimpleQueue()
         threading.Thread(target=self._run, name='repl-mcp-interrupt', daemon=True).start()
 
-    def request(self):
-        self._requested.set()
+    def request(self, task):
+        self._requests.put(task)
 
     def _run(self):
         while True:
-            self._requested.wait()
-            self._requested.clear()
+            task = self._requests.get()
             time.sleep(INTERRUPT_RETRY)
-            if self._still_running():
-                # A real signal (not interrupt_main) also wakes a loop blocked in select().
-                signal.pthread_kill(self._main_thread_id, signal.SIGINT)
+            self._deliver(task)
 
 
 class _Worker:
@@ -651,7 +662,10 @@ class _Worker:
         self._loop.set_default_executor(self._executor)
         asyncio.set_event_loop(self._loop)
         self._cell_task = None  # set only while cell code may be interrupted
-        self._interrupt_retry = _InterruptRetry(self._cell_running)
+        self._cell_lock = threading.Lock()  # orders clearing _cell_task with SIGINT retries
+        self._cell_cancelled = False  # whether a SIGINT already cancelled the running cell
+        self._main_thread_id = threading.main_thread().ident
+        self._interrupt_retry = _InterruptRetry(self._redeliver_sigint)
         signal.signal(signal.SIGINT, self._on_sigint)
 
     def serve(self):
@@ -697,6 +711,7 @@ class _Worker:
         """Run the cell task to completion on the persistent loop; only now may SIGINT
         interrupt anything."""
         self._cell_task = task
+        self._cell_cancelled = False
         try:
             while not task.done():
                 try:
@@ -707,7 +722,8 @@ class _Worker:
                     if not task.done():
                         task.cancel()
         finally:
-            self._cell_task = None
+            with self._cell_lock:
+                self._cell_task = None
 
     def _cell_running(self):
         task = self._cell_task
@@ -716,13 +732,30 @@ class _Worker:
     def _on_sigint(self, signum, frame):
         if not self._cell_running():
             return  # between cells, or while the worker itself works: ignored
-        if _may_raise_at(frame):
-            raise KeyboardInterrupt
-        # Cancelling delivers CancelledError at the cell's current await, a safe point; the
-        # retry covers a cell that is not awaiting.
-        self._cell_task.cancel()
-        self._loop.call_soon_threadsafe(_wake)
-        self._interrupt_retry.request()
+        task = self._cell_task
+        if not self._cell_cancelled:
+            # First, cancel: CancelledError at the cell's current await is a safe point,
+            # while a KeyboardInterrupt may land anywhere (even between acquiring a lock
+            # and the `async with` that releases it). The retry covers a cell that is
+            # not awaiting.
+            self._cell_cancelled = True
+            task.cancel()
+            self._loop.call_soon_threadsafe(_wake)
+            self._interrupt_retry.request(task)
+            return
+        site = _interrupt_site(frame)
+        if site == 'user':
+            raise KeyboardInterrupt  # the cell kept running after the cancel: it is spinning
+        if site == 'busy':
+            self._interrupt_retry.request(task)
+
+    def _redeliver_sigint(self, task):
+        # Under the lock the cell cannot end between the check and the signal, so a retry
+        # never reaches the next cell.
+        with self._cell_lock:
+            if self._cell_task is task and not task.done():
+                # A real signal (not interrupt_main) also wakes a blocking system call.
+                signal.pthread_kill(self._main_thread_id, signal.SIGINT)
 
     def _epilogue(self, run_id, threads_before):
         """Stop what the cell left behind; returns (tasks cancelled, policy error or None).

@@ -1,0 +1,6 @@
+package repl
+
+import "time"
+
+// SetProbeTimeout shortens the interpreter probe's bound for tests.
+func (m *Manager) SetProbeTimeout(d time.Duration) { m.probeTimeout = d }
