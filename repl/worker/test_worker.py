@@ -30,7 +30,6 @@ class WorkerProcess:
         event_r, event_w = os.pipe()
         native_r, native_w = os.pipe()
         env = dict(os.environ, REPL_MCP_WORKER_FDS=f'{command_r},{event_w}', REPL_MCP_NO_BRIDGE='1')
-        self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, '-u', '-c', WORKER_SOURCE],
             stdin=subprocess.DEVNULL, stdout=native_w, stderr=native_w,
@@ -45,7 +44,11 @@ class WorkerProcess:
         self.event_buffer = b''
         self.native = b''
         self.open_fds = {event_r, native_r}
-        self.ready = self.next_frame()
+        try:
+            self.ready = self.next_frame()
+        except BaseException:
+            self.close()
+            raise
 
     # -- reading --------------------------------------------------------------------
 
@@ -98,17 +101,16 @@ class WorkerProcess:
         return run_id
 
     def collect(self, run_id, timeout=RESULT_WAIT):
-        """Frames up to the run's result: (result, [output frames], [frame types seen])."""
-        outputs, kinds = [], []
+        """Frames up to the run's result: (result, [output frames])."""
+        outputs = []
         deadline = time.monotonic() + timeout
         while True:
             frame = self.next_frame(deadline - time.monotonic())
-            kinds.append(frame['type'])
             assert frame['id'] == run_id, frame
             if frame['type'] == 'output':
                 outputs.append(frame)
             elif frame['type'] == 'result':
-                return frame['result'], outputs, kinds
+                return frame['result'], outputs
             else:
                 raise AssertionError(f'unexpected frame {frame}')
 
@@ -137,11 +139,14 @@ class WorkerProcess:
             self._poll(0.05)
         return self.proc.returncode
 
-    def close(self):
-        try:
+    def hang_up(self):
+        """Close the server's end of the command pipe: the worker sees EOF."""
+        if self.command_fd is not None:
             os.close(self.command_fd)
-        except OSError:
-            pass
+            self.command_fd = None
+
+    def close(self):
+        self.hang_up()
         try:
             self.wait_exit(3.0)
         except TimeoutError:
@@ -187,6 +192,11 @@ class StartupTests(WorkerTestCase):
             ' __builtins__ is __import__("builtins")]'
         )
         self.assertEqual(self.worker.value(code), [None, [''], '__repl__', os.path.realpath(self.dir), '', True])
+
+    def test_baseline_names_reinstalled_after_each_cell(self):
+        result = self.worker.run('__name__ = "shadowed"\n__builtins__ = None\n__name__')
+        self.assertEqual(result['value'], 'shadowed')
+        self.assertEqual(self.worker.value('[__name__, __builtins__ is __import__("builtins")]'), ['__repl__', True])
 
     def test_protocol_fds_are_not_inheritable(self):
         read_fd, write_fd = self.worker.child_fds
@@ -236,12 +246,13 @@ class ExecutionTests(WorkerTestCase):
             '[sys.stdout.isatty(), sys.stdout.encoding, sys.stdout.writable()]'
         )
         run_id = self.worker.start(code)
-        result, outputs, _ = self.worker.collect(run_id)
+        result, outputs = self.worker.collect(run_id)
         self.assert_ok(result)
         self.assertEqual(result['value'], [False, 'utf-8', True])
         self.assertEqual(result['stdout'], 'hello\n')
         self.assertTrue(result['stderr'].startswith('oops\nWARNING careful\nTraceback'), result['stderr'])
         self.assertIn('ZeroDivisionError: division by zero', result['stderr'])
+        self.assertNotIn('<string>', result['stderr'])  # traceback.print_exc shows no worker frame
         for stream in ('stdout', 'stderr'):
             streamed = ''.join(f['text'] for f in outputs if f['stream'] == stream)
             self.assertEqual(streamed, result[stream])
@@ -252,11 +263,11 @@ class ExecutionTests(WorkerTestCase):
         self.assertEqual(result['stderr'], 'second cell\n')
 
     def test_output_streams_while_cell_runs(self):
-        run_id = self.worker.start('import time\nprint("early")\ntime.sleep(0.5)\nprint("late")')
+        run_id = self.worker.start('import time\nprint("early")\ntime.sleep(1)\nprint("late")')
         first = self.worker.next_frame()
         self.assertEqual(first['type'], 'output')
         self.assertEqual(first['text'], 'early\n')
-        result, outputs, _ = self.worker.collect(run_id)
+        result, outputs = self.worker.collect(run_id)
         self.assertEqual(''.join(f['text'] for f in outputs), 'late\n')
         self.assertEqual(result['stdout'], 'early\nlate\n')
 
@@ -329,6 +340,17 @@ class TracebackTests(WorkerTestCase):
         self.assertLessEqual(len(error), 10_000)
         self.assertEqual(error.count('  File "<repl:'), 20)
         self.assertIn('RecursionError', error)
+        # Long source lines: each shown line is cut to 500 characters and the innermost
+        # frames that fit the 10,000-character bound are kept.
+        long_line = '    return deep(n + 1)  # ' + 'c' * 600
+        result = self.worker.run(f'def deep(n):\n{long_line}\ndeep(0)')
+        error = result['error']
+        self.assertLessEqual(len(error), 10_000)
+        self.assertIn('return deep(n + 1)  # ' + 'c' * 478 + '\n', error)
+        self.assertNotIn('c' * 479, error)
+        self.assertLess(error.count('  File "<repl:'), 20)
+        self.assertTrue(error.startswith('Traceback (most recent call last):\n  File'), error[:100])
+        self.assertIn('\nRecursionError', error)
         result = self.worker.run('raise ValueError("m" * 100_000)')
         self.assertLessEqual(len(result['error']), 10_000)
         self.assertIn('ValueError: ' + 'm' * 4000, result['error'])
@@ -363,7 +385,7 @@ class TracebackTests(WorkerTestCase):
 class OutputBoundTests(WorkerTestCase):
     def test_huge_print_is_bounded_and_streamed(self):
         run_id = self.worker.start('print("a" * 2_000_000)\nprint("after")')
-        result, outputs, _ = self.worker.collect(run_id)
+        result, outputs = self.worker.collect(run_id)
         self.assert_ok(result)
         self.assertEqual(result['stdout'], 'a' * 50_000)
         self.assertTrue(result['truncated']['stdout'])
@@ -372,7 +394,7 @@ class OutputBoundTests(WorkerTestCase):
 
     def test_multibyte_bound_at_character_boundary(self):
         run_id = self.worker.start('print("Ж" * 2_000_000)')
-        result, outputs, _ = self.worker.collect(run_id)
+        result, outputs = self.worker.collect(run_id)
         self.assertEqual(len(result['stdout'].encode('utf-8')), 50_000)
         self.assertEqual(result['stdout'], 'Ж' * 25_000)
         self.assertEqual(''.join(f['text'] for f in outputs), result['stdout'])
@@ -388,7 +410,7 @@ class OutputBoundTests(WorkerTestCase):
     def test_native_fd_output_never_corrupts_frames(self):
         barrier = 'barrier-' + uuid.uuid4().hex
         run_id = self.worker.start('import os, sys\nos.write(1, b"not-json\\n")\nsys.__stdout__.write("raw\\n")\n1', barrier=barrier)
-        result, _, _ = self.worker.collect(run_id)
+        result, _ = self.worker.collect(run_id)
         self.assert_ok(result)
         self.assertEqual(result['value'], 1)
         native = self.worker.drain_native(0)
@@ -398,7 +420,7 @@ class OutputBoundTests(WorkerTestCase):
     def test_barrier_written_to_fd2_before_result(self):
         barrier = 'barrier-' + uuid.uuid4().hex
         run_id = self.worker.start('import os\nos.write(2, b"native-before")', barrier=barrier)
-        result, _, _ = self.worker.collect(run_id)
+        result, _ = self.worker.collect(run_id)
         self.assert_ok(result)
         # The barrier was written before the result frame, so it is already in the pipe.
         native = self.worker.drain_native(0)
@@ -502,7 +524,7 @@ class InterruptTests(WorkerTestCase):
         self.worker.wait_for_output(run_id, 'started')
         time.sleep(0.05)
         os.kill(self.worker.proc.pid, signal.SIGINT)
-        result, _, _ = self.worker.collect(run_id)
+        result, _ = self.worker.collect(run_id)
         return run_id, result
 
     def check_interrupt(self, code):
@@ -548,7 +570,7 @@ class InterruptTests(WorkerTestCase):
                     'await asyncio.sleep(5)'
                 )
                 run_id = self.worker.start(code)
-                result, _, _ = self.worker.collect(run_id, timeout=4)
+                result, _ = self.worker.collect(run_id, timeout=4)
                 self.assertEqual(result['error'], INTERRUPTED.format(run_id))
                 self.assertEqual(self.worker.value('raised'), False)
 
@@ -655,6 +677,17 @@ class BackgroundWorkTests(WorkerTestCase):
         self.assertEqual(result['value'], 6)
         self.assertEqual(self.worker.value('async with lock:\n    m = await asyncio.to_thread(len, "abcd")\nm'), 4)
 
+    def test_awaited_subprocess_and_finished_work_preserve_state(self):
+        # asyncio's waitpid watcher thread (3.10/3.11) and an unawaited quick executor job
+        # are finished, or just finishing, when the cell ends.
+        for _ in range(5):
+            result = self.worker.run(
+                'import asyncio\nproc = await asyncio.create_subprocess_exec("true")\nawait proc.wait()\n'
+                'asyncio.get_running_loop().run_in_executor(None, int)\nproc.returncode'
+            )
+            self.assert_ok(result)
+            self.assertEqual(result['value'], 0)
+
     def test_default_executor_pending_limit(self):
         code = (
             'import asyncio, threading\nloop = asyncio.get_running_loop()\ngate = threading.Event()\n'
@@ -672,7 +705,7 @@ class LifecycleTests(WorkerTestCase):
     def test_eof_mid_cell_exits_promptly(self):
         run_id = self.worker.start('import time\nprint("started")\ntime.sleep(30)')
         self.worker.wait_for_output(run_id, 'started')
-        os.close(self.worker.command_fd)
+        self.worker.hang_up()
         started = time.monotonic()
         self.assertEqual(self.worker.wait_exit(3.0), 0)
         self.assertLess(time.monotonic() - started, 3.0)
@@ -680,7 +713,7 @@ class LifecycleTests(WorkerTestCase):
     def test_shutdown_finishes_current_cell_then_exits(self):
         run_id = self.worker.start('import time\ntime.sleep(0.3)\n5')
         self.worker.send_raw(b'{"type":"shutdown"}\n')
-        result, _, _ = self.worker.collect(run_id)
+        result, _ = self.worker.collect(run_id)
         self.assertEqual(result['value'], 5)
         self.assertEqual(self.worker.wait_exit(), 0)
 
@@ -713,7 +746,7 @@ class LifecycleTests(WorkerTestCase):
         data = json.dumps(frame).encode() + b'\n'
         self.assertEqual(len(data), MAX_FRAME)
         self.worker.send_raw(data)
-        result, _, _ = self.worker.collect('big')
+        result, _ = self.worker.collect('big')
         self.assert_ok(result)
 
 

@@ -59,6 +59,7 @@ SOURCE_RUNS = 64
 SOURCE_BYTES = 1_048_576
 
 TASK_CANCEL_GRACE = 0.25
+BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are just finishing
 INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
 EXECUTOR_PENDING_JOBS = 64
 
@@ -650,6 +651,8 @@ class _InterruptRetry:
 
 
 class _Worker:
+    """Runs cells one at a time in one namespace on one event loop, and reports each."""
+
     def __init__(self, channel):
         self._channel = channel
         self._namespace = dict(BASELINE_NAMES)
@@ -660,7 +663,6 @@ class _Worker:
         self._executor = _CellExecutor()
         self._loop = _CellLoop()
         self._loop.set_default_executor(self._executor)
-        asyncio.set_event_loop(self._loop)
         self._cell_task = None  # set only while cell code may be interrupted
         self._cell_lock = threading.Lock()  # orders clearing _cell_task with SIGINT retries
         self._cell_cancelled = False  # whether a SIGINT already cancelled the running cell
@@ -764,7 +766,7 @@ class _Worker:
         self._loop.cancel_cell_callbacks()
         if refused:
             return cancelled, TASKS_REFUSED
-        if self._executor.busy(run_id) or self._new_threads(threads_before):
+        if self._background_work_left(run_id, threads_before):
             return cancelled, THREADS_LEFT
         return cancelled, None
 
@@ -788,9 +790,21 @@ class _Worker:
             except BaseException:
                 pass  # a task let SystemExit/KeyboardInterrupt escape the loop; it is done now
 
+    def _background_work_left(self, run_id, threads_before):
+        """Whether the cell left threads (other than the executor's idle ones) or executor
+        jobs running. Work that is just finishing gets a short grace: asyncio's waitpid
+        thread, say, wakes the cell and then needs a moment to exit."""
+        deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
+        while self._executor.busy(run_id) or self._new_threads(threads_before):
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.005)
+        return False
+
     def _new_threads(self, before):
         executor_threads = self._executor.threads()
-        return [t for t in threading.enumerate() if t not in before and t not in executor_threads and t.is_alive()]
+        # enumerate() drops a thread once its Python code has finished.
+        return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
 
     def _result(self, run_id, value, exc, captured, policy_error):
         result = {
