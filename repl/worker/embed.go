@@ -1,10 +1,9 @@
-// Package worker holds the Python worker's source, embedded into the binary. The
-// worker speaks the protocol in PROTOCOL.md; package repl starts and supervises it.
 package worker
 
 import _ "embed"
 
-// Source is worker.py, run as `python -u -c Source`.
+// Source is worker.py. The bootstrap in package repl runs it as the argument after
+// its own -c program, once the interpreter is known to be new enough.
 //
 //go:embed worker.py
 var Source string
