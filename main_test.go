@@ -30,17 +30,7 @@ func TestMain(m *testing.M) {
 // Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
 // $PYVERSION (its version).
 func TestScripts(t *testing.T) {
-	pys, missing := pythons.Find()
-	for _, m := range missing {
-		t.Logf("MISSING interpreter: %s", m)
-	}
-	if len(pys) == 0 {
-		t.Fatal("no Python >= 3.10 found (neither pyenv versions nor python3 on PATH); the contract tests need a real interpreter")
-	}
-	for _, py := range pys {
-		t.Logf("interpreter %s: %s", py.Version, py.Path)
-	}
-	for _, py := range pys {
+	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
 			testscript.Run(t, testscript.Params{

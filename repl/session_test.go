@@ -40,11 +40,7 @@ func fakePython(t *testing.T, script string) string {
 
 func realPython(t *testing.T) string {
 	t.Helper()
-	found, missing := pythons.Find()
-	if len(found) == 0 {
-		t.Fatalf("no CPython 3.10 or newer found: %v", missing)
-	}
-	return found[0].Path
+	return pythons.ForTest(t)[0].Path
 }
 
 func mustFail(t *testing.T, res *Result, want string, state State) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Interpreter is one usable CPython.
@@ -92,4 +93,21 @@ func atLeast310(version string) bool {
 	major, err1 := strconv.Atoi(parts[0])
 	minor, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
 	return err1 == nil && err2 == nil && (major > 3 || (major == 3 && minor >= 10))
+}
+
+// ForTest returns the interpreters for a test, logging each one and naming every
+// expected interpreter it could not use; with none at all the test fails.
+func ForTest(t testing.TB) []Interpreter {
+	t.Helper()
+	found, missing := Find()
+	for _, m := range missing {
+		t.Logf("MISSING interpreter: %s", m)
+	}
+	if len(found) == 0 {
+		t.Fatal("no CPython 3.10 or newer found (neither pyenv versions nor python3 on PATH); these tests need a real interpreter")
+	}
+	for _, py := range found {
+		t.Logf("interpreter %s: %s", py.Version, py.Path)
+	}
+	return found
 }

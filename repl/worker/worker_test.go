@@ -10,14 +10,7 @@ import (
 // TestWorkerUnit runs the worker's own unittest suite on every interpreter the
 // project supports that this machine has.
 func TestWorkerUnit(t *testing.T) {
-	found, missing := pythons.Find()
-	for _, m := range missing {
-		t.Logf("interpreter not used: %s", m)
-	}
-	if len(found) == 0 {
-		t.Fatal("no CPython 3.10 or newer found; the worker cannot be tested")
-	}
-	for _, py := range found {
+	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.CommandContext(t.Context(), py.Path, "-m", "unittest", "discover", "-s", ".", "-p", "test_*.py")
