@@ -156,3 +156,18 @@ func TestHelperServer(t *testing.T) {
 	_ = p
 	time.Sleep(time.Minute)
 }
+
+// TestLargeSpec: the spec carries a worker's whole source; it must not be bounded by a
+// small read buffer.
+func TestLargeSpec(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	p, err := Start(Config{Spec: Spec{Program: "/bin/sh", Args: []string{"-c", "exit 0", big}, Env: os.Environ()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	if got := p.ExitStatus(); got.Code != 0 {
+		t.Fatalf("exit = %v", got)
+	}
+	p.Wait()
+}

@@ -61,7 +61,7 @@ type guardian struct {
 }
 
 func readSpec(control *bufio.Reader) (Spec, error) {
-	line, err := control.ReadSlice('\n')
+	line, err := readControlLine(control)
 	if err != nil {
 		return Spec{}, fmt.Errorf("read child command: %w", err)
 	}
@@ -73,6 +73,22 @@ func readSpec(control *bufio.Reader) (Spec, error) {
 		return Spec{}, errors.New("child command names no program")
 	}
 	return spec, nil
+}
+
+// readControlLine reads one line of at most maxControlLine bytes; the spec carries
+// the worker's source and environment, so it outgrows any small buffer.
+func readControlLine(control *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := control.ReadSlice('\n')
+		if len(line)+len(chunk) > maxControlLine {
+			return nil, errors.New("line exceeds 1 MiB")
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }
 
 // start launches the child in the guardian's own process group with fd 0 on
@@ -100,7 +116,7 @@ func (g *guardian) start(spec Spec) (*exec.Cmd, error) {
 // followCommands applies job registrations until the server hangs up.
 func (g *guardian) followCommands(control *bufio.Reader) {
 	for {
-		line, err := control.ReadSlice('\n')
+		line, err := readControlLine(control)
 		if err != nil {
 			return
 		}

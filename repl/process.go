@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
-	"github.com/iota-uz/repl-mcp/repl/worker"
 )
 
 // Ready is the worker's handshake, as health reports it.
@@ -87,7 +86,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		Executable: spec.exe,
 		Spec: guardian.Spec{
 			Program: python,
-			Args:    []string{"-u", "-c", bootstrap, worker.Source},
+			Args:    []string{"-u", "-c", bootstrap},
 			Env:     workerEnv(spec.env),
 			Dir:     spec.dir,
 		},
@@ -114,8 +113,19 @@ func spawn(spec spawnSpec) (*process, error) {
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
 	go func() { defer p.readerWG.Done(); p.native.drain(nativeR) }()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		p.writeMu.Lock()
+		defer p.writeMu.Unlock()
+		sendSource(toW)
+	}()
 	frames := newFrameReader(fromR)
 	ready, err := p.handshake(frames)
+	if err != nil {
+		p.kill()
+	}
+	<-sent
 	if err != nil {
 		p.kill()
 		p.readerWG.Done() // the frame reader never started
