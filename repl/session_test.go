@@ -222,3 +222,27 @@ func TestRSSBudget(t *testing.T) {
 		t.Fatalf("next cell: %+v", res)
 	}
 }
+
+// TestInventoriesStayOutOfHistory: 65 inspections (more than the history holds) leave
+// the last real run retrievable.
+func TestInventoriesStayOutOfHistory(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	res := s.Execute(t.Context(), ExecRequest{Code: "numbers = [1, 2, 3]"})
+	if !res.Success {
+		t.Fatalf("cell: %+v", res)
+	}
+	for range HistoryRuns + 1 {
+		_, namespace, err := s.Inspect(t.Context(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(namespace), `"numbers"`) {
+			t.Fatalf("inventory misses numbers: %s", namespace)
+		}
+	}
+	_, last, err := s.Lookup("")
+	if err != nil || last.RunID != res.RunID {
+		t.Fatalf("latest run = %+v, %v; want %s", last, err, res.RunID)
+	}
+}

@@ -20,6 +20,52 @@ with open(WORKER_PATH, encoding='utf-8') as _source_file:
 MAX_FRAME = 1_048_576
 RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
+INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
+HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace')
+
+
+def process_state(pid):
+    """The state letter of a process ('Z' for a zombie), or None once it is gone."""
+    try:
+        with open(f'/proc/{pid}/stat') as stat:
+            return stat.read().rsplit(')', 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def wait_gone(pid, timeout=3.0):
+    """Whether `pid` ends (gone, or a zombie its new parent has yet to reap) within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while process_state(pid) not in (None, 'Z'):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def read_text(path):
+    with open(path) as file:
+        return file.read()
+
+
+def processes():
+    """(state, parent pid, group id) of every process."""
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{entry}/stat') as stat:
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        yield fields[0], int(fields[1]), int(fields[2])
+
+
+def zombie_children(parent):
+    return sum(state == 'Z' and ppid == parent for state, ppid, _ in processes())
+
+
+def group_members(pgid):
+    """How many live (not zombie) processes are in process group `pgid`."""
+    return sum(state != 'Z' and group == pgid for state, _, group in processes())
 
 
 class WorkerProcess:
@@ -43,6 +89,7 @@ class WorkerProcess:
             os.set_blocking(fd, False)
         self.event_buffer = b''
         self.native = b''
+        self.jobs = []  # job frames, which may come at any time
         self.open_fds = {event_r, native_r}
         try:
             self.ready = self.next_frame()
@@ -69,17 +116,43 @@ class WorkerProcess:
         return bool(readable)
 
     def next_frame(self, timeout=RESULT_WAIT):
+        """The next frame other than `job` frames, which are kept in self.jobs."""
         deadline = time.monotonic() + timeout
+        while True:
+            frame = self._next_any_frame(deadline)
+            if frame['type'] != 'job':
+                return frame
+            self.jobs.append(frame)
+
+    def _next_any_frame(self, deadline):
         while b'\n' not in self.event_buffer:
             if self.event_fd not in self.open_fds:
                 raise EOFError('worker closed its frame pipe')
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f'no frame within {timeout}s; native output: {self.native[-2000:]!r}')
+                raise TimeoutError(f'no frame in time; native output: {self.native[-2000:]!r}')
             self._poll(remaining)
         line, self.event_buffer = self.event_buffer.split(b'\n', 1)
         assert len(line) < MAX_FRAME
         return json.loads(line)
+
+    def wait_for_job(self, pid, action, timeout=RESULT_WAIT):
+        """The job frame for `pid` and `action`, reading (and keeping) frames until it comes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for job in self.jobs:
+                if job['pid'] == pid and job['action'] == action:
+                    return job
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f'no {action} job frame for {pid}; jobs: {self.jobs}')
+            if b'\n' not in self.event_buffer:
+                self._poll(remaining)
+                continue
+            frame = self._next_any_frame(deadline)
+            if frame['type'] != 'job':
+                raise AssertionError(f'unexpected frame {frame}')
+            self.jobs.append(frame)
 
     def drain_native(self, timeout=0.2):
         deadline = time.monotonic() + timeout
@@ -94,9 +167,9 @@ class WorkerProcess:
         while view:
             view = view[os.write(self.command_fd, view):]
 
-    def start(self, code, run_id=None, barrier=None):
+    def start(self, code, run_id=None, barrier=None, **fields):
         run_id = run_id or uuid.uuid4().hex
-        frame = {'type': 'execute', 'id': run_id, 'code': code, 'timeout': 30, 'barrier': barrier or uuid.uuid4().hex}
+        frame = {'type': 'execute', 'id': run_id, 'code': code, 'timeout': 30, 'barrier': barrier or uuid.uuid4().hex, **fields}
         self.send_raw(json.dumps(frame).encode() + b'\n')
         return run_id
 
@@ -114,9 +187,12 @@ class WorkerProcess:
             else:
                 raise AssertionError(f'unexpected frame {frame}')
 
-    def run(self, code, run_id=None):
-        run_id = self.start(code, run_id)
+    def run(self, code, run_id=None, **fields):
+        run_id = self.start(code, run_id, **fields)
         return self.collect(run_id)[0]
+
+    def run_file(self, path, argv=(), run_id=None):
+        return self.run('', run_id, source_path=path, argv=list(argv))
 
     def value(self, code):
         result = self.run(code)
@@ -583,6 +659,35 @@ class InterruptTests(WorkerTestCase):
             self.assertEqual(result['error'], INTERRUPTED.format(run_id))
             self.assertEqual(self.worker.value('lock.locked()'), False)
 
+    def test_sigint_right_after_dispatch_interrupts_the_cell(self):
+        # The signal may reach the worker while the frame is still in the pipe, being read,
+        # queued or prepared: it is for that cell all the same (the server's grace is 2 s).
+        self.assert_ok(self.worker.run('x = 10'))
+        for delay in (0, 0, 0.001, 0.005, 0.02):
+            started = time.monotonic()
+            run_id = self.worker.start('import time; time.sleep(30)')
+            time.sleep(delay)
+            os.kill(self.worker.proc.pid, signal.SIGINT)
+            result, _ = self.worker.collect(run_id, timeout=1.5)
+            self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+            self.assertEqual(result['state'], 'preserved')
+            self.assertLess(time.monotonic() - started, 1.5)
+        self.assertEqual(self.worker.value('x'), 10)
+
+    def test_sigint_interrupts_sh_and_kills_its_group(self):
+        pidfile = self.path('shell-pid')
+        run_id = self.worker.start(f'x = 10\nprint("started")\nsh("echo $$ > {pidfile}; exec sleep 30")')
+        self.worker.wait_for_output(run_id, 'started')
+        deadline = time.monotonic() + 5
+        while not os.path.exists(pidfile) or not read_text(pidfile).strip():
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, _ = self.worker.collect(run_id, timeout=2)
+        self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertTrue(wait_gone(int(read_text(pidfile))))
+        self.assertEqual(self.worker.value('x'), 10)
+
     def test_sigint_between_cells_is_harmless(self):
         self.assert_ok(self.worker.run('x = 1'))
         for _ in range(3):
@@ -739,6 +844,9 @@ class LifecycleTests(WorkerTestCase):
     def test_malformed_execute_exits_2(self):
         self.check_protocol_error(b'{"type":"execute","id":"a","code":42,"barrier":"b"}\n')
 
+    def test_malformed_saved_file_fields_exit_2(self):
+        self.check_protocol_error(b'{"type":"execute","id":"a","code":"","barrier":"b","source_path":"/x","argv":[1]}\n')
+
     def test_frame_of_exactly_max_size_is_accepted(self):
         frame = {'type': 'execute', 'id': 'big', 'code': '', 'timeout': 1, 'barrier': 'b'}
         padding = MAX_FRAME - len(json.dumps(frame).encode()) - 1  # newline included in the limit
@@ -748,6 +856,359 @@ class LifecycleTests(WorkerTestCase):
         self.worker.send_raw(data)
         result, _ = self.worker.collect('big')
         self.assert_ok(result)
+
+
+class SavedFileTests(WorkerTestCase):
+    def setUp(self):
+        super().setUp()
+        os.mkdir(self.path('scripts'))
+
+    def script(self, name, text, encoding='utf-8'):
+        path = self.path(os.path.join('scripts', name))
+        with open(path, 'w', encoding=encoding) as file:
+            file.write(text)
+        return path
+
+    def test_encoding_sibling_import_argv_and_restoration(self):
+        self.script('sibling.py', 'VALUE = "beside the script"\n')
+        latin = self.script('latin.py', (
+            '# -*- coding: latin-1 -*-\n'
+            'import os, sys\n'
+            'import sibling\n'
+            'text = "caf\xe9"\n'
+            'seen = [sys.argv, __name__, __file__, sys.path[0], sibling.VALUE, os.getcwd()]\n'
+            'print(text)\n'
+            'len(text)\n'
+        ), encoding='latin-1')
+        self.assert_ok(self.worker.run('import sys\nargv_object, path_object = sys.argv, sys.path\npath_before = list(sys.path)'))
+        result = self.worker.run_file(latin, ['a b', '  spaced  ', '--flag=x y', ''])
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'café\n')
+        self.assertEqual(result['value'], 4)
+        self.assertNotIn('exit_code', result)
+        seen = self.worker.value('[text, seen]')
+        self.assertEqual(seen, ['café', [[latin, 'a b', '  spaced  ', '--flag=x y', ''], '__main__', latin,
+                                         self.path('scripts'), 'beside the script', os.path.realpath(self.dir)]])
+        restored = '[__name__, "__file__" in globals(), sys.argv is argv_object, sys.path is path_object, sys.path == path_before, sys.argv]'
+        self.assertEqual(self.worker.value(restored), ['__repl__', False, True, True, True, ['']])
+        # A __file__ the namespace had before comes back.
+        self.assert_ok(self.worker.run('__file__ = "mine"'))
+        self.assert_ok(self.worker.run_file(latin))
+        self.assertEqual(self.worker.value('[__file__, __name__, seen[0]]'), ['mine', '__repl__', [latin]])
+
+    def test_traceback_shows_real_file_and_lines(self):
+        boom = self.script('boom.py', 'def f():\n    raise ValueError("from the file")\n\nf()\n')
+        result = self.worker.run_file(boom)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertIn(f'  File "{boom}", line 4, in <module>\n    f()\n', error)
+        self.assertIn(f'  File "{boom}", line 2, in f\n    raise ValueError("from the file")\n', error)
+        self.assertTrue(error.endswith('ValueError: from the file'), error)
+        self.assert_no_worker_frames(error)
+        self.assertNotIn('exit_code', result)
+        self.assertIn('raise ValueError', self.worker.value('import inspect\ninspect.getsource(f)'))
+        broken = self.script('broken.py', 'x = 1\ny = (\n')
+        error = self.worker.run_file(broken)['error']
+        self.assertIn(f'File "{broken}", line 2', error)
+        self.assertIn('SyntaxError', error)
+
+    def test_exit_status_and_next_cell(self):
+        exits = self.script('exits.py', (
+            'import sys\nmarker = 42\ncode = sys.argv[1]\n'
+            'sys.exit() if code == "none" else sys.exit(code if code == "stopped" else int(code))\n'
+            'after_exit = True\n'
+        ))
+        cases = {'none': (0, ''), '0': (0, ''), '2': (2, ''), 'stopped': (1, 'stopped\n')}
+        for argv, (status, stderr) in cases.items():
+            with self.subTest(argv=argv):
+                self.assert_ok(self.worker.run('marker = 0'))
+                result = self.worker.run_file(exits, [argv])
+                self.assertEqual(result['exit_code'], status)
+                self.assertEqual(result['success'], status == 0)
+                self.assertEqual(result['error'], None if status == 0 else f'Saved Python file exited with status {status}')
+                self.assertEqual(result['stderr'], stderr)
+                self.assertEqual(result['state'], 'preserved')
+                self.assertEqual(self.worker.value('[marker, "after_exit" in globals()]'), [42, False])
+        result = self.worker.run('raise SystemExit(0)')
+        self.assertFalse(result['success'])
+        self.assertNotIn('exit_code', result)
+        self.assertIn('SystemExit: 0', result['error'])
+
+    def test_bounded_input_validation(self):
+        big = self.script('big.py', '#' * 262_144 + '\n')
+        self.assertEqual(self.worker.run_file(big)['error'], 'Python source file exceeds 256 KiB')
+        exact = self.script('exact.py', '#' * 262_143 + '\n')
+        self.assert_ok(self.worker.run_file(exact))
+        result = self.worker.run_file(exact, ['a'] * 129)
+        self.assertEqual(result['error'], 'argv must contain at most 128 strings')
+        self.assert_ok(self.worker.run_file(exact, ['a'] * 128))
+        self.assertEqual(self.worker.run_file(exact, ['é' * 16_385])['error'], 'argv exceeds 32 KiB')
+        missing = self.path('scripts/missing.py')
+        result = self.worker.run_file(missing)
+        self.assertFalse(result['success'])
+        self.assertIn(missing, result['error'])
+        fifo = self.path('scripts/fifo.py')
+        os.mkfifo(fifo)
+        self.assertIn('not a regular file', self.worker.run_file(fifo)['error'])
+        self.assertEqual(self.worker.value('"next cell fine"'), 'next cell fine')
+
+
+class InventoryTests(WorkerTestCase):
+    def inventory(self):
+        run_id = self.worker.start('', inventory=True)
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(outputs, [])
+        self.assertEqual(result['return_value'], INVENTORY_NOTE)
+        return run_id, result['value']
+
+    def test_names_types_and_lengths_without_user_hooks(self):
+        marker = self.path('trap')
+        setup = f'''
+def trap(*args):
+    open({marker!r}, "a").write("fired\\n")
+class Meta(type):
+    __name__ = property(trap)
+    def __getattribute__(cls, name):
+        trap()
+        return type.__getattribute__(cls, name)
+    __eq__ = __hash__ = __repr__ = trap
+class Hostile(metaclass=Meta):
+    __repr__ = __len__ = __getattribute__ = trap
+h = Hostile()
+numbers = [1, 2, 3]
+name = "abc"
+blob = b"xy"
+__file__ = "reserved"
+'''
+        self.assert_ok(self.worker.run(setup, 'setup-run'))
+        self.assert_ok(self.worker.run('del trap'))
+        run_id, inventory = self.inventory()
+        self.assertEqual(inventory['variables'], [
+            {'name': 'Meta', 'type': 'type'},
+            {'name': 'Hostile', 'type': 'Meta'},
+            {'name': 'h', 'type': 'Hostile'},
+            {'name': 'numbers', 'type': 'list', 'length': 3},
+            {'name': 'name', 'type': 'str', 'length': 3},
+            {'name': 'blob', 'type': 'bytes', 'length': 2},
+        ])
+        self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + 7)
+        self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + 1)
+        self.assertIs(inventory['values_included'], False)
+        self.assertFalse(os.path.exists(marker), 'a user hook ran during the inventory')
+        self.assertEqual(self.worker.value('repl_namespace()["variables"][3]'), {'name': 'numbers', 'type': 'list', 'length': 3})
+        history = self.worker.value('[entry["run_id"] for entry in repl_history()]')
+        self.assertIn('setup-run', history)
+        self.assertNotIn(run_id, history)
+
+    def test_bounds(self):
+        code = (
+            'for i in range(1100):\n    globals()["v%04d_" % i + "n" * 250] = i\n'
+            'globals()["x" * 257] = 1\nglobals()[7] = "not a name"\n'
+            'Long = type("T" * 300, (), {})\nlong_instance = Long()\ndel i'
+        )
+        self.assert_ok(self.worker.run(code))
+        _, inventory = self.inventory()
+        listed = inventory['variables']
+        size = len(json.dumps(inventory, ensure_ascii=False, separators=(',', ':')).encode())
+        self.assertLessEqual(size, 60_000)
+        self.assertGreater(len(listed), 150)
+        self.assertLess(len(listed), 512)
+        self.assertEqual(inventory['omitted_including_helpers'], inventory['total_namespace_entries'] - len(listed))
+        self.assert_ok(self.worker.run('for name in [k for k in globals() if type(k) is str and k.startswith("v")]:\n    del globals()[name]'))
+        self.assert_ok(self.worker.run('for i in range(600):\n    globals()["w%d" % i] = i\ndel i'))
+        listed = self.inventory()[1]['variables']
+        self.assertEqual(len(listed), 512)
+        names = [entry['name'] for entry in listed]
+        self.assertNotIn('x' * 257, names)
+        self.assertEqual(listed[names.index('long_instance')]['type'], 'T' * 128)
+
+
+class HelperTests(WorkerTestCase):
+    def test_sh_result_status_error_and_preview(self):
+        result = self.worker.run('sh("printf hello")')
+        self.assertEqual(result['value'], 'hello')
+        self.assertEqual(result['return_value'], '"hello"')
+        code = 'r = sh("echo out; echo err >&2; exit 3", check=False)\n[str(r), r.stdout, r.stderr, r.returncode, r.ok, r.truncated, type(r.stdout) is str]'
+        self.assertEqual(self.worker.value(code), ['out\n', 'out\n', 'err\n', 3, False, False, True])
+        result = self.worker.run('sh("exit 4")')
+        self.assertTrue(result['error'].endswith('\nShellError: Shell exited with status 4; inspect exception.stderr'), result['error'])
+        self.assert_no_worker_frames(result['error'])
+        code = 'try:\n    sh("echo bad >&2; exit 5")\nexcept ShellError as e:\n    caught = [e.returncode, e.stderr, e.result.ok, isinstance(e, RuntimeError)]\ncaught'
+        self.assertEqual(self.worker.value(code), [5, 'bad\n', False, True])
+
+    def test_sh_timeout_cwd_and_env(self):
+        started = time.monotonic()
+        result = self.worker.run('sh("sleep 5", timeout=0.2)')
+        self.assertIn('TimeoutExpired', result['error'])
+        self.assertLess(time.monotonic() - started, 3)
+        for timeout in ('-1', '0', 'float("inf")', 'float("nan")', '"1"'):
+            self.assertIn('ValueError', self.worker.run(f'sh("true", timeout={timeout})')['error'], timeout)
+        os.mkdir(self.path('sub'))
+        code = 'import os\nos.chdir("sub")\nos.environ["BASE"] = "b"\n[sh("pwd").strip(), sh("echo $BASE $EXTRA", env={"EXTRA": "e"}).strip(), sh("pwd", cwd="~").strip()]'
+        self.assertEqual(self.worker.value(code), [os.path.realpath(self.path('sub')), 'b e', os.path.expanduser('~')])
+
+    def test_sh_output_bounds(self):
+        code = 'r = sh("head -c 1000000 /dev/zero | tr \'\\\\0\' x")\n[len(r), len(r.encode()), r.truncated]'
+        self.assertEqual(self.worker.value(code), [50_000, 50_000, True])
+        code = 'r = sh("head -c 60000 /dev/zero | tr \'\\\\0\' \'\\\\377\'")\n[len(r.encode()), set(r) == {"\\ufffd"}, r.truncated]'
+        self.assertEqual(self.worker.value(code), [49_998, True, True])
+
+    def test_sh_kills_background_descendants_and_limits_concurrency(self):
+        pid = self.worker.value('int(sh("sleep 60 >/dev/null 2>&1 & echo $!").strip())')
+        self.assertTrue(wait_gone(pid))
+        # 64 shells wait for a gate file; the 65th call fails at once, and only then is the
+        # gate opened.
+        code = (
+            'import os, threading, time\nresults = []\n'
+            'def run():\n    try:\n        results.append(sh("until [ -e gate ]; do sleep 0.01; done").ok)\n'
+            '    except RuntimeError as exc:\n        results.append(str(exc))\n'
+            'threads = [threading.Thread(target=run) for _ in range(65)]\n'
+            'for t in threads:\n    t.start()\n'
+            'while not results:\n    time.sleep(0.01)\n'
+            'open("gate", "w").close()\n'
+            'for t in threads:\n    t.join()\n'
+            '[results.count(True), [r for r in results if r is not True]]'
+        )
+        self.assertEqual(self.worker.value(code), [64, ['Too many active sh processes (limit 64)']])
+
+    def test_helpers_come_back_after_shadowing(self):
+        shadow = '\n'.join(f'{name} = None' for name in HELPERS) + '\n[sh, repl_source]'
+        self.assertEqual(self.worker.value(shadow), [None, None])
+        self.assertEqual(self.worker.value(f'[callable(v) for v in [{", ".join(HELPERS)}]]'), [True] * len(HELPERS))
+
+    def test_checkpoint_restore_and_recovery(self):
+        code = (
+            'import os\nclass Custom: pass\nx = 41\ndata = {"k": [1, 2.5, None, True], "t": (1, 2)}\n'
+            'obj = Custom()\nlong_text = "s" * 3000\ncp = checkpoint("snap.json")\n'
+            '[cp, oct(os.stat("snap.json").st_mode & 0o777), sorted(os.listdir("."))]'
+        )
+        saved, mode, files = self.worker.value(code)
+        self.assertEqual(saved['saved'], 2)
+        self.assertEqual(saved['omitted'], 0)
+        self.assertEqual(saved['skipped'], {'os': 'custom object', 'Custom': 'custom object', 'obj': 'custom object', 'long_text': 'large string'})
+        self.assertEqual(mode, '0o600')
+        self.assertEqual(files, ['snap.json'])
+        with open(self.path('snap.json')) as file:
+            document = json.load(file)
+        self.assertEqual(document['format'], 'repl-checkpoint-v1')
+        self.assertEqual(document['values'], {'x': 41, 'data': {'k': [1, 2.5, None, True], 't': [1, 2]}})
+        fresh = WorkerProcess(self.dir)
+        self.addCleanup(fresh.close)
+        self.assertEqual(fresh.value('y = 1\nrestore("snap.json")'), {'restored': 2, 'state': 'merged'})
+        self.assertEqual(fresh.value('[x, data, y]'), [41, {'k': [1, 2.5, None, True], 't': [1, 2]}, 1])
+
+    def test_restore_validates_whole_file_first(self):
+        bad_files = {
+            'evil.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, 'sh': 'hijack'}}, 'Checkpoint contains invalid or reserved variable names'),
+            'file.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, '__file__': 'f'}}, 'Checkpoint contains invalid or reserved variable names'),
+            'deep.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, 'd': [[[[[[1]]]]]]}}, 'not a small exact JSON value'),
+            'other.json': ({'format': 'other', 'values': {'x': 999}}, 'Unsupported checkpoint format; expected repl-checkpoint-v1'),
+            'many.json': ({'format': 'repl-checkpoint-v1', 'values': {f'v{i}': i for i in range(257)}}, 'at most 256 variables'),
+        }
+        for name, (document, message) in bad_files.items():
+            with open(self.path(name), 'w') as file:
+                json.dump(document, file)
+        with open(self.path('big.json'), 'w') as file:
+            file.write('{' + ' ' * 300_000 + '}')
+        bad_files['big.json'] = (None, 'Checkpoint exceeds 256 KiB')
+        self.assert_ok(self.worker.run('x = 41'))
+        for name, (_, message) in bad_files.items():
+            with self.subTest(file=name):
+                result = self.worker.run(f'restore({name!r})')
+                self.assertIn(message, result['error'])
+        self.assertEqual(self.worker.value('[x, callable(sh), "d" in globals()]'), [41, True, False])
+
+    def test_failed_checkpoint_leaves_no_temporary_file(self):
+        os.mkdir(self.path('taken'))
+        result = self.worker.run('x = 1\ncheckpoint("taken")')
+        self.assertIn('IsADirectoryError', result['error'])
+        self.assertEqual(os.listdir(self.dir), ['taken'])
+
+    def test_repl_history_and_source(self):
+        self.assert_ok(self.worker.run('a = 1\r\nb = 2', 'first'))
+        self.assertEqual(self.worker.value('repl_source("first")'), 'a = 1\r\nb = 2')
+        history = self.worker.value('repl_history()')
+        self.assertEqual(history[0], {'run_id': 'first', 'lines': 2})
+        self.assertEqual([entry['lines'] for entry in history], [2, 1, 1])
+        self.assertIn('ValueError: Run source unknown or evicted (source history: 64 runs / 1 MiB)', self.worker.run('repl_source("nope")')['error'])
+        for i in range(64):
+            self.assert_ok(self.worker.run('pass', f'fill-{i}'))
+        result = self.worker.run('repl_history()', 'last')
+        self.assertEqual(len(result['value']), 64)
+        self.assertEqual(result['value'][-1], {'run_id': 'last', 'lines': 1})
+        self.assertIn('evicted', self.worker.run('repl_source("first")')['error'])
+
+
+class ChildProcessTests(WorkerTestCase):
+    def test_finished_children_reaped_without_losing_status(self):
+        code = (
+            'import subprocess\nfor _ in range(1000):\n    subprocess.Popen(["true"])\n'
+            'kept = [subprocess.Popen(["sh", "-c", "exit 3"]) for _ in range(20)]'
+        )
+        self.assert_ok(self.worker.run(code))
+        deadline = time.monotonic() + 5
+        while zombie_children(self.worker.proc.pid):
+            self.assertLess(time.monotonic(), deadline, 'zombies left')
+            time.sleep(0.05)
+        code = '[[p.wait() for p in kept] == [3] * 20, all(p.returncode == 3 for p in kept), subprocess.run(["sh", "-c", "exit 5"]).returncode]'
+        self.assertEqual(self.worker.value(code), [True, True, 5])
+        self.assertEqual(self.worker.jobs, [])
+        code = 'import asyncio\nproc = await asyncio.create_subprocess_exec("sh", "-c", "exit 4")\nawait proc.wait()'
+        self.assertEqual(self.worker.value(code), 4)  # asyncio reaps its own children
+
+    def test_detached_job_reported_and_its_group_killed(self):
+        background = self.path('background')
+        code = (
+            'import subprocess\n'
+            f'p = subprocess.Popen(["sh", "-c", "sleep 30 & echo $! > {background}; sleep 0.3"], start_new_session=True)\n'
+            'plain = subprocess.Popen(["true"])\nplain.wait()\np.pid'
+        )
+        run_id = self.worker.start(code)
+        result, _ = self.worker.collect(run_id)
+        pid = result['value']
+        self.assertEqual(self.worker.jobs, [{'type': 'job', 'id': run_id, 'pid': pid, 'action': 'started'}])
+        finished = self.worker.wait_for_job(pid, 'finished', timeout=5)
+        self.assertEqual(finished['id'], run_id)
+        self.assertTrue(wait_gone(int(read_text(background))))
+        self.assertEqual(self.worker.value('p.wait()'), 0)
+        if sys.version_info >= (3, 11):
+            pid = self.worker.value('subprocess.Popen(["true"], process_group=0).pid')
+            self.worker.wait_for_job(pid, 'started', timeout=1)
+            self.worker.wait_for_job(pid, 'finished', timeout=5)
+        self.assertEqual(len(self.worker.jobs), 4 if sys.version_info >= (3, 11) else 2)
+
+    def test_multiprocessing_spawn_works(self):
+        code = (
+            'import multiprocessing\nctx = multiprocessing.get_context("spawn")\n'
+            'p = ctx.Process(target=print, args=("from-child",))\np.start()\np.join(60)\np.exitcode'
+        )
+        self.assertEqual(self.worker.value(code), 0)
+        self.assertIn(b'from-child', self.worker.drain_native())
+
+    def test_exit_kills_children(self):
+        code = (
+            'import subprocess\nplain = subprocess.Popen(["sleep", "30"])\n'
+            'job = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30"], start_new_session=True)\n'
+            '[plain.pid, job.pid]'
+        )
+        for stop in ('eof', 'shutdown'):
+            with self.subTest(stop=stop):
+                worker = WorkerProcess(self.dir)
+                self.addCleanup(worker.close)
+                pids = worker.value(code)
+                if stop == 'eof':
+                    worker.hang_up()
+                else:
+                    worker.send_raw(b'{"type":"shutdown"}\n')
+                self.assertEqual(worker.wait_exit(), 0)
+                for pid in pids:
+                    self.assertTrue(wait_gone(pid, 2), pid)
+                deadline = time.monotonic() + 2
+                while group_members(pids[1]):
+                    self.assertLess(time.monotonic(), deadline, 'the job left its group running')
+                    time.sleep(0.02)
 
 
 if __name__ == '__main__':

@@ -4,8 +4,9 @@ described in PROTOCOL.md (next to this file).
 The Go server embeds this file and runs it as `python -u -c <source>`, so it must stay a
 single self-contained, standard-library-only file: it cannot import itself, and everything
 below lives in the `__main__` module (filename `<string>`). Cell code runs in a separate
-namespace dict whose code objects are named `<repl:RUN_ID>`; that prefix is how worker
-frames are kept out of user tracebacks.
+namespace dict whose code objects are named `<repl:RUN_ID>` (a saved file's, its path);
+those names are how worker frames are kept out of user tracebacks. The helpers cells see
+(sh, checkpoint, ...) are worker functions, so their frames stay out too.
 """
 
 import signal
@@ -17,24 +18,31 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 import ast
 import asyncio
 import builtins
+import collections
 import contextvars
 import inspect
 import io
+import itertools
 import json
 import linecache
 import math
 import os
 import platform
 import queue
+import select
+import stat
+import subprocess
 import sys
 import threading
 import time
+import tokenize
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1_048_576  # bytes per frame, newline included
 INBOX_SLOTS = 2
+READ_CHUNK = 65_536
 EXIT_PROTOCOL_ERROR = 2
 EXIT_STATE_CLEARED = 70
 
@@ -58,6 +66,34 @@ TYPE_NAME_CHARS = 200
 SOURCE_RUNS = 64
 SOURCE_BYTES = 1_048_576
 
+SOURCE_FILE_BYTES = 262_144
+ARGV_ITEMS = 128
+ARGV_BYTES = 32_768
+EXIT_STATUS_BITS = 31  # a SystemExit int beyond a signed 32-bit status is reported like a message
+EXIT_MESSAGE_CHARS = 4_000
+
+INVENTORY_SCANNED = 1_024
+INVENTORY_LISTED = 512
+INVENTORY_BYTES = 60_000
+INVENTORY_ENVELOPE = 256  # bytes kept for everything but the listed variables
+NAME_CHARS = 256  # longest variable name an inventory lists or a checkpoint holds
+INVENTORY_TYPE_CHARS = 128
+HISTORY_PREVIEW_NODES = 512
+
+CHECKPOINT_FORMAT = 'repl-checkpoint-v1'
+CHECKPOINT_BYTES = 262_144
+CHECKPOINT_RESERVE = 16_384  # bytes kept for the envelope beyond the saved and skipped entries
+CHECKPOINT_VARIABLES = 256
+
+SHELL_CAPTURE = 50_000  # bytes kept per stream, while reading and again as UTF-8 text
+SHELL_PROCESSES = 64
+SHELL_TIMEOUT = 120.0
+SHELL_EXIT_CHECK = 0.05  # seconds between checks whether the shell itself has exited
+SHELL_DRAIN = 1_048_576  # bytes read after the shell exited, from descendants still writing
+
+REAP_INTERVAL = 0.05  # seconds between sweeps that reap finished children
+CHILD_EXIT_WAIT = 1.0  # seconds an exiting worker waits for the children it killed
+
 TASK_CANCEL_GRACE = 0.25
 BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are just finishing
 INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
@@ -70,10 +106,27 @@ THREADS_LEFT = (
     'cleared. Join threads before the cell ends; use mcp.acall for concurrent bridge calls.'
 )
 EXECUTOR_FULL = f'Too many pending default executor jobs (limit {EXECUTOR_PENDING_JOBS})'
+FILE_TOO_LARGE = 'Python source file exceeds 256 KiB'
+ARGV_TOO_MANY = f'argv must contain at most {ARGV_ITEMS} strings'
+ARGV_TOO_LARGE = 'argv exceeds 32 KiB'
+FILE_EXITED = 'Saved Python file exited with status {}'
+INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
+SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB)'
+SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
+SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
+SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
+CHECKPOINT_TOO_LARGE = 'Checkpoint exceeds 256 KiB'
+CHECKPOINT_UNSUPPORTED = f'Unsupported checkpoint format; expected {CHECKPOINT_FORMAT}'
+CHECKPOINT_TOO_MANY = f'Checkpoint values must be an object of at most {CHECKPOINT_VARIABLES} variables'
+CHECKPOINT_BAD_NAMES = 'Checkpoint contains invalid or reserved variable names'
+CHECKPOINT_BAD_VALUE = 'Checkpoint value {!r} is not a small exact JSON value'
 
 # Names every cell starts from; re-installed after each cell so user shadowing lasts only
-# for that cell. Helpers (sh, mcp, ...) join this mapping.
+# for that cell. The helpers (sh, checkpoint, ...) join this mapping in _Worker._helpers.
 BASELINE_NAMES = {'__name__': '__repl__', '__builtins__': builtins}
+# Names that belong to the worker besides the baseline ones: inventories skip them and
+# checkpoints never restore them.
+RESERVED_NAMES = frozenset({'__file__', '__repl_result__'})
 
 # The run id of the cell whose code is running in this context. Tasks, callbacks and
 # executor jobs inherit it, which is how they are attributed to their originating cell.
@@ -103,8 +156,12 @@ def _exception_name(cls):
 
 def _exit_now(status):
     """Exit without interpreter shutdown: atexit hooks, finalizers of user objects and
-    non-daemon user threads must not delay or outlive a worker that is being stopped."""
-    os._exit(status)
+    non-daemon user threads must not delay or outlive a worker that is being stopped. The
+    children cells started go first: nothing else would stop those in a group of their own."""
+    try:
+        _CHILDREN.kill_all()
+    finally:
+        os._exit(status)
 
 
 def _protocol_error(message):
@@ -128,14 +185,29 @@ def _parse_command(line):
     kind = frame.get('type') if isinstance(frame, dict) else None
     if kind == 'shutdown':
         return frame
-    if kind == 'execute' and all(isinstance(frame.get(key), str) for key in ('id', 'code', 'barrier')):
+    if kind == 'execute' and _valid_execute(frame):
         return frame
     _protocol_error(f'unknown or malformed frame (type {repr(kind)[:100]})')
 
 
+def _valid_execute(frame):
+    argv = frame.get('argv', [])
+    return (
+        all(isinstance(frame.get(key), str) for key in ('id', 'code', 'barrier'))
+        and isinstance(frame.get('source_path', ''), str)
+        and isinstance(argv, list)
+        and all(isinstance(arg, str) for arg in argv)
+        and isinstance(frame.get('inventory', False), bool)
+    )
+
+
 class _Channel:
     """The two protocol fds. Outgoing frames are written whole under one lock; incoming frames
-    are bounded, parsed and queued by a daemon reader thread."""
+    are bounded, parsed and queued by a daemon reader thread.
+
+    A command is always somewhere command_incoming() looks, from the moment its first byte is
+    in the pipe until the main thread takes it: a SIGINT the server sends right after a
+    command must not be mistaken for one between cells."""
 
     def __init__(self):
         spec = os.environ.pop('REPL_MCP_WORKER_FDS', '')
@@ -146,10 +218,12 @@ class _Channel:
             os.set_inheritable(write_fd, False)
         except (ValueError, OSError) as exc:
             _protocol_error(f'REPL_MCP_WORKER_FDS={spec!r} is not two open fds "R,W": {exc}')
-        self._reader = open(read_fd, 'rb')
+        self._read_fd = read_fd
         self._writer = open(write_fd, 'wb', buffering=0)
         self._write_lock = threading.Lock()
-        self.inbox = queue.Queue(INBOX_SLOTS)
+        self._commands = collections.deque()  # parsed and not yet taken; at most INBOX_SLOTS
+        self._arrived = threading.Condition(threading.Lock())
+        self._receiving = False  # the reader holds bytes of a command it has not queued yet
 
     def send(self, frame):
         data = memoryview(_encode_frame(frame))
@@ -163,20 +237,60 @@ class _Channel:
     def start_reader(self):
         threading.Thread(target=self._read_forever, name='repl-mcp-reader', daemon=True).start()
 
+    def wait_for_command(self):
+        with self._arrived:
+            while not self._commands:
+                self._arrived.wait()
+
+    def take_command(self):
+        return self._commands.popleft()
+
+    def command_incoming(self):
+        """Whether a command the main thread has not taken is in the pipe, being read or
+        queued. Checked in the order a command moves, so one moving meanwhile is still seen."""
+        pipe = select.poll()
+        pipe.register(self._read_fd, select.POLLIN)
+        return bool(pipe.poll(0)) or self._receiving or bool(self._commands)
+
     def _read_forever(self):
+        ready = select.poll()
+        ready.register(self._read_fd, select.POLLIN)
+        received = bytearray()
         while True:
+            ready.poll()
+            # Set while the bytes are still in the pipe, and cleared only once they are
+            # queued (see command_incoming).
+            self._receiving = True
             try:
-                line = self._reader.readline(MAX_FRAME + 1)
+                data = os.read(self._read_fd, READ_CHUNK)
             except OSError:
-                line = b''
-            if len(line) > MAX_FRAME:
-                _protocol_error('frame exceeds 1 MiB')
-            if not line.endswith(b'\n'):
+                data = b''
+            if not data:
                 _exit_now(0)  # EOF, even in the middle of a cell: the server is gone or stopping us
-            try:
-                self.inbox.put_nowait(_parse_command(line))
-            except queue.Full:
+            received += data
+            self._queue_frames(received)
+            self._receiving = bool(received)
+
+    def _queue_frames(self, received):
+        """Queue every complete frame of `received`, leaving a partial one in it."""
+        start = 0
+        end = received.find(b'\n')
+        while end >= 0:
+            if end - start >= MAX_FRAME:
+                _protocol_error('frame exceeds 1 MiB')
+            self._queue(_parse_command(bytes(received[start:end])))
+            start = end + 1
+            end = received.find(b'\n', start)
+        del received[:start]
+        if len(received) >= MAX_FRAME:
+            _protocol_error('frame exceeds 1 MiB')
+
+    def _queue(self, command):
+        with self._arrived:
+            if len(self._commands) >= INBOX_SLOTS:
                 _protocol_error(f'more than {INBOX_SLOTS} commands queued')
+            self._commands.append(command)
+            self._arrived.notify()
 
 
 def _utf8_prefix(text, room):
@@ -396,42 +510,57 @@ def _source_lines(source):
 
 
 class _SourceHistory:
-    """Cell sources for tracebacks, also registered in linecache so traceback, inspect and
-    friends work on cell code: at most SOURCE_RUNS runs and SOURCE_BYTES (measured as the
-    retained objects' sizes), oldest evicted first together with its linecache entry."""
+    """Run sources for tracebacks and repl_source(), also registered in linecache so
+    traceback, inspect and friends work on cell code: at most SOURCE_RUNS runs and
+    SOURCE_BYTES (measured as the retained objects' sizes), oldest evicted first together
+    with its linecache entry. A saved file is retained under its real path, for its latest
+    run only."""
 
     def __init__(self):
-        self._lines = {}  # filename -> lines, oldest first
-        self._sizes = {}
+        self._runs = {}  # run id -> (filename, source, lines, size), oldest first
+        self._files = {}  # filename -> run id whose source it is
         self._total = 0
 
-    def add(self, filename, source):
-        self._forget(filename)
+    def add(self, run_id, filename, source):
+        self._forget(run_id)
+        self._forget(self._files.get(filename))
         lines = _source_lines(source)
-        size = sys.getsizeof(lines) + sum(map(sys.getsizeof, lines))
-        self._lines[filename] = lines
-        self._sizes[filename] = size
+        size = sys.getsizeof(source) + sys.getsizeof(lines) + sum(map(sys.getsizeof, lines))
+        self._runs[run_id] = (filename, source, lines, size)
+        self._files[filename] = run_id
         self._total += size
         # mtime None marks a non-file entry that linecache.checkcache leaves alone.
         linecache.cache[filename] = (len(source), None, lines, filename)
-        while len(self._lines) > 1 and (len(self._lines) > SOURCE_RUNS or self._total > SOURCE_BYTES):
-            self._forget(next(iter(self._lines)))
+        while len(self._runs) > 1 and (len(self._runs) > SOURCE_RUNS or self._total > SOURCE_BYTES):
+            self._forget(next(iter(self._runs)))
+
+    def shows(self, filename):
+        """Whether traceback frames of `filename` are the user's: cell code, even once
+        evicted, or a saved file whose source is retained."""
+        return type(filename) is str and (filename.startswith('<repl:') or filename in self._files)
 
     def line(self, filename, lineno):
-        lines = self._lines.get(filename, ())
+        run_id = self._files.get(filename)
+        lines = self._runs[run_id][2] if run_id is not None else ()
         if isinstance(lineno, int) and 1 <= lineno <= len(lines):
             return lines[lineno - 1].strip()[:TRACEBACK_SOURCE_CHARS]
         return ''
 
-    def _forget(self, filename):
-        if filename in self._lines:
-            del self._lines[filename]
-            self._total -= self._sizes.pop(filename)
-            linecache.cache.pop(filename, None)
+    def history(self):
+        return [{'run_id': run_id, 'lines': len(run[2])} for run_id, run in self._runs.items()]
 
+    def source(self, run_id):
+        run = self._runs.get(run_id) if type(run_id) is str else None
+        if run is None:
+            raise ValueError(SOURCE_UNKNOWN)
+        return run[1]
 
-def _is_repl_file(name):
-    return type(name) is str and name.startswith('<repl:')
+    def _forget(self, run_id):
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            del self._files[run[0]]
+            self._total -= run[3]
+            linecache.cache.pop(run[0], None)
 
 
 def _frame_text(sources, filename, lineno, function=None):
@@ -443,22 +572,22 @@ def _frame_text(sources, filename, lineno, function=None):
 
 
 def _cell_frames(exc, sources):
-    """Traceback entries of cell code only (worker and library frames are dropped)."""
+    """Traceback entries of the user's code only (worker and library frames are dropped)."""
     frames = []
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if _is_repl_file(code.co_filename):
+        if sources.shows(code.co_filename):
             frames.append(_frame_text(sources, code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
-    if isinstance(exc, SyntaxError) and _is_repl_file(exc.filename):
+    if isinstance(exc, SyntaxError) and sources.shows(exc.filename):
         frames.append(_frame_text(sources, exc.filename, exc.lineno))
     return frames[-TRACEBACK_FRAMES:]
 
 
-def _describe(exc, limit):
+def _describe(exc, limit, sources):
     """`Type: message` for an exception, the message cut to `limit` characters."""
-    if isinstance(exc, SyntaxError) and _is_repl_file(exc.filename):
+    if isinstance(exc, SyntaxError) and sources.shows(exc.filename):
         message = str(exc.msg)  # the location is already shown as a frame
     else:
         try:
@@ -469,20 +598,27 @@ def _describe(exc, limit):
     return f'{name}: {message[:limit]}' if message else name
 
 
-def _chain_note(exc):
+def _chain_note(exc, sources):
     if exc.__cause__ is not None:
-        return f'\n(caused by {_describe(exc.__cause__, TRACEBACK_CAUSE_CHARS)})'
+        return f'\n(caused by {_describe(exc.__cause__, TRACEBACK_CAUSE_CHARS, sources)})'
     if exc.__context__ is not None and not exc.__suppress_context__:
-        return f'\n(raised while handling {_describe(exc.__context__, TRACEBACK_CAUSE_CHARS)})'
+        return f'\n(raised while handling {_describe(exc.__context__, TRACEBACK_CAUSE_CHARS, sources)})'
     return ''
 
 
+class _RunFailure(Exception):
+    """A failure reported by its message alone: a saved file refused before it ran, or one
+    that exited with a non-zero status."""
+
+
 def _format_error(exc, run_id, sources):
-    """The bounded, cell-only traceback reported as the result's `error`."""
+    """The bounded traceback of the user's frames reported as the result's `error`."""
     if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
         return INTERRUPTED.format(run_id)
+    if isinstance(exc, _RunFailure):
+        return str(exc)
     head = 'Traceback (most recent call last):'
-    last = _describe(exc, TRACEBACK_MESSAGE_CHARS) + _chain_note(exc)
+    last = _describe(exc, TRACEBACK_MESSAGE_CHARS, sources) + _chain_note(exc, sources)
     room = TRACEBACK_CHARS - len(head) - len(last) - 2
     kept = []
     for frame in reversed(_cell_frames(exc, sources)):  # the innermost frames matter most
@@ -524,7 +660,7 @@ def _plain_json(value, depth, budget):
         return value
     if depth >= PREVIEW_DEPTH:
         raise _NotPreviewable
-    if cls is list or cls is tuple:
+    if cls is list or cls is tuple or cls is ReplHistory:
         if len(value) > PREVIEW_ITEMS:
             raise _NotPreviewable
         return [_plain_json(item, depth + 1, budget) for item in value]
@@ -543,11 +679,15 @@ def _plain_json(value, depth, budget):
 _LENGTH_SHOWN = (str, bytes, list, tuple, dict, set, frozenset)
 
 
+def _has_length(cls):
+    # Identity checks only: `in` would run a metaclass __eq__.
+    return any(cls is shown for shown in _LENGTH_SHOWN)
+
+
 def _omitted(value):
     cls = type(value)
     name = _type_name(cls)
-    # Identity checks only: `in` would run a metaclass __eq__.
-    if any(cls is shown for shown in _LENGTH_SHOWN):
+    if _has_length(cls):
         return f'<{name}; length={len(value)}; safe preview omitted>'
     return f'<{name}; safe preview omitted>'
 
@@ -556,19 +696,435 @@ def _preview(value):
     """(return_value, JSON value or _MISSING, truncated) without running user code."""
     if value is None:
         return None, _MISSING, False
-    if type(value) is str:
+    cls = type(value)
+    if cls is str or cls is ShellResult:
+        value = str.__str__(value)  # a ShellResult previews as its stdout, an exact str
         shown, _, complete = _utf8_prefix(_json_text(value[:PREVIEW_BYTES]), PREVIEW_BYTES)
         if complete and len(value) <= PREVIEW_BYTES:
             return shown, value, False
         return shown, _MISSING, True
     try:
-        plain = _plain_json(value, 0, [PREVIEW_NODES])
+        plain = _plain_json(value, 0, [HISTORY_PREVIEW_NODES if cls is ReplHistory else PREVIEW_NODES])
     except _NotPreviewable:
         return _omitted(value), _MISSING, True
     text = _json_text(plain)
-    if len(text.encode('utf-8', 'replace')) <= PREVIEW_BYTES:
+    if _utf8_size(text) <= PREVIEW_BYTES:
         return text, plain, False
     return _omitted(value), _MISSING, True
+
+
+def _utf8_size(text):
+    return len(text.encode('utf-8', 'replace'))
+
+
+def _inventory(namespace, reserved):
+    """repl_namespace(): names, exact type names and builtin lengths of the user's variables.
+    No value is read beyond its type slot and the length of exact builtins."""
+    variables = []
+    room = INVENTORY_BYTES - INVENTORY_ENVELOPE
+    for name, value in list(itertools.islice(namespace.items(), INVENTORY_SCANNED)):
+        if len(variables) >= INVENTORY_LISTED:
+            break
+        if type(name) is not str or len(name) > NAME_CHARS or name in reserved:
+            continue
+        cls = type(value)
+        entry = {'name': name, 'type': _type_name(cls)[:INVENTORY_TYPE_CHARS]}
+        if _has_length(cls):
+            entry['length'] = len(value)
+        room -= _utf8_size(_json_text(entry)) + 1
+        if room < 0:
+            break
+        variables.append(entry)
+    return {
+        'variables': variables,
+        'total_namespace_entries': len(namespace),
+        'omitted_including_helpers': len(namespace) - len(variables),
+        'values_included': False,
+    }
+
+
+class ReplHistory(list):
+    """What repl_history() returns: a list whose preview may hold every retained run."""
+
+
+def _read_prefix(path, limit):
+    """At most limit + 1 bytes of a regular file (one byte more tells that it is bigger).
+    Opened without blocking, so a FIFO or device at `path` is refused instead of waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, 'rb') as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f'{path} is not a regular file')
+        return file.read(limit + 1)
+
+
+def _read_source(path):
+    """A saved file's text, decoded as Python decodes source files (PEP 263, BOM)."""
+    try:
+        data = _read_prefix(path, SOURCE_FILE_BYTES)
+    except OSError as exc:
+        raise _RunFailure(f'Cannot read Python source file: {exc}') from None
+    if len(data) > SOURCE_FILE_BYTES:
+        raise _RunFailure(FILE_TOO_LARGE)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise _RunFailure(f'Cannot decode Python source file {path}: {exc}') from None
+
+
+def _check_argv(argv):
+    if len(argv) > ARGV_ITEMS:
+        raise _RunFailure(ARGV_TOO_MANY)
+    if sum(len(arg.encode('utf-8', 'surrogatepass')) for arg in argv) > ARGV_BYTES:
+        raise _RunFailure(ARGV_TOO_LARGE)
+
+
+def _checkpoint_json(value):
+    # ASCII escapes keep any string (lone surrogates included) exact through a restore.
+    return json.dumps(value, separators=(',', ':'))
+
+
+def _skip_reason(value):
+    cls = type(value)
+    if cls is str:
+        return 'large string'
+    if any(cls is plain for plain in (int, float, list, tuple, dict)):
+        return 'value too large or not plain JSON'
+    return 'custom object'
+
+
+def _checkpoint(namespace, reserved, path):
+    """checkpoint(): the namespace's small exact-JSON variables, written atomically to
+    `path`. Nothing is pickled and no user code runs; the rest is listed in `skipped` or
+    counted in `omitted`."""
+    target = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    values, skipped, omitted, considered = {}, {}, 0, 0
+    room = CHECKPOINT_BYTES - CHECKPOINT_RESERVE
+    for name, value in list(namespace.items()):
+        if type(name) is str and name in reserved:
+            continue
+        if type(name) is not str or len(name) > NAME_CHARS or considered >= CHECKPOINT_VARIABLES:
+            omitted += 1
+            continue
+        considered += 1
+        try:
+            plain, reason = _plain_json(value, 0, [PREVIEW_NODES]), None
+        except _NotPreviewable:
+            plain, reason = None, _skip_reason(value)
+        if reason is None:
+            size = len(_checkpoint_json({name: plain}))
+            if size <= room:
+                values[name] = plain
+                room -= size
+                continue
+            reason = 'snapshot byte limit'
+        size = len(_checkpoint_json({name: reason}))
+        if size <= room:
+            skipped[name] = reason
+            room -= size
+        else:
+            omitted += 1
+    document = {'format': CHECKPOINT_FORMAT, 'values': values, 'skipped': skipped, 'omitted': omitted}
+    _write_atomically(target, _checkpoint_json(document).encode('ascii'))
+    return {'saved': len(values), 'skipped': skipped, 'omitted': omitted}
+
+
+def _write_atomically(target, data):
+    """Replace `target` with `data` whole or not at all: an exclusive 0600 temporary file
+    beside it, fsynced, renamed over it, and the directory fsynced; the temporary file is
+    removed on failure."""
+    temporary = f'{target}.{os.urandom(8).hex()}.part'
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with open(fd, 'wb') as file:
+            file.write(data)
+            file.flush()
+            os.fsync(fd)
+        os.rename(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(os.path.dirname(target))
+
+
+def _fsync_directory(path):
+    """Make a rename in `path` durable; best effort, as some filesystems refuse to."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _restore(namespace, reserved, path):
+    """restore(): validate a whole checkpoint file, then merge its values into the namespace."""
+    data = _read_prefix(os.path.abspath(os.path.expanduser(os.fspath(path))), CHECKPOINT_BYTES)
+    if len(data) > CHECKPOINT_BYTES:
+        raise ValueError(CHECKPOINT_TOO_LARGE)
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ValueError(CHECKPOINT_UNSUPPORTED) from None
+    if type(document) is not dict or document.get('format') != CHECKPOINT_FORMAT:
+        raise ValueError(CHECKPOINT_UNSUPPORTED)
+    values = document.get('values')
+    if type(values) is not dict or len(values) > CHECKPOINT_VARIABLES:
+        raise ValueError(CHECKPOINT_TOO_MANY)
+    if not all(len(name) <= NAME_CHARS and name not in reserved for name in values):
+        raise ValueError(CHECKPOINT_BAD_NAMES)
+    for name, value in values.items():
+        try:
+            _plain_json(value, 0, [PREVIEW_NODES])
+        except _NotPreviewable:
+            raise ValueError(CHECKPOINT_BAD_VALUE.format(name)) from None
+    namespace.update(values)
+    return {'restored': len(values), 'state': 'merged'}
+
+
+def _leads_group(pid):
+    """Whether a child runs in a process group of its own (start_new_session, process_group=0,
+    setsid in preexec_fn): killing the worker's group misses it, so it is reported as a job.
+    Popen returns only once the child has exec'd, so the group is already set."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+
+
+# CPython's own reaping of Popen objects dropped while their child ran (an internal
+# function; without it there is nothing of that kind to do).
+_reap_dropped_popens = getattr(subprocess, '_cleanup', lambda: None)
+
+
+class _Children:
+    """Every child started through subprocess.Popen, tracked weakly. A daemon thread reaps
+    the finished ones every REAP_INTERVAL (Popen.poll keeps the status for wait() and
+    .returncode), so no zombie accumulates even for dropped Popen objects. A child leading
+    its own process group is a job: reported `started` at once, and once it has finished its
+    group is killed and it is reported `finished`, so the server knows which groups to kill."""
+
+    def __init__(self):
+        self._channel = None
+        # id(weak reference) -> (weak reference, pid, run id, job?, reaped here?), until the
+        # child is seen finished or its Popen object is gone.
+        self._live = {}
+        # (pid, run id) of jobs whose Popen object is gone, to report from a sweep: a weak
+        # reference callback may run inside any code, even code holding the write lock.
+        # Popen keeps an object alive (in subprocess._active) while its child runs, so such a
+        # job has finished, unless its Popen was lost in a reference cycle; its group is then
+        # killed like that of a finished job.
+        self._dropped_jobs = collections.deque()
+
+    def start(self, channel):
+        self._channel = channel
+        subprocess.Popen = Popen
+        threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
+
+    def add(self, proc, reaped_elsewhere):
+        run_id = _RUN_ID.get() or ''
+        job = _leads_group(proc.pid)
+        if job:
+            self._channel.send({'type': 'job', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
+        ref = weakref.ref(proc, self._forget)
+        self._live[id(ref)] = (ref, proc.pid, run_id, job, not reaped_elsewhere)
+
+    def _forget(self, ref):
+        entry = self._live.pop(id(ref), None)
+        if entry is not None and entry[3]:
+            self._dropped_jobs.append(entry[1:3])
+
+    def sweep(self):
+        """Reap the children that have exited and report the jobs among them. Safe from any
+        thread: each finished child is claimed by one pop."""
+        for key, (ref, pid, run_id, job, reap) in list(self._live.items()):
+            proc = ref()
+            if proc is None:
+                continue
+            if reap:
+                _PlainPopen.poll(proc)  # the base method: a user subclass's poll() is not ours to run
+            if proc.returncode is not None and self._live.pop(key, None) is not None and job:
+                self._finished(pid, run_id)
+        while True:
+            try:
+                pid, run_id = self._dropped_jobs.popleft()
+            except IndexError:  # empty, perhaps emptied by the other sweeping thread
+                break
+            self._finished(pid, run_id)
+        _reap_dropped_popens()
+
+    def _finished(self, pid, run_id):
+        _kill_group(pid)  # what the job left behind in its group
+        self._channel.send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
+
+    def _reap_forever(self):
+        while True:
+            time.sleep(REAP_INTERVAL)
+            self.sweep()
+
+    def kill_all(self):
+        """SIGKILL every child still running (a job with its whole group) and reap them,
+        waiting at most CHILD_EXIT_WAIT: the worker is exiting."""
+        running = []
+        for ref, pid, _, job, _ in list(self._live.values()):
+            proc = ref()
+            if proc is not None and proc.returncode is None:
+                running.append(proc)
+                try:
+                    (os.killpg if job else os.kill)(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + CHILD_EXIT_WAIT
+        for proc in running:
+            try:
+                _PlainPopen.wait(proc, max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                pass
+
+
+_PlainPopen = subprocess.Popen
+
+
+class Popen(_PlainPopen):
+    """subprocess.Popen inside the worker (_Children.start installs it): each child is
+    tracked, so it is reaped without losing its status, reported when it is a job, and killed
+    when the worker exits."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # asyncio's subprocess transport reaps its children itself: reaping them here would
+        # take the status its child watcher waits for.
+        caller = _module_name(sys._getframe(1))
+        _CHILDREN.add(self, reaped_elsewhere=caller.startswith('asyncio.'))
+
+
+_CHILDREN = _Children()
+
+
+class ShellResult(str):
+    """What sh() returns: the str value is the command's stdout. Attributes: stdout (the same
+    text), stderr, returncode, ok (returncode == 0), truncated (a stream was bounded)."""
+
+    def __new__(cls, stdout='', stderr='', returncode=0, truncated=False):  # defaults let copy/pickle rebuild it
+        result = super().__new__(cls, stdout)
+        result.stdout, result.stderr, result.returncode = stdout, stderr, returncode
+        result.ok, result.truncated = returncode == 0, truncated
+        return result
+
+
+class ShellError(RuntimeError):
+    """sh() with check=True saw a non-zero status. Attributes: result (the ShellResult),
+    returncode, stdout, stderr."""
+
+    def __init__(self, result):
+        super().__init__(SHELL_FAILED.format(result.returncode))
+        self.result, self.returncode = result, result.returncode
+        self.stdout, self.stderr = result.stdout, result.stderr
+
+
+_SHELL_SLOTS = threading.BoundedSemaphore(SHELL_PROCESSES)
+
+
+def sh(cmd, *, check=True, timeout=SHELL_TIMEOUT, cwd=None, env=None):
+    """Run `cmd` with the shell in a new process group and return a ShellResult: its stdout,
+    with .stderr, .returncode, .ok and .truncated (each stream keeps 50,000 bytes).
+    check=True raises ShellError on a non-zero status; after `timeout` seconds it raises
+    subprocess.TimeoutExpired. cwd (~ expanded) defaults to the current directory; env is
+    merged over os.environ. When sh returns, the whole process group is killed."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ValueError(SHELL_BAD_TIMEOUT)
+    if not _SHELL_SLOTS.acquire(blocking=False):
+        raise RuntimeError(SHELL_BUSY)
+    try:
+        result = _shell_run(cmd, timeout, cwd, env)
+    finally:
+        _SHELL_SLOTS.release()
+    if check and result.returncode != 0:
+        raise ShellError(result)
+    return result
+
+
+def _shell_run(cmd, timeout, cwd, env):
+    proc = Popen(
+        cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, cwd=None if cwd is None else os.path.expanduser(cwd),
+        env=None if env is None else {**os.environ, **env},
+    )
+    try:
+        out, err, cut = _shell_capture(proc, cmd, timeout)
+    finally:
+        _kill_group(proc.pid)  # background descendants of the shell go with it
+        proc.stdout.close()
+        proc.stderr.close()
+        proc.wait()
+    stdout, stdout_cut = _shell_text(out)
+    stderr, stderr_cut = _shell_text(err)
+    return ShellResult(stdout, stderr, proc.returncode, cut or stdout_cut or stderr_cut)
+
+
+def _shell_capture(proc, cmd, timeout):
+    """(stdout bytes, stderr bytes, whether either was cut) of a sh() process: read until
+    the shell exits, then what its descendants already wrote (at most SHELL_DRAIN bytes),
+    or until both pipes close. Each stream keeps SHELL_CAPTURE bytes; the rest is read and
+    dropped so the shell never blocks on a full pipe. A KeyboardInterrupt may land anywhere
+    in here (see _interrupt_site): every piece of state is local, and the caller kills the
+    group."""
+    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    pipes = select.poll()
+    for fd in kept:
+        pipes.register(fd, select.POLLIN)
+    open_pipes, cut = len(kept), False
+    deadline = time.monotonic() + timeout
+    drain = None  # bytes still to read once the shell has exited
+    while open_pipes and (drain is None or drain > 0):
+        if drain is None and _exited(proc.pid):
+            drain = SHELL_DRAIN
+        remaining = deadline - time.monotonic()
+        if drain is None and remaining <= 0:
+            out, err = kept.values()
+            raise subprocess.TimeoutExpired(cmd, timeout, bytes(out), bytes(err))
+        events = pipes.poll(0 if drain is not None else min(remaining, SHELL_EXIT_CHECK) * 1000)
+        if not events and drain is not None:
+            break
+        for fd, _ in events:
+            data = os.read(fd, READ_CHUNK)
+            if not data:
+                pipes.unregister(fd)
+                open_pipes -= 1
+            if drain is not None:
+                drain -= len(data)
+            room = SHELL_CAPTURE - len(kept[fd])
+            kept[fd] += data[:room]
+            cut = cut or len(data) > room
+    out, err = kept.values()
+    return bytes(out), bytes(err), cut
+
+
+def _exited(pid):
+    """Whether a child has exited, without reaping it: its Popen still collects the status."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True  # already reaped, by the reaper thread
+
+
+def _shell_text(data):
+    """Captured bytes as text (invalid UTF-8 replaced), bounded again as UTF-8: replacement
+    characters take more bytes than what they replace. Returns (text, whether it was cut)."""
+    text, _, complete = _utf8_prefix(data.decode('utf-8', 'replace'), SHELL_CAPTURE)
+    return text, not complete
 
 
 def _compile_cell(source, filename):
@@ -596,7 +1152,11 @@ async def _cell_main(body, tail, namespace):
     return value
 
 
-_INTERRUPTIBLE_WORKER_CODE = frozenset({_Sink.write.__code__, _CellOutput.write.__code__, _utf8_prefix.__code__})
+# Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
+# prints through, and sh()'s wait for its process.
+_INTERRUPTIBLE_WORKER_CODE = frozenset({
+    _Sink.write.__code__, _CellOutput.write.__code__, _utf8_prefix.__code__, _shell_capture.__code__,
+})
 
 
 # Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the
@@ -651,18 +1211,24 @@ class _InterruptRetry:
 
 
 class _Worker:
-    """Runs cells one at a time in one namespace on one event loop, and reports each."""
+    """Runs cells and saved files one at a time in one namespace on one event loop, and
+    reports each."""
 
     def __init__(self, channel):
         self._channel = channel
-        self._namespace = dict(BASELINE_NAMES)
+        self._namespace = {}  # filled below: the helpers hold on to this very dict
         self._sources = _SourceHistory()
+        self._baseline = {**BASELINE_NAMES, **self._helpers()}
+        self._reserved = frozenset(self._baseline) | RESERVED_NAMES
+        self._namespace.update(self._baseline)
         self._output = _Output(channel)
         self._real_streams = (sys.stdout, sys.stderr)
         self._sinks = (_Sink('stdout', sys.stdout, self._output), _Sink('stderr', sys.stderr, self._output))
         self._executor = _CellExecutor()
         self._loop = _CellLoop()
         self._loop.set_default_executor(self._executor)
+        self._command_taken = False  # from taking a command until just before its result
+        self._interrupt_pending = False  # a SIGINT came for the command being prepared
         self._cell_task = None  # set only while cell code may be interrupted
         self._cell_lock = threading.Lock()  # orders clearing _cell_task with SIGINT retries
         self._cell_cancelled = False  # whether a SIGINT already cancelled the running cell
@@ -670,32 +1236,138 @@ class _Worker:
         self._interrupt_retry = _InterruptRetry(self._redeliver_sigint)
         signal.signal(signal.SIGINT, self._on_sigint)
 
+    def _helpers(self):
+        """The helpers every cell finds in its namespace; those below work on this worker's
+        namespace and sources."""
+        namespace, sources = self._namespace, self._sources
+
+        def checkpoint(path):
+            """Save the variables that are small exact JSON builtins to `path` (~ expanded),
+            atomically, mode 0600, format repl-checkpoint-v1; nothing is pickled. Returns
+            {"saved": n, "skipped": {name: reason}, "omitted": n}."""
+            return _checkpoint(namespace, self._reserved, path)
+
+        def restore(path):
+            """Merge the variables of a checkpoint file into the namespace; the whole file is
+            validated first. Returns {"restored": n, "state": "merged"}."""
+            return _restore(namespace, self._reserved, path)
+
+        def repl_history():
+            """The retained run sources, oldest first, as [{"run_id", "lines"}]
+            (source history: 64 runs / 1 MiB)."""
+            return ReplHistory(sources.history())
+
+        def repl_source(run_id):
+            """The source of a retained run (see repl_history())."""
+            return sources.source(run_id)
+
+        def repl_namespace():
+            """Names, types and builtin lengths of the namespace's variables; no value is
+            read or shown."""
+            return _inventory(namespace, self._reserved)
+
+        return {
+            'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
+            'checkpoint': checkpoint, 'restore': restore,
+            'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
+        }
+
     def serve(self):
         while True:
-            command = self._channel.inbox.get()
+            self._channel.wait_for_command()
+            # Marked before the command leaves the queue: a SIGINT always finds it somewhere.
+            self._command_taken = True
+            command = self._channel.take_command()
             if command['type'] == 'shutdown':
                 _exit_now(0)
-            self._execute(command)
+            if command.get('inventory'):
+                self._report_inventory(command)
+            else:
+                self._execute(command)
+
+    def _report_inventory(self, command):
+        """Answer at once: no loop, no user code, no source history."""
+        result = {
+            'success': True,
+            'stdout': '',
+            'stderr': '',
+            'return_value': INVENTORY_NOTE,
+            'value': _inventory(self._namespace, self._reserved),
+            'error': None,
+            'truncated': {'stdout': False, 'stderr': False, 'return': False},
+            'state': 'preserved',
+        }
+        self._deliver(command['id'], command['barrier'], result)
 
     def _execute(self, command):
         run_id = command['id']
         threads_before = set(threading.enumerate())
         self._output.begin(run_id)
         sys.stdout, sys.stderr = self._sinks
-        value, exc = self._run_cell(run_id, command['code'])
+        exit_code = None
+        if command.get('source_path'):
+            value, exc, exit_code = self._run_file(run_id, command['source_path'], command.get('argv', []))
+        else:
+            value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>')
         cancelled, policy_error = self._epilogue(run_id, threads_before)
         sys.stdout, sys.stderr = self._real_streams
-        self._namespace.update(BASELINE_NAMES)
+        self._namespace.update(self._baseline)
         captured = self._output.end()
+        _CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
         result = self._result(run_id, value, exc, captured, policy_error)
+        if exit_code is not None:
+            result['exit_code'] = exit_code
         if cancelled:
             result['background_tasks_cancelled'] = cancelled
         self._deliver(run_id, command['barrier'], result)
 
-    def _run_cell(self, run_id, source):
+    def _run_file(self, run_id, path, argv):
+        """Run a saved file as `python PATH ARGV...` would, in the namespace; returns (trailing
+        value or _MISSING, exception or None, exit code or None). SystemExit ends the run with
+        an exit code instead of an error."""
+        try:
+            source = _read_source(path)
+            _check_argv(argv)
+        except _RunFailure as exc:
+            return _MISSING, exc, None
+        saved = (sys.argv, sys.path, self._namespace.get('__file__', _MISSING))
+        sys.argv = [path, *argv]
+        sys.path = [os.path.dirname(path), *sys.path]
+        self._namespace.update({'__name__': '__main__', '__file__': path})
+        try:
+            value, exc = self._run_cell(run_id, source, path)
+        finally:
+            # The same list objects again (the run only rebound the names); __name__ comes
+            # back with the baseline.
+            sys.argv, sys.path, saved_file = saved
+            if saved_file is _MISSING:
+                self._namespace.pop('__file__', None)
+            else:
+                self._namespace['__file__'] = saved_file
+        if not isinstance(exc, SystemExit):
+            return value, exc, None
+        status = self._exit_status(exc.code)
+        return _MISSING, (_RunFailure(FILE_EXITED.format(status)) if status else None), status
+
+    def _exit_status(self, code):
+        """The status `python script.py` exits with for SystemExit(code): None is 0, an int is
+        itself; anything else is written to the run's stderr and is 1."""
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            status = int(code)
+            if -(1 << EXIT_STATUS_BITS) <= status < 1 << EXIT_STATUS_BITS:
+                return status
+        try:
+            message = str(code)
+        except Exception:
+            message = '<exit code str() failed>'
+        self._sinks[1].write(message[:EXIT_MESSAGE_CHARS] + '\n')
+        return 1
+
+    def _run_cell(self, run_id, source, filename):
         """Run one cell; returns (trailing value or _MISSING, exception or None)."""
-        filename = f'<repl:{run_id}>'
-        self._sources.add(filename, source)
+        self._sources.add(run_id, filename, source)
         try:
             body, tail = _compile_cell(source, filename)
         except Exception as exc:  # SyntaxError, or the parser's ValueError/RecursionError/MemoryError
@@ -712,8 +1384,10 @@ class _Worker:
     def _drive(self, task):
         """Run the cell task to completion on the persistent loop; only now may SIGINT
         interrupt anything."""
-        self._cell_task = task
         self._cell_cancelled = False
+        self._cell_task = task
+        if self._interrupt_pending:
+            self._on_sigint(signal.SIGINT, None)  # it came while the command was prepared
         try:
             while not task.done():
                 try:
@@ -733,7 +1407,12 @@ class _Worker:
 
     def _on_sigint(self, signum, frame):
         if not self._cell_running():
-            return  # between cells, or while the worker itself works: ignored
+            # The server interrupts only a run it has dispatched: with a command taken or
+            # incoming, the SIGINT is for that one and stops its cell as soon as it starts.
+            # Between cells it is ignored.
+            if self._command_taken or self._channel.command_incoming():
+                self._interrupt_pending = True
+            return
         task = self._cell_task
         if not self._cell_cancelled:
             # First, cancel: CancelledError at the cell's current await is a safe point,
@@ -829,6 +1508,8 @@ class _Worker:
         return result
 
     def _deliver(self, run_id, barrier, result):
+        # From here on a SIGINT can only be for a command still incoming.
+        self._command_taken = self._interrupt_pending = False
         try:
             # One write: once the server sees it, it holds every native byte of the run.
             os.write(2, b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
@@ -842,6 +1523,7 @@ class _Worker:
 def _main():
     channel = _Channel()
     worker = _Worker(channel)
+    _CHILDREN.start(channel)
     sys.argv = ['']
     channel.send({
         'type': 'ready',
