@@ -31,6 +31,11 @@ type inFrame struct {
 
 	// job: a detached process group (pid is its leader) "started" or "finished"
 	Action string `json:"action"`
+
+	// rpc and rpc_cancel: ID is the rpc id
+	RunID  string          `json:"run_id"`
+	Op     string          `json:"op"`
+	Params json.RawMessage `json:"params"`
 }
 
 // executeFrame asks the worker to run one cell.

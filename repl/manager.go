@@ -26,6 +26,8 @@ type Config struct {
 	Executable string
 	// Version is the server version, reported in health.
 	Version string
+	// Bridges serves cell code's calls to other MCP servers; nil means none.
+	Bridges Bridges
 	Logger  *slog.Logger
 }
 

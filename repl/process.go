@@ -26,12 +26,20 @@ type Ready struct {
 
 // spawnSpec is what a worker is started from.
 type spawnSpec struct {
-	python   string
-	dir      string
-	env      []string
-	exe      string // the repl-mcp binary, for the guardian
-	logger   *slog.Logger
-	onOutput func(runID, stream, text string)
+	python string
+	dir    string
+	env    []string
+	exe    string // the repl-mcp binary, for the guardian
+	logger *slog.Logger
+	events workerEvents
+}
+
+// workerEvents receives what a worker says outside results: live output and bridge
+// requests.
+type workerEvents interface {
+	onOutput(runID, stream, text string)
+	onRPC(p *process, f inFrame)
+	onRPCCancel(f inFrame)
 }
 
 // process is one live Python worker: its guardian, its pipes and the goroutines that
@@ -133,7 +141,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		return nil, err
 	}
 	p.ready = ready
-	go func() { defer p.readerWG.Done(); p.readFrames(frames, spec.onOutput) }()
+	go func() { defer p.readerWG.Done(); p.readFrames(frames, spec.events) }()
 	return p, nil
 }
 
@@ -208,7 +216,7 @@ func (p *process) startupOutput() string {
 }
 
 // readFrames dispatches frames until the channel closes or breaks the protocol.
-func (p *process) readFrames(frames *frameReader, onOutput func(runID, stream, text string)) {
+func (p *process) readFrames(frames *frameReader, events workerEvents) {
 	for {
 		f, err := frames.next()
 		if err != nil {
@@ -217,7 +225,11 @@ func (p *process) readFrames(frames *frameReader, onOutput func(runID, stream, t
 		}
 		switch f.Type {
 		case "output":
-			onOutput(f.ID, f.Stream, f.Text)
+			events.onOutput(f.ID, f.Stream, f.Text)
+		case "rpc":
+			events.onRPC(p, f)
+		case "rpc_cancel":
+			events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
 		case "result":

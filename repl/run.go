@@ -36,6 +36,12 @@ type run struct {
 
 	done   chan struct{} // closed once result is set
 	result *Result
+
+	// rpcCtx bounds the run's bridge calls; stopRPCs cancels them all (interrupt,
+	// end of run). rpcs holds the cancel of each outstanding call by rpc id.
+	rpcCtx   context.Context
+	stopRPCs context.CancelFunc
+	rpcs     map[string]context.CancelFunc
 }
 
 func newRun(ctx context.Context, req ExecRequest) *run {
@@ -51,6 +57,55 @@ func newRun(ctx context.Context, req ExecRequest) *run {
 }
 
 func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
+
+// startRPCs opens the run to bridge calls, bounded by ctx.
+func (r *run) startRPCs(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rpcCtx, r.stopRPCs = context.WithCancel(ctx)
+	r.rpcs = map[string]context.CancelFunc{}
+}
+
+// endRPCs cancels every outstanding bridge call of the run.
+func (r *run) endRPCs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopRPCs != nil {
+		r.stopRPCs()
+	}
+}
+
+// admitRPC registers a new call unless its id is taken or too many are outstanding.
+func (r *run) admitRPC(id string) (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rpcs == nil || r.rpcCtx.Err() != nil || len(r.rpcs) >= maxOutstandingRPCs {
+		return nil, false
+	}
+	if _, taken := r.rpcs[id]; taken {
+		return nil, false
+	}
+	ctx, cancel := context.WithCancel(r.rpcCtx)
+	r.rpcs[id] = cancel
+	return ctx, true
+}
+
+func (r *run) cancelRPC(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cancel, ok := r.rpcs[id]; ok {
+		cancel()
+	}
+}
+
+func (r *run) finishRPC(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cancel, ok := r.rpcs[id]; ok {
+		cancel()
+		delete(r.rpcs, id)
+	}
+}
 
 func (r *run) setStopping() {
 	r.mu.Lock()

@@ -50,6 +50,9 @@ type Session struct {
 
 	slot chan struct{} // holds a token while a run owns the session
 
+	bridge Bridge         // serves the mcp helper; nil when no broker serves the session
+	rpcs   sync.WaitGroup // bridge calls being served
+
 	mu         sync.Mutex
 	proc       *process // nil until the first run and after a worker is lost
 	generation uint64
@@ -81,6 +84,9 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 		slot:         make(chan struct{}, 1),
 	}
 	s.logger = cfg.Logger.With("session", s.id)
+	if cfg.Bridges != nil {
+		s.bridge = cfg.Bridges.For(s.id, env.project)
+	}
 	return s
 }
 
@@ -299,6 +305,8 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 		Type: "execute", ID: r.id, Code: r.req.Code, Timeout: r.req.Timeout.Seconds(), Barrier: token,
 		SourcePath: r.req.SourcePath, Argv: r.req.Argv, Inventory: r.req.inventory,
 	}
+	r.startRPCs(ctx)
+	defer r.endRPCs()
 	var res *Result
 	if err := p.send(frame); err != nil {
 		if err.Error() == msgFrameTooLarge {
@@ -365,12 +373,12 @@ func (s *Session) ensureWorker(ctx context.Context, r *run) (p *process, fresh b
 // spawn starts a worker for this session's environment.
 func (s *Session) spawn() (*process, error) {
 	return spawn(spawnSpec{
-		python:   s.env.python,
-		dir:      s.env.project,
-		env:      s.cfg.Env,
-		exe:      s.cfg.Executable,
-		logger:   s.logger,
-		onOutput: s.onOutput,
+		python: s.env.python,
+		dir:    s.env.project,
+		env:    s.cfg.Env,
+		exe:    s.cfg.Executable,
+		logger: s.logger,
+		events: s,
 	})
 }
 
@@ -468,6 +476,7 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 // SIGKILL. It reports which of those ended the run.
 func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason string) *Result {
 	r.setStopping()
+	r.endRPCs() // downstream calls are cancelled before the cell is
 	p.interrupt()
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
@@ -615,6 +624,7 @@ func (s *Session) Close(grace time.Duration) {
 		<-active.done
 	}
 	s.background.Wait()
+	s.rpcs.Wait()
 	s.mu.Lock()
 	p := s.proc
 	s.proc = nil

@@ -1,0 +1,101 @@
+package repl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Bridge serves the bridge requests of cell code (the mcp helper): calls to other
+// MCP servers, their catalogues, the journal, explain. Package broker implements it;
+// repl only routes requests to it and answers the worker.
+type Bridge interface {
+	Serve(ctx context.Context, req BridgeRequest) (json.RawMessage, error)
+}
+
+// BridgeRequest is one rpc from a cell, with the provenance the broker records.
+type BridgeRequest struct {
+	SessionID string
+	Project   string
+	RunID     string
+	Op        string
+	Params    json.RawMessage
+}
+
+// Bridges hands each session the bridge of its project.
+type Bridges interface {
+	For(sessionID, project string) Bridge
+}
+
+// RPC limits and messages (reference sections 5.2 and 13.2).
+const (
+	maxOutstandingRPCs = 64
+	msgTooManyRPCs     = "Too many outstanding MCP calls"
+	msgRPCNotActive    = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
+	msgIPCLimit        = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
+	msgNoBridge        = "No MCP broker serves this session (none is configured in this build); cell code cannot call other MCP servers"
+)
+
+// rpcResultFrame answers one rpc.
+type rpcResultFrame struct {
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// onRPC admits a bridge request of the active run and serves it in its own
+// goroutine; anything else is answered at once with the reason.
+func (s *Session) onRPC(p *process, f inFrame) {
+	s.mu.Lock()
+	r := s.active
+	s.mu.Unlock()
+	if r == nil || r.id != f.RunID || r.isStopping() {
+		s.answerRPC(p, f.ID, nil, errors.New(msgRPCNotActive))
+		return
+	}
+	ctx, ok := r.admitRPC(f.ID)
+	if !ok {
+		s.answerRPC(p, f.ID, nil, errors.New(msgTooManyRPCs))
+		return
+	}
+	s.rpcs.Add(1)
+	go func() {
+		defer s.rpcs.Done()
+		defer r.finishRPC(f.ID)
+		result, err := s.serveRPC(ctx, BridgeRequest{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
+		s.answerRPC(p, f.ID, result, err)
+	}()
+}
+
+func (s *Session) serveRPC(ctx context.Context, req BridgeRequest) (json.RawMessage, error) {
+	if s.bridge == nil {
+		return nil, errors.New(msgNoBridge)
+	}
+	return s.bridge.Serve(ctx, req)
+}
+
+// onRPCCancel cancels one rpc the cell gave up on; other calls go on.
+func (s *Session) onRPCCancel(f inFrame) {
+	s.mu.Lock()
+	r := s.active
+	s.mu.Unlock()
+	if r != nil && r.id == f.RunID {
+		r.cancelRPC(f.ID)
+	}
+}
+
+// answerRPC replies to the worker. A result too large for a frame is replaced by an
+// error that says the call may have happened.
+func (s *Session) answerRPC(p *process, id string, result json.RawMessage, err error) {
+	reply := rpcResultFrame{Type: "rpc_result", ID: id, Result: result}
+	if err != nil {
+		reply = rpcResultFrame{Type: "rpc_result", ID: id, Error: err.Error()}
+	}
+	if len(reply.Result)+len(reply.Error)+256 > MaxFrameBytes {
+		reply = rpcResultFrame{Type: "rpc_result", ID: id, Error: msgIPCLimit}
+	}
+	if err := p.send(reply); err != nil {
+		s.logger.Warn("answer rpc", "rpc", id, "err", err)
+	}
+}
