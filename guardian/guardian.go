@@ -31,6 +31,9 @@ type Spec struct {
 	// ExtraFiles is the number of descriptors, from fd 3 up, that the guardian was
 	// given and passes on to the child at the same numbers.
 	ExtraFiles int `json:"extra_files"`
+	// StdinFD, when non-zero, is the guardian's descriptor that becomes the child's
+	// stdin.
+	StdinFD int `json:"stdin_fd,omitempty"`
 }
 
 // Config says how to start a guardian.
@@ -39,8 +42,12 @@ type Config struct {
 	Executable string
 	Spec       Spec
 	// Output receives the child's fd 1 and fd 2 (and the guardian's own complaints);
-	// nil means /dev/null.
+	// nil means /dev/null. Stdout, when set, takes fd 1 alone (a downstream MCP
+	// server's protocol channel), leaving Output as fd 2.
 	Output *os.File
+	Stdout *os.File
+	// Stdin becomes the child's fd 0; nil means /dev/null.
+	Stdin *os.File
 	// ExtraFiles become fd 3, 4, ... of the child.
 	ExtraFiles []*os.File
 }
@@ -107,13 +114,23 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	defer theirs.Close()
-	cfg.Spec.ExtraFiles = len(cfg.ExtraFiles)
+	extra := cfg.ExtraFiles
+	cfg.Spec.ExtraFiles = len(extra)
+	if cfg.Stdin != nil {
+		// The guardian's own stdin is the control socket: the child's stdin travels
+		// as the descriptor after the extra files.
+		extra = append(append([]*os.File(nil), extra...), cfg.Stdin)
+		cfg.Spec.StdinFD = 3 + len(cfg.ExtraFiles)
+	}
 	cmd := exec.Command(exe, Flag)
 	cmd.Stdin = theirs
 	if cfg.Output != nil {
 		cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
 	}
-	cmd.ExtraFiles = cfg.ExtraFiles
+	if cfg.Stdout != nil {
+		cmd.Stdout = cfg.Stdout
+	}
+	cmd.ExtraFiles = extra
 	cmd.Env = []string{} // the guardian needs nothing; the child's env travels in the spec
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -171,3 +171,25 @@ func TestLargeSpec(t *testing.T) {
 	}
 	p.Wait()
 }
+
+// TestStdinAndStdout: a downstream server talks over its own stdin and stdout, with
+// stderr kept apart.
+func TestStdinAndStdout(t *testing.T) {
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	p, err := Start(Config{Spec: shell("read line; echo got:$line; echo noise >&2"), Stdin: inR, Stdout: outW})
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	inW.WriteString("hello\n")
+	inW.Close()
+	outR.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	n, err := outR.Read(buf)
+	if err != nil || string(buf[:n]) != "got:hello\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}

@@ -103,12 +103,20 @@ func (g *guardian) start(spec Spec) (*exec.Cmd, error) {
 		extra[i] = os.NewFile(uintptr(3+i), fmt.Sprintf("fd%d", 3+i))
 	}
 	cmd.ExtraFiles = extra
+	var stdin *os.File
+	if spec.StdinFD > 0 {
+		stdin = os.NewFile(uintptr(spec.StdinFD), "stdin")
+		cmd.Stdin = stdin
+	}
 	cmd.SysProcAttr = childAttr()
 	err := cmd.Start()
 	// The child holds its own copies now; ours would keep the server's pipes open
 	// after the child is gone.
 	for _, f := range extra {
 		f.Close()
+	}
+	if stdin != nil {
+		stdin.Close()
 	}
 	return cmd, err
 }
