@@ -1,0 +1,930 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseScope(t *testing.T) {
+	valid := []struct {
+		in   string
+		want Scope
+		str  string
+	}{
+		{"project", ScopeProject, "project"},
+		{"user", ScopeUser, "user"},
+		{"local", ScopeLocal, "local"},
+		{"project,user", ScopeProject | ScopeUser, "project,user"},
+		{"local, project", ScopeProject | ScopeLocal, "project,local"},
+		{"user,local,project", ScopeAll, "all"},
+		{"project,project", ScopeProject, "project"},
+		{"all", ScopeAll, "all"},
+		{"none", ScopeNone, "none"},
+	}
+	for _, tc := range valid {
+		got, err := ParseScope(tc.in)
+		if err != nil {
+			t.Errorf("ParseScope(%q): %v", tc.in, err)
+			continue
+		}
+		if got != tc.want || got.String() != tc.str {
+			t.Errorf("ParseScope(%q) = %v (%q), want %v (%q)", tc.in, got, got.String(), tc.want, tc.str)
+		}
+		if back, err := ParseScope(got.String()); err != nil || back != got {
+			t.Errorf("ParseScope(%q.String()) = %v, %v", tc.in, back, err)
+		}
+	}
+	for _, in := range []string{"", "plugin", "project,plugin", "all,project", "none,user", "project,", ",user", "Project", "everything", "project;user"} {
+		_, err := ParseScope(in)
+		if err == nil {
+			t.Errorf("ParseScope(%q) succeeded, want error", in)
+			continue
+		}
+		for _, tok := range []string{"--config", "plugin", "project, user, local"} {
+			if !strings.Contains(err.Error(), tok) {
+				t.Errorf("ParseScope(%q) error %q lacks %q", in, err, tok)
+			}
+		}
+	}
+	if !ScopeAll.Has(ScopeUser|ScopeLocal) || ScopeProject.Has(ScopeUser) || ScopeAll.Has(ScopeNone) {
+		t.Errorf("Has is wrong")
+	}
+	if DefaultScope != ScopeProject {
+		t.Errorf("DefaultScope = %v", DefaultScope)
+	}
+}
+
+// fixture is a project directory, a home directory and an environment.
+type fixture struct {
+	project string
+	home    string
+	env     map[string]string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := &fixture{project: filepath.Join(root, "project"), home: filepath.Join(root, "home"), env: map[string]string{}}
+	for _, d := range []string{f.project, f.home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func (f *fixture) lookup(k string) (string, bool) {
+	v, ok := f.env[k]
+	return v, ok
+}
+
+func (f *fixture) opts(scope Scope) RegistryOptions {
+	return RegistryOptions{Project: f.project, Scope: scope, Home: f.home, LookupEnv: f.lookup}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeProject writes <project>/.mcp.json with the given servers (JSON object text).
+func (f *fixture) writeProject(t *testing.T, servers string) {
+	t.Helper()
+	writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers": `+servers+`}`)
+}
+
+func asConfigError(t *testing.T, err error) *ConfigError {
+	t.Helper()
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v (%T) is not a *ConfigError", err, err)
+	}
+	return ce
+}
+
+func TestEntryValidation(t *testing.T) {
+	type check func(t *testing.T, f *fixture, e ServerEntry)
+	cases := []struct {
+		name    string
+		entry   string
+		env     map[string]string
+		wantErr string // substring; "" means success
+		creds   bool   // ConfigError.Credentials expected
+		check   check
+	}{
+		{name: "stdio inferred", entry: `{"command":"echo","args":["a","b"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Transport != TransportStdio || e.Command != "echo" || !reflect.DeepEqual(e.Args, []string{"a", "b"}) {
+				t.Errorf("entry = %+v", e)
+			}
+			if e.Cwd != f.project {
+				t.Errorf("Cwd = %q, want the registry directory %q", e.Cwd, f.project)
+			}
+			if e.Restricted || !e.ToolAllowed("anything") {
+				t.Errorf("no allowedTools must allow every tool")
+			}
+			if e.Kind != SourceProject || e.Source != filepath.Join(f.project, ".mcp.json") || e.Name != "s" {
+				t.Errorf("origin = %q %q %q", e.Kind, e.Source, e.Name)
+			}
+		}},
+		{name: "stdio explicit", entry: `{"type":"stdio","command":"echo"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Transport != TransportStdio {
+				t.Errorf("Transport = %q", e.Transport)
+			}
+		}},
+		{name: "http inferred", entry: `{"url":"https://example.com/mcp"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Transport != TransportHTTP || e.URL != "https://example.com/mcp" || e.Cwd != "" {
+				t.Errorf("entry = %+v", e)
+			}
+		}},
+		{name: "http explicit", entry: `{"type":"http","url":"http://127.0.0.1:8080/mcp"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Transport != TransportHTTP {
+				t.Errorf("Transport = %q", e.Transport)
+			}
+		}},
+		{name: "streamable-http", entry: `{"type":"streamable-http","url":"https://h/"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Transport != TransportHTTP {
+				t.Errorf("Transport = %q", e.Transport)
+			}
+		}},
+		{name: "expansion stdio", entry: `{"command":"${BIN}","args":["--k=${A}x${A}","$HOME","$","${"] ,"env":{"K":"${SECRET}","L":"plain"},"cwd":"${SUB}"}`,
+			env:     map[string]string{"BIN": "/bin/tool", "A": "1", "SECRET": "v", "SUB": "sub"},
+			wantErr: "Unclosed environment placeholder in MCP config"},
+		{name: "expansion stdio ok", entry: `{"command":"${BIN}","args":["--k=${A}x${A}","$HOME","$"],"env":{"K":"${SECRET}","L":"plain"},"cwd":"${SUB}"}`,
+			env: map[string]string{"BIN": "/bin/tool", "A": "1", "SECRET": "v", "SUB": ".."},
+			check: func(t *testing.T, f *fixture, e ServerEntry) {
+				if e.Command != "/bin/tool" || !reflect.DeepEqual(e.Args, []string{"--k=1x1", "$HOME", "$"}) {
+					t.Errorf("command/args = %q %q", e.Command, e.Args)
+				}
+				if !reflect.DeepEqual(e.Env, map[string]string{"K": "v", "L": "plain"}) {
+					t.Errorf("env = %q", e.Env)
+				}
+				if e.Cwd != filepath.Dir(f.project) {
+					t.Errorf("Cwd = %q", e.Cwd)
+				}
+			}},
+		{name: "absolute cwd", entry: `{"command":"x","cwd":"/"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if e.Cwd != "/" {
+				t.Errorf("Cwd = %q", e.Cwd)
+			}
+		}},
+		{name: "headers", entry: `{"url":"https://h/${P}","headers":{"authorization":"Bearer ${TOKEN}","x-custom-id":"v"}}`,
+			env: map[string]string{"TOKEN": "tok", "P": "mcp"},
+			check: func(t *testing.T, f *fixture, e ServerEntry) {
+				want := map[string]string{"Authorization": "Bearer tok", "X-Custom-Id": "v"}
+				if e.URL != "https://h/mcp" || !reflect.DeepEqual(e.Headers, want) {
+					t.Errorf("url/headers = %q %q", e.URL, e.Headers)
+				}
+			}},
+		{name: "allowedTools", entry: `{"command":"x","allowedTools":["a","b","a"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if !e.Restricted || !reflect.DeepEqual(e.AllowedTools, []string{"a", "b"}) || !e.ToolAllowed("b") || e.ToolAllowed("c") {
+				t.Errorf("allowlist = %v %q", e.Restricted, e.AllowedTools)
+			}
+		}},
+		{name: "allowedTools empty allows none", entry: `{"command":"x","allowedTools":[]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if !e.Restricted || e.ToolAllowed("a") {
+				t.Errorf("empty allowedTools must allow nothing")
+			}
+		}},
+		{name: "allowedTools star is a literal name", entry: `{"command":"x","allowedTools":["*"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+			if !e.ToolAllowed("*") || e.ToolAllowed("other") {
+				t.Errorf("the contract has no wildcard")
+			}
+		}},
+		{name: "allowedTools 400 bytes", entry: `{"command":"x","allowedTools":["` + strings.Repeat("t", 400) + `"]}`},
+		{name: "oauth client credentials", entry: `{"url":"https://h/","oauth":{"grantType":"client_credentials","clientId":"${CID}","clientSecret":"${CSEC}","scopes":["read","write"]}}`,
+			env: map[string]string{"CID": "id", "CSEC": "sec"},
+			check: func(t *testing.T, f *fixture, e ServerEntry) {
+				want := &OAuthConfig{GrantType: GrantClientCredentials, ClientID: "id", ClientSecret: "sec", Scopes: []string{"read", "write"}}
+				if !reflect.DeepEqual(e.OAuth, want) {
+					t.Errorf("oauth = %+v", e.OAuth)
+				}
+			}},
+		{name: "oauth authorization code", entry: `{"url":"https://h/","oauth":{"credentialFile":"creds/${N}.json","redirectPort":8765}}`,
+			env: map[string]string{"N": "srv"},
+			check: func(t *testing.T, f *fixture, e ServerEntry) {
+				want := &OAuthConfig{GrantType: GrantAuthorizationCode, CredentialFile: filepath.Join(f.project, "creds", "srv.json"), RedirectPort: 8765}
+				if !reflect.DeepEqual(e.OAuth, want) {
+					t.Errorf("oauth = %+v", e.OAuth)
+				}
+			}},
+		{name: "oauth absolute credential file, port 0", entry: `{"url":"https://h/","oauth":{"grantType":"authorization_code","credentialFile":"/c.json","redirectPort":0}}`,
+			check: func(t *testing.T, f *fixture, e ServerEntry) {
+				if e.OAuth.CredentialFile != "/c.json" || e.OAuth.RedirectPort != 0 {
+					t.Errorf("oauth = %+v", e.OAuth)
+				}
+			}},
+		{name: "brokerAllowed accepted in project", entry: `{"command":"x","brokerAllowed":true}`},
+		{name: "disabled false", entry: `{"command":"x","disabled":false}`},
+
+		{name: "unknown field", entry: `{"command":"x","bogus":1}`, wantErr: `Invalid configuration for server s; check documented fields and types: unknown field "bogus"`},
+		{name: "unknown oauth field", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","extra":true}}`, wantErr: `unknown field "oauth.extra"`},
+		{name: "entry not object", entry: `"echo"`, wantErr: "Invalid configuration for server s"},
+		{name: "entry null", entry: `null`, wantErr: "Invalid configuration for server s"},
+		{name: "sse", entry: `{"type":"sse","url":"https://h/"}`, wantErr: "Server s: unsupported transport; use stdio or streamable-http"},
+		{name: "type not string", entry: `{"type":1,"command":"x"}`, wantErr: `field "type" must be a string`},
+		{name: "stdio without command", entry: `{"type":"stdio"}`, wantErr: "stdio servers require a non-empty command"},
+		{name: "empty command", entry: `{"command":""}`, wantErr: "stdio servers require a non-empty command"},
+		{name: "null command", entry: `{"command":null}`, wantErr: `field "command" must be a string`},
+		{name: "command number", entry: `{"command":7}`, wantErr: `field "command" must be a string`},
+		{name: "args not array", entry: `{"command":"x","args":"a"}`, wantErr: `field "args" must be an array of strings`},
+		{name: "args element number", entry: `{"command":"x","args":["a",1]}`, wantErr: `field "args" must be an array of strings`},
+		{name: "args element null", entry: `{"command":"x","args":[null]}`, wantErr: `field "args" must be an array of strings`},
+		{name: "env not object", entry: `{"command":"x","env":["K=V"]}`, wantErr: `field "env" must be an object of strings`},
+		{name: "env value number", entry: `{"command":"x","env":{"K":1}}`, wantErr: `field "env" must be an object of strings`},
+		{name: "env name with =", entry: `{"command":"x","env":{"K=V":"v"}}`, wantErr: "env names must be non-empty"},
+		{name: "env name empty", entry: `{"command":"x","env":{"":"v"}}`, wantErr: "env names must be non-empty"},
+		{name: "NUL in arg", entry: `{"command":"x","args":["a\u0000b"]}`, wantErr: `field "args" must not contain NUL`},
+		{name: "cwd missing", entry: `{"command":"x","cwd":"nope"}`, wantErr: "cwd must be an existing directory"},
+		{name: "cwd is a file", entry: `{"command":"x","cwd":".mcp.json"}`, wantErr: "cwd must be an existing directory"},
+		{name: "cwd empty", entry: `{"command":"x","cwd":""}`, wantErr: "cwd must be a non-empty path"},
+		{name: "http without url", entry: `{}`, wantErr: "http servers require a url"},
+		{name: "http empty url", entry: `{"type":"http","url":""}`, wantErr: "http servers require a url"},
+		{name: "url ftp", entry: `{"url":"ftp://h/"}`, wantErr: "Server s: URL requires HTTP(S), host, and no embedded credentials"},
+		{name: "url no host", entry: `{"url":"https:///x"}`, wantErr: "URL requires HTTP(S), host"},
+		{name: "url port only", entry: `{"url":"https://:443/x"}`, wantErr: "URL requires HTTP(S), host"},
+		{name: "url relative", entry: `{"url":"/mcp"}`, wantErr: "URL requires HTTP(S), host"},
+		{name: "url userinfo", entry: `{"url":"https://u:p@h/"}`, wantErr: "no embedded credentials"},
+		{name: "url user only", entry: `{"url":"https://u@h/"}`, wantErr: "no embedded credentials"},
+		{name: "stdio with url", entry: `{"command":"x","url":"https://h/"}`, wantErr: `field "url" is not valid for the stdio transport`},
+		{name: "stdio with headers", entry: `{"type":"stdio","command":"x","headers":{}}`, wantErr: `field "headers" is not valid for the stdio transport`},
+		{name: "stdio with oauth", entry: `{"command":"x","oauth":{}}`, wantErr: `field "oauth" is not valid for the stdio transport`},
+		{name: "http with command", entry: `{"type":"http","url":"https://h/","command":"x"}`, wantErr: `field "command" is not valid for the http transport`},
+		{name: "http with args", entry: `{"url":"https://h/","args":[]}`, wantErr: `field "args" is not valid for the http transport`},
+		{name: "http with env", entry: `{"url":"https://h/","env":{}}`, wantErr: `field "env" is not valid for the http transport`},
+		{name: "http with cwd", entry: `{"url":"https://h/","cwd":"."}`, wantErr: `field "cwd" is not valid for the http transport`},
+		{name: "headers not object", entry: `{"url":"https://h/","headers":"a: b"}`, wantErr: `field "headers" must be an object of strings`},
+		{name: "empty authorization", entry: `{"url":"https://h/","headers":{"Authorization":""}}`, wantErr: "Server s: empty authorization header; configure credentials explicitly", creds: true},
+		{name: "bare bearer", entry: `{"url":"https://h/","headers":{"authorization":" bearer  "}}`, wantErr: "empty authorization header", creds: true},
+		{name: "reserved header", entry: `{"url":"https://h/","headers":{"accept":"text/plain"}}`, wantErr: `header "Accept" is managed by the broker`},
+		{name: "reserved session header", entry: `{"url":"https://h/","headers":{"MCP-Session-Id":"x"}}`, wantErr: `header "Mcp-Session-Id" is managed by the broker`},
+		{name: "bad header name", entry: `{"url":"https://h/","headers":{"bad name":"v"}}`, wantErr: "valid HTTP header names"},
+		{name: "bad header value", entry: `{"url":"https://h/","headers":{"X-A":"a\nb"}}`, wantErr: `header "X-A" has an invalid HTTP value`},
+		{name: "duplicate header", entry: `{"url":"https://h/","headers":{"X-A":"1","x-a":"2"}}`, wantErr: `header "X-A" is given more than once`},
+		{name: "oauth with authorization", entry: `{"url":"https://h/","headers":{"Authorization":"Bearer t"},"oauth":{"credentialFile":"c"}}`, wantErr: "oauth conflicts with an Authorization header"},
+		{name: "oauth not object", entry: `{"url":"https://h/","oauth":true}`, wantErr: `field "oauth" must be an object`},
+		{name: "oauth bad grant", entry: `{"url":"https://h/","oauth":{"grantType":"password","credentialFile":"c"}}`, wantErr: "oauth.grantType must be authorization_code or client_credentials"},
+		{name: "client credentials without secret", entry: `{"url":"https://h/","oauth":{"grantType":"client_credentials","clientId":"i"}}`, wantErr: "client_credentials requires oauth.clientId and oauth.clientSecret", creds: true},
+		{name: "client credentials without id", entry: `{"url":"https://h/","oauth":{"grantType":"client_credentials","clientSecret":"s"}}`, wantErr: "client_credentials requires oauth.clientId and oauth.clientSecret", creds: true},
+		{name: "authorization code without file", entry: `{"url":"https://h/","oauth":{"clientId":"i"}}`, wantErr: "authorization_code requires oauth.credentialFile"},
+		{name: "empty client secret", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","clientSecret":""}}`, wantErr: "oauth.clientSecret must be non-empty", creds: true},
+		{name: "empty client id", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","clientId":""}}`, wantErr: "oauth.clientId must be non-empty"},
+		{name: "port too large", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","redirectPort":70000}}`, wantErr: "oauth.redirectPort must be an integer 0..65535"},
+		{name: "port negative", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","redirectPort":-1}}`, wantErr: "oauth.redirectPort"},
+		{name: "port string", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","redirectPort":"80"}}`, wantErr: "oauth.redirectPort"},
+		{name: "port fraction", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","redirectPort":80.5}}`, wantErr: "oauth.redirectPort"},
+		{name: "scopes not strings", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","scopes":[1]}}`, wantErr: `field "scopes" must be an array of strings`},
+		{name: "scope empty", entry: `{"url":"https://h/","oauth":{"credentialFile":"c","scopes":[""]}}`, wantErr: "oauth.scopes must be non-empty scope tokens"},
+		{name: "allowedTools empty name", entry: `{"command":"x","allowedTools":[""]}`, wantErr: "allowedTools entries must be 1..400 bytes"},
+		{name: "allowedTools control char", entry: `{"command":"x","allowedTools":["a\u0007"]}`, wantErr: "allowedTools entries must be 1..400 bytes without control characters"},
+		{name: "allowedTools too long", entry: `{"command":"x","allowedTools":["` + strings.Repeat("t", 401) + `"]}`, wantErr: "allowedTools entries must be 1..400 bytes"},
+		{name: "allowedTools not array", entry: `{"command":"x","allowedTools":"*"}`, wantErr: `field "allowedTools" must be an array of strings`},
+		{name: "disabled not bool", entry: `{"command":"x","disabled":"yes"}`, wantErr: `field "disabled" must be a boolean`},
+		{name: "brokerAllowed not bool", entry: `{"command":"x","brokerAllowed":1}`, wantErr: `field "brokerAllowed" must be a boolean`},
+		{name: "missing variable", entry: `{"command":"x","env":{"K":"${NOPE}"}}`, wantErr: `Server s field "env": Required environment variable is missing; config values are omitted (variable NOPE)`, creds: true},
+		{name: "empty variable", entry: `{"url":"https://h/","headers":{"X-K":"${EMPTY}"}}`, env: map[string]string{"EMPTY": ""}, wantErr: "Required environment variable is empty; configure credentials explicitly (variable EMPTY)", creds: true},
+		{name: "unclosed placeholder", entry: `{"command":"x${ABC"}`, wantErr: "Unclosed environment placeholder in MCP config"},
+		{name: "invalid placeholder", entry: `{"command":"${A-B}"}`, wantErr: "Invalid environment placeholder in MCP config"},
+		{name: "empty placeholder", entry: `{"command":"${}"}`, wantErr: "Invalid environment placeholder in MCP config"},
+		{name: "default syntax unsupported", entry: `{"command":"${A:-x}"}`, wantErr: "Invalid environment placeholder in MCP config"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for k, v := range tc.env {
+				f.env[k] = v
+			}
+			f.writeProject(t, `{"s": `+tc.entry+`}`)
+			reg, err := LoadRegistry(f.opts(ScopeProject))
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("LoadRegistry succeeded, want error containing %q", tc.wantErr)
+				}
+				ce := asConfigError(t, err)
+				if !strings.Contains(ce.Msg, tc.wantErr) {
+					t.Fatalf("error %q lacks %q", ce.Msg, tc.wantErr)
+				}
+				if ce.Credentials != tc.creds {
+					t.Errorf("Credentials = %v, want %v", ce.Credentials, tc.creds)
+				}
+				if reg != nil {
+					t.Errorf("registry returned with an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadRegistry: %v", err)
+			}
+			e, ok := reg.Lookup("s")
+			if !ok {
+				t.Fatalf("server s not configured: %+v", reg)
+			}
+			if e.Fingerprint == "" {
+				t.Errorf("no fingerprint")
+			}
+			if tc.check != nil {
+				tc.check(t, f, e)
+			}
+		})
+	}
+}
+
+func TestServerNames(t *testing.T) {
+	cases := []struct {
+		name string // JSON string literal content
+		ok   bool
+	}{
+		{"a", true},
+		{strings.Repeat("n", 200), true},
+		{"ünïcode name", true},
+		{strings.Repeat("n", 201), false},
+		{"", false},
+		{`a\u0001b`, false},
+		{`tab\there`, false},
+		{`del\u007f`, false},
+		{`c1\u0085`, false},
+	}
+	for _, tc := range cases {
+		f := newFixture(t)
+		f.writeProject(t, `{"`+tc.name+`": {"command":"x"}}`)
+		_, err := LoadRegistry(f.opts(ScopeProject))
+		if tc.ok && err != nil {
+			t.Errorf("name %q: %v", tc.name, err)
+		}
+		if !tc.ok {
+			if err == nil {
+				t.Errorf("name %q accepted", tc.name)
+				continue
+			}
+			if msg := asConfigError(t, err).Msg; msg != msgRegBadServerName {
+				t.Errorf("name %q: error %q", tc.name, msg)
+			}
+		}
+	}
+}
+
+func TestRegistryFileRules(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, f *fixture) RegistryOptions
+		wantErr string
+		check   func(t *testing.T, f *fixture, r *Registry)
+	}{
+		{name: "missing .mcp.json is an empty registry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			return f.opts(ScopeProject)
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if r.Present || r.Disabled || len(r.Servers) != 0 {
+				t.Errorf("registry = %+v", r)
+			}
+			want := []Source{{Kind: SourceProject, Path: filepath.Join(f.project, ".mcp.json")}}
+			if !reflect.DeepEqual(r.Sources, want) {
+				t.Errorf("Sources = %+v", r.Sources)
+			}
+			if r.Provenance != (Provenance{Project: f.project, Registry: RegistryProjectAndOptIn, Scope: "project"}) {
+				t.Errorf("Provenance = %+v", r.Provenance)
+			}
+		}},
+		{name: "empty mcpServers is present", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			f.writeProject(t, `{}`)
+			return f.opts(ScopeProject)
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if !r.Present || len(r.Servers) != 0 || !r.Sources[0].Present {
+				t.Errorf("registry = %+v", r)
+			}
+		}},
+		{name: "explicit config absolute", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			p := filepath.Join(f.home, "reg.json")
+			writeFile(t, p, `{"mcpServers":{"a":{"command":"x"}}}`)
+			f.writeProject(t, `{"b":{"command":"x"}}`) // ignored: --config is the only file
+			o := f.opts(ScopeAll)
+			o.ConfigPath = p
+			return o
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if !reflect.DeepEqual(r.Names(), []string{"a"}) || !r.Present {
+				t.Errorf("names = %v", r.Names())
+			}
+			if r.Provenance.Registry != RegistryExplicitConfig || r.Provenance.Scope != "all" {
+				t.Errorf("Provenance = %+v", r.Provenance)
+			}
+			if e := r.Servers["a"]; e.Kind != SourceConfig || e.Cwd != f.home {
+				t.Errorf("entry = %+v", e)
+			}
+		}},
+		{name: "explicit config relative to project", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			if err := os.Mkdir(filepath.Join(f.project, "cfg"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(f.project, "cfg", "r.json"), `{"mcpServers":{"a":{"command":"x","cwd":".."}}}`)
+			o := f.opts(ScopeProject)
+			o.ConfigPath = "cfg/r.json"
+			return o
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if e := r.Servers["a"]; e.Source != filepath.Join(f.project, "cfg", "r.json") || e.Cwd != f.project {
+				t.Errorf("entry = %+v", e)
+			}
+		}},
+		{name: "explicit config missing", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			o := f.opts(ScopeProject)
+			o.ConfigPath = "absent.json"
+			return o
+		}, wantErr: "Cannot read MCP registry file; check --config and file permissions"},
+		{name: "explicit config unreadable", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			// A path through a regular file cannot be opened, even by root.
+			p := filepath.Join(f.project, "r.json")
+			writeFile(t, p, `{"mcpServers":{}}`)
+			o := f.opts(ScopeProject)
+			o.ConfigPath = filepath.Join(p, "inner.json")
+			return o
+		}, wantErr: "Cannot read MCP registry file"},
+		{name: "device", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			o := f.opts(ScopeProject)
+			o.ConfigPath = "/dev/null"
+			return o
+		}, wantErr: "MCP registry must be a regular file; FIFOs and devices are unsupported"},
+		{name: "directory", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			if err := os.Mkdir(filepath.Join(f.project, ".mcp.json"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry must be a regular file"},
+		{name: "exactly 1 MiB", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			body := `{"mcpServers":{"a":{"command":"x"}}}`
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxRegistryBytes-len(body)))
+			return f.opts(ScopeProject)
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if len(r.Servers) != 1 {
+				t.Errorf("servers = %v", r.Names())
+			}
+		}},
+		{name: "1 MiB + 1", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			body := `{"mcpServers":{"a":{"command":"x"}}}`
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxRegistryBytes+1-len(body)))
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry exceeds the 1 MiB limit"},
+		{name: "invalid JSON", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers": {`)
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry is invalid JSON; values are omitted from diagnostics"},
+		{name: "trailing data", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers": {}} x`)
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry is invalid JSON"},
+		{name: "top level array", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `[]`)
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry is invalid JSON"},
+		{name: "top level null", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `null`)
+			return f.opts(ScopeProject)
+		}, wantErr: "MCP registry is invalid JSON"},
+		{name: "no mcpServers", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"servers":{}}`)
+			return f.opts(ScopeProject)
+		}, wantErr: "Project MCP registry requires mcpServers; check the registry format"},
+		{name: "mcpServers not object", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers":[]}`)
+			return f.opts(ScopeProject)
+		}, wantErr: "mcpServers must be an object"},
+		{name: "mcpServers null", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers":null}`)
+			return f.opts(ScopeProject)
+		}, wantErr: "mcpServers must be an object"},
+		{name: "one bad entry invalidates all", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			f.writeProject(t, `{"good":{"command":"x"},"bad":{"command":1}}`)
+			return f.opts(ScopeProject)
+		}, wantErr: "Invalid configuration for server bad"},
+		{name: "disabled entry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			f.writeProject(t, `{"on":{"command":"x"},"off":{"command":1,"disabled":true}}`)
+			return f.opts(ScopeProject)
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if !reflect.DeepEqual(r.Names(), []string{"on"}) || !reflect.DeepEqual(r.Excluded, map[string]string{"off": ExcludedDisabled}) {
+				t.Errorf("names %v excluded %v", r.Names(), r.Excluded)
+			}
+		}},
+		{name: "disabled entry still rejects unknown fields", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			f.writeProject(t, `{"off":{"command":"x","disabled":true,"bogus":1}}`)
+			return f.opts(ScopeProject)
+		}, wantErr: `unknown field "bogus"`},
+		{name: "no bridge ignores a broken registry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{`)
+			o := f.opts(ScopeAll)
+			o.NoBridge = true
+			o.Home = ""
+			return o
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if !r.Disabled || r.Present || len(r.Servers) != 0 || len(r.Sources) != 0 {
+				t.Errorf("registry = %+v", r)
+			}
+		}},
+		{name: "scope none", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			f.writeProject(t, `{"a":{"command":"x"}}`)
+			o := f.opts(ScopeNone)
+			o.ConfigPath = "absent.json"
+			return o
+		}, check: func(t *testing.T, f *fixture, r *Registry) {
+			if !r.Disabled || len(r.Servers) != 0 || r.Provenance.Scope != "none" {
+				t.Errorf("registry = %+v", r)
+			}
+		}},
+		{name: "relative config without project", setup: func(t *testing.T, f *fixture) RegistryOptions {
+			return RegistryOptions{ConfigPath: "r.json", Scope: ScopeProject}
+		}, wantErr: "Cannot read MCP registry file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			reg, err := LoadRegistry(tc.setup(t, f))
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("LoadRegistry succeeded, want %q", tc.wantErr)
+				}
+				if msg := asConfigError(t, err).Msg; !strings.Contains(msg, tc.wantErr) {
+					t.Fatalf("error %q lacks %q", msg, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadRegistry: %v", err)
+			}
+			tc.check(t, f, reg)
+		})
+	}
+}
+
+// TestRegistryFIFO pins that a FIFO registry is refused at once instead of blocking
+// on an open or a read that no writer will ever satisfy.
+func TestRegistryFIFO(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		f := newFixture(t)
+		path := filepath.Join(f.project, ".mcp.json")
+		if err := syscall.Mkfifo(path, 0o600); err != nil {
+			t.Fatalf("mkfifo: %v", err)
+		}
+		o := f.opts(ScopeProject)
+		if explicit {
+			o.ConfigPath = path
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := LoadRegistry(o)
+			done <- err
+		}()
+		bound := 5 * time.Second
+		if dl, ok := t.Deadline(); ok && time.Until(dl) < bound {
+			bound = time.Until(dl) / 2
+		}
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), msgRegNotRegular) {
+				t.Errorf("explicit=%v: error %v, want %q", explicit, err, msgRegNotRegular)
+			}
+		case <-time.After(bound):
+			// Unblock the stuck open or read so the goroutine can finish.
+			if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("explicit=%v: LoadRegistry blocked on a FIFO for %v", explicit, bound)
+		}
+	}
+}
+
+func TestForeignScopes(t *testing.T) {
+	const claude = `{
+	  "numStartups": 3,
+	  "mcpServers": {
+	    "granted": {"command":"user-tool","brokerAllowed":true},
+	    "ungranted": {"url":"ftp://bad","headers":{"Authorization":"${MISSING}"},"bogus":1},
+	    "stringgrant": {"command":"x","brokerAllowed":"true"},
+	    "notobject": 5,
+	    "clash": {"command":"user-cmd","brokerAllowed":true},
+	    "off": {"command":"x","brokerAllowed":true,"disabled":true}
+	  },
+	  "projects": {
+	    "PROJECT": {"mcpServers": {
+	      "localgranted": {"url":"https://h/","brokerAllowed":true,"allowedTools":["t"]},
+	      "localno": {"command":"x"}
+	    }},
+	    "/elsewhere": {"mcpServers": {"otherproject": {"command":"x","brokerAllowed":true}}}
+	  }
+	}`
+	cases := []struct {
+		scope    Scope
+		names    []string
+		excluded map[string]string
+		clashCmd string
+	}{
+		{ScopeAll, []string{"clash", "granted", "localgranted"},
+			map[string]string{"ungranted": ExcludedNotGranted, "stringgrant": ExcludedNotGranted, "notobject": ExcludedNotGranted, "off": ExcludedDisabled, "localno": ExcludedNotGranted},
+			"project-cmd"},
+		{ScopeUser, []string{"clash", "granted"},
+			map[string]string{"ungranted": ExcludedNotGranted, "stringgrant": ExcludedNotGranted, "notobject": ExcludedNotGranted, "off": ExcludedDisabled},
+			"user-cmd"},
+		{ScopeLocal, []string{"localgranted"}, map[string]string{"localno": ExcludedNotGranted}, ""},
+		{ScopeUser | ScopeProject, []string{"clash", "granted", "only-project"},
+			map[string]string{"ungranted": ExcludedNotGranted, "stringgrant": ExcludedNotGranted, "notobject": ExcludedNotGranted, "off": ExcludedDisabled},
+			"project-cmd"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.scope.String(), func(t *testing.T) {
+			f := newFixture(t)
+			writeFile(t, filepath.Join(f.home, ".claude.json"), strings.Replace(claude, "PROJECT", f.project, 1))
+			f.writeProject(t, `{"clash":{"command":"project-cmd"},"only-project":{"command":"x"}}`)
+			if tc.scope == ScopeAll {
+				// Without brokerAllowed, a project entry is still granted.
+				f.writeProject(t, `{"clash":{"command":"project-cmd"}}`)
+			}
+			reg, err := LoadRegistry(f.opts(tc.scope))
+			if err != nil {
+				t.Fatalf("LoadRegistry: %v", err)
+			}
+			if !reflect.DeepEqual(reg.Names(), tc.names) {
+				t.Errorf("names = %v, want %v", reg.Names(), tc.names)
+			}
+			if !reflect.DeepEqual(reg.Excluded, tc.excluded) {
+				t.Errorf("excluded = %v, want %v", reg.Excluded, tc.excluded)
+			}
+			if tc.clashCmd != "" && reg.Servers["clash"].Command != tc.clashCmd {
+				t.Errorf("clash command = %q, want %q", reg.Servers["clash"].Command, tc.clashCmd)
+			}
+			if e, ok := reg.Servers["granted"]; ok && (e.Kind != SourceUser || e.Cwd != f.home) {
+				t.Errorf("granted = %+v", e)
+			}
+			if e, ok := reg.Servers["localgranted"]; ok && (e.Kind != SourceLocal || !e.ToolAllowed("t") || e.ToolAllowed("u")) {
+				t.Errorf("localgranted = %+v", e)
+			}
+			if !reg.Present || reg.Provenance.Scope != tc.scope.String() || reg.Provenance.Registry != RegistryProjectAndOptIn {
+				t.Errorf("present %v provenance %+v", reg.Present, reg.Provenance)
+			}
+		})
+	}
+
+	t.Run("granted entries are validated", func(t *testing.T) {
+		f := newFixture(t)
+		writeFile(t, filepath.Join(f.home, ".claude.json"), `{"mcpServers":{"g":{"command":"x","brokerAllowed":true,"bogus":1}}}`)
+		_, err := LoadRegistry(f.opts(ScopeUser))
+		if err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) {
+			t.Fatalf("error = %v", err)
+		}
+	})
+	t.Run("missing HOME", func(t *testing.T) {
+		for _, s := range []Scope{ScopeUser, ScopeLocal, ScopeAll} {
+			f := newFixture(t)
+			o := f.opts(s)
+			o.Home = ""
+			_, err := LoadRegistry(o)
+			if err == nil || asConfigError(t, err).Msg != msgRegHomeMissing {
+				t.Errorf("scope %v: error = %v", s, err)
+			}
+		}
+		f := newFixture(t)
+		o := f.opts(ScopeProject)
+		o.Home = ""
+		if _, err := LoadRegistry(o); err != nil {
+			t.Errorf("project scope needs no HOME: %v", err)
+		}
+	})
+	t.Run("absent claude.json", func(t *testing.T) {
+		f := newFixture(t)
+		reg, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reg.Present || len(reg.Servers) != 0 || len(reg.Sources) != 2 || reg.Sources[0].Present {
+			t.Errorf("registry = %+v", reg)
+		}
+	})
+	t.Run("claude.json without servers", func(t *testing.T) {
+		f := newFixture(t)
+		writeFile(t, filepath.Join(f.home, ".claude.json"), `{"projects":{}}`)
+		reg, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+		if err != nil || !reg.Present || len(reg.Servers) != 0 {
+			t.Fatalf("registry = %+v, %v", reg, err)
+		}
+	})
+	t.Run("claude.json shape errors", func(t *testing.T) {
+		for body, want := range map[string]string{
+			`{"mcpServers":[]}`:                           "mcpServers must be an object",
+			`{"projects":[]}`:                             "projects must be an object",
+			`{"projects":{"PROJECT":1}}`:                  "the project entry must be an object",
+			`{"projects":{"PROJECT":{"mcpServers":"x"}}}`: "the project's mcpServers must be an object",
+			`{`: msgRegInvalidJSON,
+		} {
+			f := newFixture(t)
+			writeFile(t, filepath.Join(f.home, ".claude.json"), strings.Replace(body, "PROJECT", f.project, 1))
+			_, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error = %v, want %q", body, err, want)
+			}
+		}
+	})
+}
+
+func TestSelfLaunchDropped(t *testing.T) {
+	f := newFixture(t)
+	bin := filepath.Join(f.project, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(bin, "server-binary")
+	writeFile(t, self, "#!/bin/sh\n")
+	if err := os.Chmod(self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(f.home, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(bin, "other-binary")
+	writeFile(t, other, "#!/bin/sh\n")
+	if err := os.Chmod(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.env["PATH"] = "/nonexistent:" + bin
+	f.env["SELF"] = self
+	dropped := map[string]string{
+		"bare":       `{"command":"repl-mcp"}`,
+		"exe":        `{"command":"/usr/local/bin/repl-mcp.exe","args":["--mcp-scope","none"]}`,
+		"module":     `{"command":"python3","args":["-u","-m","repl_mcp"]}`,
+		"submodule":  `{"command":"/usr/bin/python","args":["-m","repl_mcp.repl_mcp_server"]}`,
+		"uvx":        `{"command":"uvx","args":["--from","x.whl","repl-mcp"]}`,
+		"uv":         `{"command":"/opt/uv","args":["tool","run","repl-mcp"]}`,
+		"absolute":   `{"command":"${SELF}"}`,
+		"symlink":    `{"command":"` + filepath.Join(f.home, "alias") + `"}`,
+		"path":       `{"command":"server-binary"}`,
+		"relative":   `{"command":"./bin/server-binary"}`,
+		"alias-same": `{"command":"repl-mcp","allowedTools":["x"]}`,
+	}
+	kept := map[string]string{
+		"fixture":     `{"command":"/tmp/repl_mcp_fixture/server","args":["repl_mcp"]}`,
+		"other-mod":   `{"command":"python3","args":["-m","repl_mcp_fixture"]}`,
+		"uvx-other":   `{"command":"uvx","args":["some-server"]}`,
+		"node":        `{"command":"node","args":["repl-mcp"]}`,
+		"other-bin":   `{"command":"other-binary"}`,
+		"http":        `{"url":"https://h/repl-mcp"}`,
+		"missing-bin": `{"command":"./bin/absent"}`,
+	}
+	var parts []string
+	for n, e := range dropped {
+		parts = append(parts, `"`+n+`":`+e)
+	}
+	for n, e := range kept {
+		parts = append(parts, `"`+n+`":`+e)
+	}
+	f.writeProject(t, "{"+strings.Join(parts, ",")+"}")
+	o := f.opts(ScopeProject)
+	o.SelfExecutables = []string{"/nonexistent/self", self}
+	reg, err := LoadRegistry(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.SelfExcluded != len(dropped) {
+		t.Errorf("SelfExcluded = %d, want %d", reg.SelfExcluded, len(dropped))
+	}
+	for n := range dropped {
+		if _, ok := reg.Servers[n]; ok {
+			t.Errorf("%s not dropped", n)
+		}
+		if _, ok := reg.Excluded[n]; ok {
+			t.Errorf("%s dropped silently must not be listed as excluded", n)
+		}
+	}
+	for n := range kept {
+		if _, ok := reg.Servers[n]; !ok {
+			t.Errorf("%s dropped", n)
+		}
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Mkdir(filepath.Join(f.project, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.writeProject(t, `{
+	  "a": {"command":"srv","args":["1"],"env":{"X":"1","Y":"2"}},
+	  "b": {"type":"stdio","command":"srv","args":["1"],"env":{"Y":"2","X":"1"},"allowedTools":["t"],"brokerAllowed":true},
+	  "c": {"command":"srv","args":["1"],"env":{"X":"1","Y":"3"}},
+	  "d": {"command":"srv","args":["1"],"env":{"X":"1","Y":"2"},"cwd":"sub"},
+	  "e": {"command":"srv","args":["1","2"],"env":{"X":"1","Y":"2"}},
+	  "f": {"command":"srv","args":["1"],"env":{"X":"1","Y":"2"},"cwd":"."},
+	  "h1": {"url":"https://h/","headers":{"X-K":"v"}},
+	  "h2": {"type":"streamable-http","url":"https://h/","headers":{"x-k":"v"},"allowedTools":[]},
+	  "h3": {"url":"https://h/","headers":{"X-K":"w"}},
+	  "h4": {"url":"https://h/","oauth":{"credentialFile":"c.json"}}
+	}`)
+	reg, err := LoadRegistry(f.opts(ScopeProject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := func(n string) string { return reg.Servers[n].Fingerprint }
+	for _, same := range [][2]string{{"a", "b"}, {"a", "f"}, {"h1", "h2"}} {
+		if fp(same[0]) != fp(same[1]) {
+			t.Errorf("%s and %s must share a transport", same[0], same[1])
+		}
+	}
+	for _, diff := range [][2]string{{"a", "c"}, {"a", "d"}, {"a", "e"}, {"h1", "h3"}, {"h1", "h4"}} {
+		if fp(diff[0]) == fp(diff[1]) {
+			t.Errorf("%s and %s must not share a transport", diff[0], diff[1])
+		}
+	}
+}
+
+// TestSecretsNeverEchoed plants a recognizable secret in every place a registry can
+// hold one and asserts that no error message carries it.
+func TestSecretsNeverEchoed(t *testing.T) {
+	const secret = "S3CR3T-planted-7f3a91"
+	env := map[string]string{
+		"TOKEN":     secret,
+		"TOKEN_NL":  secret + "\r\nX-Injected: 1",
+		"TOKEN_NUL": secret + "\x00",
+		"URL_CRED":  "https://user:" + secret + "@h/",
+	}
+	entries := []string{
+		`{"command":"x","bogus":"` + secret + `"}`,
+		`{"command":["` + secret + `"]}`,
+		`{"command":"x","args":[1,"` + secret + `"]}`,
+		`{"command":"x","env":{"K":"${TOKEN_NUL}"}}`,
+		`{"command":"x","env":{"K":"` + secret + `","L":"${MISSING}"}}`,
+		`{"command":"x","env":{"K=` + secret + `":"v"}}`,
+		`{"command":"x","cwd":"/nonexistent/` + secret + `"}`,
+		`{"command":"x","url":"https://h/` + secret + `"}`,
+		`{"type":"` + secret + `","command":"x"}`,
+		`{"url":"${URL_CRED}"}`,
+		`{"url":"https://user:` + secret + `@h/"}`,
+		`{"url":"ftp://` + secret + `/"}`,
+		`{"url":"https://h/","headers":{"X-K":"${TOKEN_NL}"}}`,
+		`{"url":"https://h/","headers":{"X-K":"` + secret + `\n"}}`,
+		`{"url":"https://h/","headers":{"Accept":"` + secret + `"}}`,
+		`{"url":"https://h/","headers":{"X-K":"` + secret + `","X-L":"${MISSING}"}}`,
+		`{"url":"https://h/","headers":{"bad name ` + secret + `":"v"}}`,
+		`{"url":"https://h/","headers":{"Authorization":"Bearer ${TOKEN}"},"oauth":{"credentialFile":"c"}}`,
+		`{"url":"https://h/","headers":{"Authorization":"Bearer ` + secret + `","X-A":"1","x-a":"2"}}`,
+		`{"url":"https://h/","oauth":{"grantType":"` + secret + `"}}`,
+		`{"url":"https://h/","oauth":{"clientSecret":"${TOKEN}"}}`,
+		`{"url":"https://h/","oauth":{"grantType":"client_credentials","clientSecret":"` + secret + `"}}`,
+		`{"url":"https://h/","oauth":{"credentialFile":"c","redirectPort":"` + secret + `"}}`,
+		`{"url":"https://h/","oauth":{"credentialFile":"c","scopes":["` + secret + ` x"]}}`,
+		`{"command":"x","allowedTools":["` + secret + `\u0001"]}`,
+		`{"command":"x","disabled":"` + secret + `"}`,
+		`{"command":"${` + secret + `"}`,
+		`"` + secret + `"`,
+	}
+	files := []string{
+		`{"mcpServers": {"s": {"command": "` + secret + `" ,, }}}`,
+		`{"mcpServers": "` + secret + `"}`,
+		`["` + secret + `"]`,
+		`{"mcpServers": {"s` + secret + `\u0001": {"command":"x"}}}`,
+	}
+	for _, e := range entries {
+		files = append(files, `{"mcpServers": {"s": `+e+`}}`)
+	}
+	for i, body := range files {
+		f := newFixture(t)
+		f.env = env
+		writeFile(t, filepath.Join(f.project, ".mcp.json"), body)
+		reg, err := LoadRegistry(f.opts(ScopeProject))
+		if err == nil {
+			t.Errorf("case %d succeeded (%v), want an error: %s", i, reg.Names(), body)
+			continue
+		}
+		msg := asConfigError(t, err).Msg
+		if strings.Contains(msg, secret) || strings.Contains(msg, "7f3a91") {
+			t.Errorf("case %d leaks the secret: %q", i, msg)
+		}
+	}
+
+	// A valid registry holding the secret: the fingerprint must not expose it either.
+	f := newFixture(t)
+	f.env = env
+	f.writeProject(t, `{"s":{"url":"https://h/","headers":{"Authorization":"Bearer ${TOKEN}"}}}`)
+	reg, err := LoadRegistry(f.opts(ScopeProject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := reg.Servers["s"]; e.Headers["Authorization"] != "Bearer "+secret || strings.Contains(e.Fingerprint, secret) {
+		t.Errorf("entry = %q / %q", e.Headers, e.Fingerprint)
+	}
+	prov, _ := json.Marshal(reg.Provenance)
+	if strings.Contains(string(prov), secret) {
+		t.Errorf("provenance leaks the secret")
+	}
+}
+
+func TestRegistryOptionsProvenance(t *testing.T) {
+	o := RegistryOptions{Project: "/p", Scope: ScopeProject | ScopeLocal}
+	if got := o.Provenance(); got != (Provenance{Project: "/p", Registry: RegistryProjectAndOptIn, Scope: "project,local"}) {
+		t.Errorf("Provenance = %+v", got)
+	}
+	o.ConfigPath = "r.json"
+	b, _ := json.Marshal(o.Provenance())
+	if string(b) != `{"project":"/p","registry":"explicit_config","scope":"project,local"}` {
+		t.Errorf("Provenance JSON = %s", b)
+	}
+}
