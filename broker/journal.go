@@ -1,0 +1,811 @@
+package broker
+
+// The effect journal: metadata of every downstream tool call, so that after a
+// cancel or a crash an agent can tell whether a remote write may have happened.
+// One Journal is shared by every broker of the runtime (one per project); each
+// record carries its session and project. Records hold metadata only, never
+// arguments or results.
+//
+// With a path, the journal is a private file holding a JSON array with one
+// record per line. Every change is written as an atomic snapshot (temp file in
+// the same directory, fsync, rename, fsync the directory) before Dispatch or
+// Finish returns. Writers are serialized by writeSem and coalesce: a writer
+// whose change was already included in another writer's snapshot returns at
+// once. The metadata mutex is never held across I/O, so Records never waits on
+// a disk flush.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Journal limits (contract 13.1).
+const (
+	journalMaxRecords   = 256
+	journalMaxBytes     = 900_000 // serialized bytes held in memory
+	journalMaxFileBytes = 1 << 20
+	journalMaxString    = 400 // characters, for every string but project
+	journalMaxProject   = 4096
+)
+
+// journalRecoveredReason is the reason given to dispatched records found at open.
+const journalRecoveredReason = "runtime stopped before the call finished; the remote effect may have happened"
+
+// Errors returned by OpenJournal, Dispatch and Finish.
+var (
+	// ErrJournalLocked: another Journal, in this or another process, owns the path.
+	ErrJournalLocked = errors.New("Broker journal is already owned by another runtime; choose a separate --journal path")
+	// ErrJournalNotPrivate: the journal (or its lock) is a symlink, not a
+	// regular file, not owned by the effective user, or open to group/others.
+	ErrJournalNotPrivate = errors.New("Broker journal must be an owned private 0600 file")
+	// ErrJournalInvalid: the journal file is too large or its content is not a
+	// journal (a torn last record is not an error).
+	ErrJournalInvalid = errors.New("Broker journal is invalid")
+	// ErrJournalFull: every one of the 256 records is still in flight.
+	ErrJournalFull = errors.New("Effect journal has 256 in-flight calls; finish or cancel one before dispatching another")
+	// ErrJournalBudget: in-flight records alone fill the 900,000-byte budget.
+	ErrJournalBudget = errors.New("Effect journal metadata budget exhausted by in-flight calls; no tool was dispatched")
+	// ErrJournalPersist: a durable write failed. Dispatch wraps it when no tool
+	// was dispatched; Finish wraps it in the contract's "do not retry blindly"
+	// messages.
+	ErrJournalPersist = errors.New("durable journal update failed")
+	// ErrJournalClosed: the Journal was closed.
+	ErrJournalClosed = errors.New("broker journal is closed")
+	// ErrInvalidCallMeta: call metadata exceeds the journal's string bounds.
+	ErrInvalidCallMeta = errors.New("MCP call metadata exceeds journal limits; no tool was dispatched")
+	// errJournalWaitAbandoned: persist gave up waiting for other writers.
+	errJournalWaitAbandoned = errors.New("journal write abandoned")
+	// ErrUnknownCall: Finish was given an id the journal does not hold.
+	ErrUnknownCall = errors.New("journal has no record with this id")
+	// ErrCallFinished: Finish was called twice for one id.
+	ErrCallFinished = errors.New("journal record is already finished")
+)
+
+// Status is where a journalled call stands.
+type Status string
+
+// The call lifecycle: StatusDispatched, then exactly one terminal status.
+const (
+	StatusDispatched     Status = "dispatched"      // persisted before the request is sent
+	StatusCompleted      Status = "completed"       // result without isError
+	StatusToolError      Status = "tool_error"      // result with isError
+	StatusOutcomeUnknown Status = "outcome_unknown" // transport/protocol error, timeout, cancel, or crash
+)
+
+func (s Status) valid() bool { return s == StatusDispatched || s.terminal() }
+
+func (s Status) terminal() bool {
+	return s == StatusCompleted || s == StatusToolError || s == StatusOutcomeUnknown
+}
+
+// CallMeta identifies a call for the journal. It has no room for arguments or
+// results by design.
+type CallMeta struct {
+	SessionID string // ≤400 characters
+	Project   string // canonical project directory, ≤4096 characters
+	RunID     string // ≤400 characters
+	Server    string // 1..400 characters
+	Tool      string // 1..400 characters
+}
+
+// Record is one journalled call, as stored on disk and returned by
+// mcp.journal(). FinishedMs is nil while the call is dispatched. Reason is a
+// short broker-written explanation (never remote content), ≤400 characters.
+type Record struct {
+	ID         string `json:"id"` // "<epoch ms>-<uuid>"
+	SessionID  string `json:"session_id"`
+	Project    string `json:"project"`
+	RunID      string `json:"run_id"`
+	Server     string `json:"server"`
+	Tool       string `json:"tool"`
+	StartedMs  int64  `json:"started_ms"`
+	FinishedMs *int64 `json:"finished_ms"`
+	Status     Status `json:"status"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// journalKeys are the only keys a stored record may have.
+var journalKeys = map[string]bool{
+	"id": true, "session_id": true, "project": true, "run_id": true, "server": true,
+	"tool": true, "started_ms": true, "finished_ms": true, "status": true, "reason": true,
+}
+
+// JournalConfig configures OpenJournal.
+type JournalConfig struct {
+	// Path of the journal file; empty keeps the journal in memory only. The
+	// lock file is Path with its extension replaced by "lock".
+	Path string
+	// Logger receives recovery, eviction and write-failure reports; nil discards.
+	Logger *slog.Logger
+}
+
+// JournalStats reports a journal's occupancy, for health output.
+type JournalStats struct {
+	Durable   bool   // backed by a file
+	Records   int    // records held
+	InFlight  int    // records still dispatched
+	Bytes     int    // serialized bytes held (bound 900,000)
+	Evicted   uint64 // terminal records evicted, oldest first, since open
+	Recovered int    // dispatched records turned into outcome_unknown at open
+}
+
+// Journal records call metadata. It is safe for concurrent use.
+type Journal struct {
+	path string // "" when memory only
+	log  *slog.Logger
+	lock *os.File // holds the flock; nil when memory only
+
+	// writeSem (capacity 1) serializes snapshot writers. It is held across
+	// I/O; mu never is.
+	writeSem chan struct{}
+
+	mu        sync.Mutex
+	entries   []journalEntry // oldest first
+	bytes     int
+	seq       uint64 // bumped on every change to entries
+	persisted uint64 // highest seq whose snapshot is on disk
+	evicted   uint64
+	recovered int
+	closed    bool // no more Dispatch or Finish
+	released  bool // lock released: no more writes
+}
+
+type journalEntry struct {
+	rec  Record
+	line []byte // rec as JSON, one line of the file
+}
+
+// size is what the entry costs against journalMaxBytes: its line plus ",\n".
+func (e journalEntry) size() int { return len(e.line) + 2 }
+
+// OpenJournal opens the journal described by cfg. With a Path it takes an
+// exclusive lock (failing at once with ErrJournalLocked if held), checks that
+// the file is private, loads it, turns unfinished dispatched records into
+// outcome_unknown and saves the result before returning.
+func OpenJournal(cfg JournalConfig) (*Journal, error) {
+	j := &Journal{log: cfg.Logger, writeSem: make(chan struct{}, 1)}
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Path == "" {
+		return j, nil
+	}
+	j.path = filepath.Clean(cfg.Path)
+	lock, err := journalAcquireLock(journalLockPath(j.path))
+	if err != nil {
+		return nil, err
+	}
+	j.lock = lock
+	recs, torn, err := journalLoad(j.path)
+	if err != nil {
+		journalReleaseLock(lock)
+		return nil, err
+	}
+	if torn {
+		j.log.Warn("broker journal ended with a torn record; ignored it", "path", j.path)
+	}
+	now := time.Now().UnixMilli()
+	for _, rec := range recs {
+		if rec.Status == StatusDispatched {
+			rec.Status = StatusOutcomeUnknown
+			rec.FinishedMs = &now
+			rec.Reason = journalRecoveredReason
+			j.recovered++
+		}
+		line, err := json.Marshal(rec)
+		if err != nil {
+			journalReleaseLock(lock)
+			return nil, fmt.Errorf("%w: %s: %v", ErrJournalInvalid, j.path, err)
+		}
+		j.entries = append(j.entries, journalEntry{rec: rec, line: line})
+		j.bytes += len(line) + 2
+	}
+	// Every loaded record is terminal now, so the byte budget can always be met.
+	for j.bytes > journalMaxBytes {
+		j.evictLocked(0)
+	}
+	if j.recovered > 0 {
+		j.log.Warn("broker journal: unfinished calls marked outcome_unknown", "path", j.path, "count", j.recovered)
+	}
+	// Save at once: recovered records, evictions and a clean tail reach disk
+	// before any new call is dispatched.
+	j.seq = 1
+	if err := j.persist(nil, 1); err != nil {
+		journalReleaseLock(lock)
+		return nil, fmt.Errorf("%w: %s: %w", ErrJournalPersist, j.path, err)
+	}
+	return j, nil
+}
+
+// Dispatch records a call as dispatched and returns its id. With a file, the
+// record is on disk before Dispatch returns; send the request only after a
+// nil error. On error nothing is recorded and no tool may be dispatched.
+// ctx bounds the wait for other writers.
+func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := meta.validate(); err != nil {
+		return "", err
+	}
+	now := time.Now().UnixMilli()
+	rec := Record{
+		ID:        fmt.Sprintf("%d-%s", now, journalUUID()),
+		SessionID: meta.SessionID,
+		Project:   meta.Project,
+		RunID:     meta.RunID,
+		Server:    meta.Server,
+		Tool:      meta.Tool,
+		StartedMs: now,
+		Status:    StatusDispatched,
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidCallMeta, err)
+	}
+	e := journalEntry{rec: rec, line: line}
+
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return "", ErrJournalClosed
+	}
+	if err := j.makeRoomLocked(e.size()); err != nil {
+		j.mu.Unlock()
+		return "", err
+	}
+	j.entries = append(j.entries, e)
+	j.bytes += e.size()
+	j.seq++
+	want := j.seq
+	j.mu.Unlock()
+
+	if err := j.persist(ctx.Done(), want); err != nil {
+		// The call will not be sent: drop the record. A snapshot that already
+		// holds it can only make a crash report outcome_unknown, never hide a call.
+		j.mu.Lock()
+		if i := j.indexLocked(rec.ID); i >= 0 {
+			j.removeLocked(i)
+			j.seq++
+		}
+		j.mu.Unlock()
+		switch {
+		case errors.Is(err, errJournalWaitAbandoned):
+			return "", ctx.Err()
+		case errors.Is(err, ErrJournalClosed):
+			return "", err
+		}
+		j.log.Error("broker journal dispatch record not written", "path", j.path, "err", err)
+		return "", fmt.Errorf("%w; no tool was dispatched: %w", ErrJournalPersist, err)
+	}
+	return rec.ID, nil
+}
+
+// Finish gives a dispatched call its terminal status (completed, tool_error or
+// outcome_unknown) and a short broker-written reason (control characters
+// replaced, cut to 400 characters). With a file, the change is on disk before
+// Finish returns. Finish takes no context: a cancelled call must still be
+// recorded. A write failure is reported with the contract's "do not retry
+// blindly" message, wrapping ErrJournalPersist.
+func (j *Journal) Finish(id string, status Status, reason string) error {
+	if !status.terminal() {
+		return fmt.Errorf("journal: %q is not a terminal status", status)
+	}
+	reason = journalCleanReason(reason)
+	now := time.Now().UnixMilli()
+
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrJournalClosed
+	}
+	i := j.indexLocked(id)
+	if i < 0 {
+		j.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrUnknownCall, id)
+	}
+	if j.entries[i].rec.Status != StatusDispatched {
+		j.mu.Unlock()
+		return fmt.Errorf("%w: %q is %s", ErrCallFinished, id, j.entries[i].rec.Status)
+	}
+	rec := j.entries[i].rec
+	rec.Status = status
+	rec.FinishedMs = &now
+	rec.Reason = reason
+	line, err := json.Marshal(rec)
+	if err != nil {
+		j.mu.Unlock()
+		return fmt.Errorf("journal: %v", err)
+	}
+	j.bytes += len(line) - len(j.entries[i].line)
+	j.entries[i] = journalEntry{rec: rec, line: line}
+	for j.bytes > journalMaxBytes {
+		// The record just finished is terminal, so there is always one to evict.
+		j.evictLocked(j.oldestTerminalLocked())
+	}
+	j.seq++
+	want := j.seq
+	j.mu.Unlock()
+
+	if err := j.persist(nil, want); err != nil {
+		if errors.Is(err, ErrJournalClosed) {
+			return err
+		}
+		j.log.Error("broker journal update failed", "path", j.path, "id", id, "status", string(status), "err", err)
+		if status == StatusOutcomeUnknown {
+			return fmt.Errorf("MCP outcome is unknown and %w; do not retry blindly (%w)", ErrJournalPersist, err)
+		}
+		return fmt.Errorf("MCP call completed but %w; do not retry blindly (%w)", ErrJournalPersist, err)
+	}
+	return nil
+}
+
+// Records returns a copy of the records, oldest first, including those of
+// every session and project. It never waits on disk I/O.
+func (j *Journal) Records() []Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]Record, len(j.entries))
+	for i, e := range j.entries {
+		out[i] = e.rec
+		if e.rec.FinishedMs != nil {
+			v := *e.rec.FinishedMs
+			out[i].FinishedMs = &v
+		}
+	}
+	return out
+}
+
+// Stats reports occupancy and eviction counts.
+func (j *Journal) Stats() JournalStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := JournalStats{
+		Durable:   j.path != "",
+		Records:   len(j.entries),
+		Bytes:     j.bytes,
+		Evicted:   j.evicted,
+		Recovered: j.recovered,
+	}
+	for _, e := range j.entries {
+		if e.rec.Status == StatusDispatched {
+			s.InFlight++
+		}
+	}
+	return s
+}
+
+// Close flushes any change not yet on disk and releases the lock. Records
+// stays usable; Dispatch and Finish return ErrJournalClosed. Calls still
+// dispatched become outcome_unknown at the next open. Close is idempotent.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	want := j.seq
+	j.mu.Unlock()
+	if j.path == "" {
+		return nil
+	}
+	err := j.persist(nil, want)
+	j.writeSem <- struct{}{} // no writer may run once the lock is gone
+	j.mu.Lock()
+	j.released = true
+	j.mu.Unlock()
+	journalReleaseLock(j.lock)
+	<-j.writeSem
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrJournalPersist, j.path, err)
+	}
+	return nil
+}
+
+// persist makes sure the snapshot numbered want (or a later one) is on disk.
+// A closed done channel abandons the wait for other writers; nil waits.
+func (j *Journal) persist(done <-chan struct{}, want uint64) error {
+	if j.path == "" {
+		return nil
+	}
+	select {
+	case j.writeSem <- struct{}{}:
+	case <-done:
+		return errJournalWaitAbandoned
+	}
+	defer func() { <-j.writeSem }()
+
+	j.mu.Lock()
+	if j.persisted >= want {
+		j.mu.Unlock()
+		return nil
+	}
+	if j.released {
+		j.mu.Unlock()
+		return ErrJournalClosed
+	}
+	seq := j.seq
+	var buf bytes.Buffer
+	buf.Grow(j.bytes + 4)
+	buf.WriteString("[\n")
+	for i, e := range j.entries {
+		buf.Write(e.line)
+		if i < len(j.entries)-1 {
+			buf.WriteByte(',')
+		}
+		buf.WriteByte('\n')
+	}
+	buf.WriteString("]\n")
+	j.mu.Unlock()
+
+	if err := journalWriteAtomic(j.path, buf.Bytes()); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	if seq > j.persisted {
+		j.persisted = seq
+	}
+	j.mu.Unlock()
+	return nil
+}
+
+// makeRoomLocked evicts the oldest terminal records until one more record of
+// size bytes fits, or reports which bound in-flight records exhaust.
+func (j *Journal) makeRoomLocked(size int) error {
+	for len(j.entries)+1 > journalMaxRecords || j.bytes+size > journalMaxBytes {
+		i := j.oldestTerminalLocked()
+		if i < 0 {
+			if len(j.entries)+1 > journalMaxRecords {
+				return ErrJournalFull
+			}
+			return ErrJournalBudget
+		}
+		j.evictLocked(i)
+	}
+	return nil
+}
+
+func (j *Journal) oldestTerminalLocked() int {
+	for i, e := range j.entries {
+		if e.rec.Status.terminal() {
+			return i
+		}
+	}
+	return -1
+}
+
+func (j *Journal) evictLocked(i int) {
+	j.removeLocked(i)
+	j.evicted++
+	j.log.Debug("broker journal evicted its oldest finished record", "evicted_total", j.evicted)
+}
+
+func (j *Journal) removeLocked(i int) {
+	j.bytes -= j.entries[i].size()
+	j.entries = append(j.entries[:i], j.entries[i+1:]...)
+}
+
+func (j *Journal) indexLocked(id string) int {
+	for i := len(j.entries) - 1; i >= 0; i-- {
+		if j.entries[i].rec.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m CallMeta) validate() error {
+	check := func(name, v string, minLen, maxLen int) error {
+		if journalStringOK(v, minLen, maxLen) {
+			return nil
+		}
+		return fmt.Errorf("%w: %s must be %d..%d characters of valid UTF-8 without control characters",
+			ErrInvalidCallMeta, name, minLen, maxLen)
+	}
+	for _, err := range []error{
+		check("server", m.Server, 1, journalMaxString),
+		check("tool", m.Tool, 1, journalMaxString),
+		check("session_id", m.SessionID, 0, journalMaxString),
+		check("run_id", m.RunID, 0, journalMaxString),
+		check("project", m.Project, 0, journalMaxProject),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func journalStringOK(s string, minLen, maxLen int) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	n := utf8.RuneCountInString(s)
+	if n < minLen || n > maxLen {
+		return false
+	}
+	return strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
+func journalCleanReason(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) <= journalMaxString {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:journalMaxString])
+}
+
+func journalUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// journalLockPath is path with its extension replaced by "lock"
+// (journal.json → journal.lock).
+func journalLockPath(path string) string {
+	lock := strings.TrimSuffix(path, filepath.Ext(path)) + ".lock"
+	if lock == path {
+		lock += ".lock"
+	}
+	return lock
+}
+
+// journalAcquireLock opens (creating 0600, never following a link) the lock
+// file and takes a non-blocking exclusive flock on it.
+func journalAcquireLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: lock %s is a symbolic link", ErrJournalNotPrivate, path)
+		}
+		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
+	}
+	if err := journalCheckPrivate(f, path, "lock "); err != nil {
+		f.Close()
+		return nil, err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
+	}
+	var flockErr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			flockErr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
+			if flockErr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
+	}
+	if flockErr != nil {
+		f.Close()
+		if errors.Is(flockErr, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (lock %s is held)", ErrJournalLocked, path)
+		}
+		return nil, fmt.Errorf("broker journal lock %s: %w", path, flockErr)
+	}
+	return f, nil
+}
+
+// journalReleaseLock unlocks and closes the lock file; closing alone would
+// release the flock too, the explicit unlock just makes it prompt.
+func journalReleaseLock(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.Flock(int(fd), syscall.LOCK_UN) })
+	}
+	f.Close()
+}
+
+// journalCheckPrivate refuses anything but a regular file owned by the
+// effective user without group or other permission bits.
+func journalCheckPrivate(f *os.File, path, what string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("broker journal %s%s: %w", what, path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s%s is not a regular file", ErrJournalNotPrivate, what, path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: %s%s is owned by uid %d, not uid %d", ErrJournalNotPrivate, what, path, st.Uid, os.Geteuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%w: %s%s has mode %04o, open to group or others; chmod 600 it", ErrJournalNotPrivate, what, path, perm)
+	}
+	return nil
+}
+
+// journalLoad reads and validates the journal at path. A missing file is an
+// empty journal. torn reports a partial last record, which was dropped.
+func journalLoad(path string) (recs []Record, torn bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, false, fmt.Errorf("%w: %s is a symbolic link", ErrJournalNotPrivate, path)
+		}
+		return nil, false, fmt.Errorf("broker journal %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := journalCheckPrivate(f, path, ""); err != nil {
+		return nil, false, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, journalMaxFileBytes+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("broker journal %s: %w", path, err)
+	}
+	if len(data) > journalMaxFileBytes {
+		return nil, false, fmt.Errorf("%w: %s exceeds 1 MiB", ErrJournalInvalid, path)
+	}
+	recs, torn, err = journalParse(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrJournalInvalid, path, err)
+	}
+	return recs, torn, nil
+}
+
+// journalParse decodes a journal: a JSON array of records, in any layout. If
+// the data is not valid JSON it is read line by line as this package writes
+// it, and an unparsable last line is a torn record: the end of the log.
+func journalParse(data []byte) (recs []Record, torn bool, err error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, false, nil
+	}
+	var raws []json.RawMessage
+	if json.Valid(data) {
+		if err := json.Unmarshal(data, &raws); err != nil {
+			return nil, false, errors.New("not a JSON array of records")
+		}
+	} else {
+		lines := bytes.Split(data, []byte("\n"))
+		for len(lines) > 0 && len(bytes.TrimSpace(lines[len(lines)-1])) == 0 {
+			lines = lines[:len(lines)-1]
+		}
+		if !bytes.Equal(bytes.TrimSpace(lines[0]), []byte("[")) {
+			return nil, false, errors.New("not a JSON array of records")
+		}
+		torn = true // until the closing "]" is seen
+		for n, line := range lines[1:] {
+			last := n == len(lines)-2
+			line = bytes.TrimSpace(line)
+			if bytes.Equal(line, []byte("]")) {
+				if !last {
+					return nil, false, fmt.Errorf("data after the end of the array on line %d", n+2)
+				}
+				torn = false
+				break
+			}
+			line = bytes.TrimSuffix(line, []byte(","))
+			if !json.Valid(line) {
+				if last {
+					break
+				}
+				return nil, false, fmt.Errorf("line %d is not a record", n+2)
+			}
+			raws = append(raws, json.RawMessage(line))
+		}
+	}
+	if len(raws) > journalMaxRecords {
+		return nil, false, fmt.Errorf("%d records, more than %d", len(raws), journalMaxRecords)
+	}
+	seen := make(map[string]bool, len(raws))
+	for n, raw := range raws {
+		rec, err := journalDecodeRecord(raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("record %d: %v", n+1, err)
+		}
+		if seen[rec.ID] {
+			return nil, false, fmt.Errorf("record %d: duplicate id %q", n+1, rec.ID)
+		}
+		seen[rec.ID] = true
+		recs = append(recs, rec)
+	}
+	return recs, torn, nil
+}
+
+// journalDecodeRecord decodes one stored record, allowing only the record
+// keys (matched exactly) and bounded strings without control characters.
+func journalDecodeRecord(raw json.RawMessage) (Record, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return Record{}, errors.New("not a JSON object")
+	}
+	for k := range keys {
+		if !journalKeys[k] {
+			return Record{}, fmt.Errorf("key %q is not allowed", k)
+		}
+	}
+	var rec Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return Record{}, err
+	}
+	for _, f := range []struct {
+		name     string
+		v        string
+		min, max int
+	}{
+		{"id", rec.ID, 1, journalMaxString},
+		{"session_id", rec.SessionID, 0, journalMaxString},
+		{"project", rec.Project, 0, journalMaxProject},
+		{"run_id", rec.RunID, 0, journalMaxString},
+		{"server", rec.Server, 1, journalMaxString},
+		{"tool", rec.Tool, 1, journalMaxString},
+		{"reason", rec.Reason, 0, journalMaxString},
+	} {
+		if !journalStringOK(f.v, f.min, f.max) {
+			return Record{}, fmt.Errorf("%s must be %d..%d characters without control characters", f.name, f.min, f.max)
+		}
+	}
+	if !rec.Status.valid() {
+		return Record{}, fmt.Errorf("unknown status %q", rec.Status)
+	}
+	if rec.StartedMs < 0 || (rec.FinishedMs != nil && *rec.FinishedMs < 0) {
+		return Record{}, errors.New("negative timestamp")
+	}
+	return rec, nil
+}
+
+// journalWriteAtomic replaces path with data: a 0600 temp file in the same
+// directory, fsync, rename over path, fsync the directory.
+func journalWriteAtomic(path string, data []byte) error {
+	tmp := path + "." + journalUUID() + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	err = dir.Sync()
+	if cerr := dir.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,888 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Environment of the re-executed test binary (TestJournalHelperProcess).
+const (
+	journalHelperModeEnv = "REPL_MCP_JOURNAL_HELPER"
+	journalHelperPathEnv = "REPL_MCP_JOURNAL_HELPER_PATH"
+)
+
+func journalTestMeta(i int) CallMeta {
+	return CallMeta{
+		SessionID: fmt.Sprintf("session-%d", i%3),
+		Project:   fmt.Sprintf("/projects/p%d", i%2),
+		RunID:     fmt.Sprintf("run-%d", i),
+		Server:    "github",
+		Tool:      fmt.Sprintf("create_issue_%d", i),
+	}
+}
+
+func openTestJournal(t *testing.T, path string) *Journal {
+	t.Helper()
+	j, err := OpenJournal(JournalConfig{Path: path})
+	if err != nil {
+		t.Fatalf("OpenJournal(%q): %v", path, err)
+	}
+	return j
+}
+
+// readJournalFile decodes the file as a plain JSON array, without the Journal.
+func readJournalFile(t *testing.T, path string) []Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	if err := json.Unmarshal(data, &recs); err != nil {
+		t.Fatalf("journal file is not a JSON array: %v\n%s", err, data)
+	}
+	return recs
+}
+
+func TestJournalLockPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/d/journal.json": "/d/journal.lock",
+		"/d/journal":      "/d/journal.lock",
+		"/d/x.lock":       "/d/x.lock.lock",
+		"/d.x/journal":    "/d.x/journal.lock",
+	} {
+		if got := journalLockPath(in); got != want {
+			t.Errorf("journalLockPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestJournalDurableBeforeDispatchReturns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := openTestJournal(t, path)
+
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("journal not created at open: %v", err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Fatalf("journal mode %04o, want 0600", perm)
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(path), "journal.lock")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file: %v %v", fi, err)
+	}
+
+	id1, err := j.Dispatch(t.Context(), journalTestMeta(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// On disk as soon as Dispatch returns: read the file directly.
+	disk := readJournalFile(t, path)
+	if len(disk) != 1 || disk[0].ID != id1 || disk[0].Status != StatusDispatched || disk[0].FinishedMs != nil {
+		t.Fatalf("file after Dispatch = %+v", disk)
+	}
+	if disk[0].Server != "github" || disk[0].Tool != "create_issue_1" || disk[0].SessionID != "session-1" ||
+		disk[0].Project != "/projects/p1" || disk[0].RunID != "run-1" || disk[0].StartedMs <= 0 {
+		t.Fatalf("record fields = %+v", disk[0])
+	}
+	if ms, _, ok := strings.Cut(id1, "-"); !ok || ms != fmt.Sprint(disk[0].StartedMs) {
+		t.Fatalf("id %q is not <epoch ms>-<uuid>", id1)
+	}
+
+	id2, err := j.Dispatch(t.Context(), journalTestMeta(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(id2, StatusToolError, "result had isError"); err != nil {
+		t.Fatal(err)
+	}
+	disk = readJournalFile(t, path)
+	if len(disk) != 2 || disk[1].Status != StatusToolError || disk[1].FinishedMs == nil || disk[1].Reason != "result had isError" {
+		t.Fatalf("file after Finish = %+v", disk)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fresh Journal sees both; the unfinished one is recovered.
+	j2 := openTestJournal(t, path)
+	defer j2.Close()
+	recs := j2.Records()
+	if len(recs) != 2 || recs[0].ID != id1 || recs[1].ID != id2 {
+		t.Fatalf("reopened records = %+v", recs)
+	}
+	if recs[0].Status != StatusOutcomeUnknown || recs[1].Status != StatusToolError {
+		t.Fatalf("reopened statuses = %s, %s", recs[0].Status, recs[1].Status)
+	}
+	if st := j2.Stats(); !st.Durable || st.Recovered != 1 || st.Records != 2 || st.InFlight != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// TestJournalRecoveryAfterCrash kills a process holding the journal right
+// after Dispatch (no Finish, no Close) and reopens it.
+func TestJournalRecoveryAfterCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	cmd, out, _ := startJournalHelper(t, "crash", path)
+	id, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper output: %v", err)
+	}
+	id = strings.TrimSpace(id)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("helper did not die by SIGKILL: %v", err)
+	}
+	if disk := readJournalFile(t, path); len(disk) != 1 || disk[0].ID != id || disk[0].Status != StatusDispatched {
+		t.Fatalf("file after crash = %+v", disk)
+	}
+
+	j := openTestJournal(t, path)
+	defer j.Close()
+	recs := j.Records()
+	if len(recs) != 1 || recs[0].ID != id || recs[0].Status != StatusOutcomeUnknown ||
+		recs[0].FinishedMs == nil || recs[0].Reason != journalRecoveredReason {
+		t.Fatalf("recovered records = %+v", recs)
+	}
+	// Saved at open, before any new call.
+	if disk := readJournalFile(t, path); len(disk) != 1 || disk[0].Status != StatusOutcomeUnknown {
+		t.Fatalf("file after recovery = %+v", disk)
+	}
+	if st := j.Stats(); st.Recovered != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestJournalSecondOpenerSameProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := openTestJournal(t, path)
+	_, err := OpenJournal(JournalConfig{Path: path})
+	if !errors.Is(err, ErrJournalLocked) {
+		t.Fatalf("second open: %v, want ErrJournalLocked", err)
+	}
+	if !strings.Contains(err.Error(), "Broker journal is already owned by another runtime; choose a separate --journal path") {
+		t.Fatalf("message = %q", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	openTestJournal(t, path).Close()
+}
+
+func TestJournalSecondOpenerOtherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	cmd, out, stdin := startJournalHelper(t, "hold", path)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	_, err := OpenJournal(JournalConfig{Path: path})
+	if !errors.Is(err, ErrJournalLocked) {
+		t.Fatalf("open while another process holds it: %v", err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	openTestJournal(t, path).Close()
+
+	// And the other way round: the child is refused while we hold it.
+	j := openTestJournal(t, path)
+	defer j.Close()
+	cmd, out, _ = startJournalHelper(t, "try", path)
+	line, _ := out.ReadString('\n')
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	if line != "locked\n" {
+		t.Fatalf("child open while we hold it: %q", line)
+	}
+}
+
+func TestJournalRefusesGroupReadable(t *testing.T) {
+	for _, perm := range []os.FileMode{0o644, 0o640, 0o602} {
+		path := filepath.Join(t.TempDir(), "journal.json")
+		if err := os.WriteFile(path, []byte("[]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, perm); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenJournal(JournalConfig{Path: path})
+		if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), fmt.Sprintf("%04o", perm)) ||
+			!strings.Contains(err.Error(), "Broker journal must be an owned private 0600 file") {
+			t.Fatalf("mode %04o: %v", perm, err)
+		}
+		// The failed open released its lock.
+		os.Chmod(path, 0o600)
+		openTestJournal(t, path).Close()
+	}
+}
+
+func TestJournalRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(target, []byte("[]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "journal.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenJournal(JournalConfig{Path: link})
+	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("symlink journal: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("symlink was replaced: %v %v", fi, err)
+	}
+
+	// A symlinked lock file is refused too, and not followed.
+	dir = t.TempDir()
+	lockTarget := filepath.Join(dir, "elsewhere")
+	if err := os.Symlink(lockTarget, filepath.Join(dir, "journal.lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenJournal(JournalConfig{Path: filepath.Join(dir, "journal.json")})
+	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("symlink lock: %v", err)
+	}
+	if _, err := os.Lstat(lockTarget); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock symlink was followed: %v", err)
+	}
+}
+
+func TestJournalRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("directory journal: %v", err)
+	}
+	// A FIFO is refused without blocking on open.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(JournalConfig{Path: fifo}); !errors.Is(err, ErrJournalNotPrivate) {
+		t.Fatalf("fifo journal: %v", err)
+	}
+}
+
+func TestJournalRefusesForeignOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		// Giving a file to another uid needs root; CI and the development machines
+		// run as root, so a missing privilege is a broken environment, not a pass.
+		t.Fatal("this test must run as root to give the journal to another uid")
+	}
+	path := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.WriteFile(path, []byte("[]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenJournal(JournalConfig{Path: path})
+	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Fatalf("foreign owner: %v", err)
+	}
+}
+
+func TestJournalRefusesOversizedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.WriteFile(path, append([]byte("[]"), make([]byte, journalMaxFileBytes)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalInvalid) || !strings.Contains(err.Error(), "1 MiB") {
+		t.Fatalf("oversized: %v", err)
+	}
+}
+
+func journalRecordLine(t *testing.T, r Record) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestJournalTornTrailingRecord(t *testing.T) {
+	fin := int64(1700000000500)
+	done := Record{ID: "1700000000000-a", Server: "s", Tool: "t", StartedMs: 1700000000000, FinishedMs: &fin, Status: StatusCompleted}
+	open := Record{ID: "1700000000001-b", Server: "s", Tool: "u", StartedMs: 1700000000001, Status: StatusDispatched}
+	full := journalRecordLine(t, done)
+	for name, content := range map[string]string{
+		"cut inside record": "[\n" + full + ",\n" + journalRecordLine(t, open)[:20],
+		"cut after comma":   "[\n" + full + ",\n",
+		"cut before ]":      "[\n" + full + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.json")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j := openTestJournal(t, path)
+			defer j.Close()
+			recs := j.Records()
+			if len(recs) != 1 || recs[0].ID != done.ID || recs[0].Status != StatusCompleted {
+				t.Fatalf("records = %+v", recs)
+			}
+			// Rewritten clean at open.
+			if disk := readJournalFile(t, path); len(disk) != 1 {
+				t.Fatalf("file = %+v", disk)
+			}
+		})
+	}
+
+	// Only the last line may be torn; a compact array (another writer's
+	// layout) loads too.
+	for name, tc := range map[string]struct {
+		content string
+		ok      bool
+	}{
+		"garbage in the middle": {"[\n{\"id\":\n" + full + "\n]\n", false},
+		"data after the array":  {"[\n" + full + "\n]\nxx\n", false},
+		"unknown key":           {`[{"id":"1-a","server":"s","tool":"t","started_ms":1,"finished_ms":null,"status":"completed","arguments":{}}]`, false},
+		"key in other case":     {`[{"ID":"1-a","server":"s","tool":"t","started_ms":1,"finished_ms":null,"status":"completed"}]`, false},
+		"bad status":            {`[{"id":"1-a","server":"s","tool":"t","started_ms":1,"finished_ms":null,"status":"done"}]`, false},
+		"control character":     {`[{"id":"1-a","server":"s\u0007","tool":"t","started_ms":1,"finished_ms":null,"status":"completed"}]`, false},
+		"long string":           {`[{"id":"1-a","server":"` + strings.Repeat("x", 401) + `","tool":"t","started_ms":1,"finished_ms":null,"status":"completed"}]`, false},
+		"duplicate id":          {"[" + full + "," + full + "]", false},
+		"not an array":          {`{"id":"1-a"}`, false},
+		"compact array":         {"[" + full + "," + journalRecordLine(t, open) + "]", true},
+		"empty file":            {"", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j, err := OpenJournal(JournalConfig{Path: path})
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				j.Close()
+				return
+			}
+			if !errors.Is(err, ErrJournalInvalid) {
+				t.Fatalf("err = %v, want ErrJournalInvalid", err)
+			}
+		})
+	}
+}
+
+func TestJournalLoadRecordLimit(t *testing.T) {
+	var lines []string
+	for i := range journalMaxRecords + 1 {
+		lines = append(lines, journalRecordLine(t, Record{ID: fmt.Sprintf("%d-x", i), Server: "s", Tool: "t", Status: StatusCompleted}))
+	}
+	path := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.WriteFile(path, []byte("[\n"+strings.Join(lines, ",\n")+"\n]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalInvalid) {
+		t.Fatalf("257 records: %v", err)
+	}
+}
+
+func TestJournalRecordBoundAndEviction(t *testing.T) {
+	j := openTestJournal(t, "")
+	defer j.Close()
+	ctx := t.Context()
+	var ids []string
+	for i := range journalMaxRecords {
+		id, err := j.Dispatch(ctx, journalTestMeta(i))
+		if err != nil {
+			t.Fatalf("dispatch %d: %v", i, err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := j.Dispatch(ctx, journalTestMeta(999)); !errors.Is(err, ErrJournalFull) ||
+		err.Error() != "Effect journal has 256 in-flight calls; finish or cancel one before dispatching another" {
+		t.Fatalf("257th in-flight dispatch: %v", err)
+	}
+	// Finish records 10..19; the next ten dispatches evict exactly those,
+	// oldest first, never an in-flight one.
+	for _, id := range ids[10:20] {
+		if err := j.Finish(id, StatusCompleted, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if _, err := j.Dispatch(ctx, journalTestMeta(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := j.Records()
+	if len(recs) != journalMaxRecords {
+		t.Fatalf("len = %d", len(recs))
+	}
+	for _, r := range recs {
+		if r.Status != StatusDispatched {
+			t.Fatalf("a finished record survived while in-flight ones were kept: %+v", r)
+		}
+	}
+	if recs[9].ID != ids[9] || recs[10].ID != ids[20] {
+		t.Fatalf("wrong records evicted: %s %s", recs[9].ID, recs[10].ID)
+	}
+	if st := j.Stats(); st.Evicted != 10 || st.InFlight != journalMaxRecords || st.Records != journalMaxRecords || st.Durable {
+		t.Fatalf("stats = %+v", st)
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].StartedMs < recs[i-1].StartedMs {
+			t.Fatal("records not oldest first")
+		}
+	}
+}
+
+func TestJournalByteBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := openTestJournal(t, path)
+	defer j.Close()
+	big := func(i int) CallMeta {
+		m := journalTestMeta(i)
+		m.Project = fmt.Sprintf("/%04d", i) + strings.Repeat("p", journalMaxProject-5)
+		return m
+	}
+	var ids []string
+	var err error
+	for i := 0; ; i++ {
+		var id string
+		id, err = j.Dispatch(t.Context(), big(i))
+		if err != nil {
+			break
+		}
+		ids = append(ids, id)
+		if st := j.Stats(); st.Bytes > journalMaxBytes {
+			t.Fatalf("bytes %d over budget", st.Bytes)
+		}
+	}
+	if !errors.Is(err, ErrJournalBudget) || len(ids) >= journalMaxRecords {
+		t.Fatalf("after %d in-flight: %v", len(ids), err)
+	}
+	if err := j.Finish(ids[0], StatusOutcomeUnknown, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Dispatch(t.Context(), big(9999)); err != nil {
+		t.Fatalf("dispatch after a finish: %v", err)
+	}
+	st := j.Stats()
+	if st.Evicted != 1 || st.Bytes > journalMaxBytes {
+		t.Fatalf("stats = %+v", st)
+	}
+	if j.Records()[0].ID != ids[1] {
+		t.Fatal("oldest finished record not evicted")
+	}
+	// The file stays within its 1 MiB bound.
+	if fi, err := os.Stat(path); err != nil || fi.Size() > journalMaxFileBytes {
+		t.Fatalf("file: %v %v", fi.Size(), err)
+	}
+}
+
+func TestJournalStringBounds(t *testing.T) {
+	j := openTestJournal(t, "")
+	defer j.Close()
+	ok := journalTestMeta(0)
+	ok.Server = strings.Repeat("é", journalMaxString) // characters, not bytes
+	ok.Project = strings.Repeat("p", journalMaxProject)
+	id, err := j.Dispatch(t.Context(), ok)
+	if err != nil {
+		t.Fatalf("at the bounds: %v", err)
+	}
+	for name, mutate := range map[string]func(*CallMeta){
+		"server too long":     func(m *CallMeta) { m.Server = strings.Repeat("s", journalMaxString+1) },
+		"empty server":        func(m *CallMeta) { m.Server = "" },
+		"empty tool":          func(m *CallMeta) { m.Tool = "" },
+		"tool too long":       func(m *CallMeta) { m.Tool = strings.Repeat("t", journalMaxString+1) },
+		"session too long":    func(m *CallMeta) { m.SessionID = strings.Repeat("x", journalMaxString+1) },
+		"run too long":        func(m *CallMeta) { m.RunID = strings.Repeat("x", journalMaxString+1) },
+		"project too long":    func(m *CallMeta) { m.Project = strings.Repeat("p", journalMaxProject+1) },
+		"control in tool":     func(m *CallMeta) { m.Tool = "a\nb" },
+		"invalid utf-8":       func(m *CallMeta) { m.Server = "\xff" },
+		"control in project":  func(m *CallMeta) { m.Project = "/a\x00b" },
+		"control in session":  func(m *CallMeta) { m.SessionID = "\x1b[31m" },
+		"control in run (c1)": func(m *CallMeta) { m.RunID = "\u0085" },
+	} {
+		m := journalTestMeta(1)
+		mutate(&m)
+		if _, err := j.Dispatch(t.Context(), m); !errors.Is(err, ErrInvalidCallMeta) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if n := len(j.Records()); n != 1 {
+		t.Fatalf("rejected calls were recorded: %d records", n)
+	}
+	reason := "line one\nline two\t" + strings.Repeat("r", 1000)
+	if err := j.Finish(id, StatusOutcomeUnknown, reason); err != nil {
+		t.Fatal(err)
+	}
+	got := j.Records()[0].Reason
+	if len([]rune(got)) != journalMaxString || strings.ContainsAny(got, "\n\t") || !strings.HasPrefix(got, "line one line two ") {
+		t.Fatalf("reason not bounded and cleaned: %q", got)
+	}
+}
+
+func TestJournalFinishErrors(t *testing.T) {
+	j := openTestJournal(t, "")
+	id, err := j.Dispatch(t.Context(), journalTestMeta(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(id, StatusDispatched, ""); err == nil {
+		t.Fatal("Finish with dispatched status accepted")
+	}
+	if err := j.Finish("nope", StatusCompleted, ""); !errors.Is(err, ErrUnknownCall) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if err := j.Finish(id, StatusCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(id, StatusOutcomeUnknown, ""); !errors.Is(err, ErrCallFinished) {
+		t.Fatalf("second Finish: %v", err)
+	}
+	// Records hands out copies.
+	recs := j.Records()
+	*recs[0].FinishedMs = -1
+	recs[0].Status = "changed"
+	if r := j.Records()[0]; *r.FinishedMs == -1 || r.Status != StatusCompleted {
+		t.Fatal("Records aliases journal state")
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Dispatch(t.Context(), journalTestMeta(1)); !errors.Is(err, ErrJournalClosed) {
+		t.Fatalf("Dispatch after Close: %v", err)
+	}
+	if len(j.Records()) != 1 {
+		t.Fatal("Records unusable after Close")
+	}
+	// A cancelled context dispatches nothing.
+	j2 := openTestJournal(t, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := j2.Dispatch(ctx, journalTestMeta(2)); !errors.Is(err, context.Canceled) || len(j2.Records()) != 0 {
+		t.Fatalf("cancelled Dispatch: %v", err)
+	}
+}
+
+func TestJournalMemoryOnlyTouchesNoFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j := openTestJournal(t, "")
+	id, err := j.Dispatch(t.Context(), journalTestMeta(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(id, StatusCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("memory journal wrote %v", ents)
+	}
+}
+
+// TestJournalPersistFailure removes the journal's directory: Dispatch must
+// refuse (nothing recorded) and Finish must say not to retry blindly.
+func TestJournalPersistFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j := openTestJournal(t, filepath.Join(dir, "journal.json"))
+	defer j.Close()
+	done, err := j.Dispatch(t.Context(), journalTestMeta(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown, err := j.Dispatch(t.Context(), journalTestMeta(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := j.Dispatch(t.Context(), journalTestMeta(2)); !errors.Is(err, ErrJournalPersist) ||
+		!strings.Contains(err.Error(), "no tool was dispatched") || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Dispatch with failing disk: %v", err)
+	}
+	if n := len(j.Records()); n != 2 {
+		t.Fatalf("failed dispatch left a record: %d records", n)
+	}
+	err = j.Finish(done, StatusCompleted, "")
+	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP call completed but durable journal update failed; do not retry blindly") {
+		t.Fatalf("Finish completed: %v", err)
+	}
+	err = j.Finish(unknown, StatusOutcomeUnknown, "timeout")
+	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP outcome is unknown and durable journal update failed; do not retry blindly") {
+		t.Fatalf("Finish outcome_unknown: %v", err)
+	}
+}
+
+// TestJournalReadersDoNotWaitForWriters holds the writer slot as a slow
+// fsync would: Records and Stats still answer, a waiting Dispatch honours
+// its context, and a released writer proceeds.
+func TestJournalReadersDoNotWaitForWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := openTestJournal(t, path)
+	defer j.Close()
+
+	j.writeSem <- struct{}{} // a writer is "flushing"
+	ctx, cancel := context.WithCancel(t.Context())
+	type result struct {
+		id  string
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		id, err := j.Dispatch(ctx, journalTestMeta(0))
+		res <- result{id, err}
+	}()
+	journalWaitFor(t, func() bool { return len(j.Records()) == 1 })
+	if st := j.Stats(); st.InFlight != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+	cancel()
+	r := <-res
+	if !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Dispatch waiting on the writer: %v", r.err)
+	}
+	if n := len(j.Records()); n != 0 {
+		t.Fatalf("abandoned dispatch left %d records", n)
+	}
+
+	go func() {
+		id, err := j.Dispatch(t.Context(), journalTestMeta(1))
+		res <- result{id, err}
+	}()
+	journalWaitFor(t, func() bool { return len(j.Records()) == 1 })
+	<-j.writeSem // the "flush" ends
+	r = <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if disk := readJournalFile(t, path); len(disk) != 1 || disk[0].ID != r.id {
+		t.Fatalf("file = %+v", disk)
+	}
+}
+
+func TestJournalConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := openTestJournal(t, path)
+	const workers, perWorker = 16, 12
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, r := range j.Records() {
+					if r.Status == "" {
+						t.Error("torn record observed")
+					}
+				}
+				j.Stats()
+			}
+		})
+	}
+	var writers sync.WaitGroup
+	idsCh := make(chan string, workers*perWorker)
+	for w := range workers {
+		writers.Go(func() {
+			for i := range perWorker {
+				id, err := j.Dispatch(t.Context(), journalTestMeta(w*100+i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				status := StatusCompleted
+				if i%3 == 0 {
+					status = StatusToolError
+				}
+				if err := j.Finish(id, status, ""); err != nil {
+					t.Error(err)
+					return
+				}
+				idsCh <- id
+			}
+		})
+	}
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	close(idsCh)
+	var want []string
+	for id := range idsCh {
+		want = append(want, id)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j2 := openTestJournal(t, path)
+	defer j2.Close()
+	var got []string
+	for _, r := range j2.Records() {
+		if r.Status == StatusDispatched || r.Status == StatusOutcomeUnknown {
+			t.Fatalf("record not finished on disk: %+v", r)
+		}
+		got = append(got, r.ID)
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened %d records, want %d", len(got), len(want))
+	}
+}
+
+// TestJournalHoldsNoPayload pins that neither a record nor call metadata has
+// anywhere to put arguments or results.
+func TestJournalHoldsNoPayload(t *testing.T) {
+	var keys []string
+	rt := reflect.TypeFor[Record]()
+	for f := range rt.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	sort.Strings(keys)
+	want := []string{"finished_ms", "id", "project", "reason", "run_id", "server", "session_id", "started_ms", "status", "tool"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("Record keys = %v, want %v", keys, want)
+	}
+	if len(journalKeys) != len(want) {
+		t.Fatalf("journalKeys = %v", journalKeys)
+	}
+	for _, k := range want {
+		if !journalKeys[k] {
+			t.Fatalf("journalKeys lacks %q", k)
+		}
+	}
+	var fields []string
+	for f := range reflect.TypeFor[CallMeta]().Fields() {
+		if f.Type.Kind() != reflect.String {
+			t.Fatalf("CallMeta.%s is %s, only strings allowed", f.Name, f.Type)
+		}
+		fields = append(fields, f.Name)
+	}
+	if !reflect.DeepEqual(fields, []string{"SessionID", "Project", "RunID", "Server", "Tool"}) {
+		t.Fatalf("CallMeta fields = %v", fields)
+	}
+}
+
+// journalWaitFor polls cond until it holds or the test deadline nears.
+func journalWaitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-time.Second)
+	}
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met before the test deadline")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// startJournalHelper re-executes the test binary as TestJournalHelperProcess
+// in the given mode, killed at test end if still running.
+func startJournalHelper(t *testing.T, mode, path string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestJournalHelperProcess$", "-test.v=false")
+	cmd.Env = append(os.Environ(), journalHelperModeEnv+"="+mode, journalHelperPathEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, bufio.NewReader(stdout), stdin
+}
+
+// TestJournalHelperProcess is not a test: it is the other process of the
+// cross-process tests, and returns at once when not re-executed.
+func TestJournalHelperProcess(t *testing.T) {
+	mode := os.Getenv(journalHelperModeEnv)
+	if mode == "" {
+		return
+	}
+	path := os.Getenv(journalHelperPathEnv)
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "journal helper:", err)
+		os.Exit(2)
+	}
+	switch mode {
+	case "hold":
+		j, err := OpenJournal(JournalConfig{Path: path})
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println("ready")
+		io.Copy(io.Discard, os.Stdin)
+		if err := j.Close(); err != nil {
+			fail(err)
+		}
+	case "crash":
+		j, err := OpenJournal(JournalConfig{Path: path})
+		if err != nil {
+			fail(err)
+		}
+		id, err := j.Dispatch(t.Context(), journalTestMeta(7))
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(id)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "try":
+		_, err := OpenJournal(JournalConfig{Path: path})
+		if errors.Is(err, ErrJournalLocked) {
+			fmt.Println("locked")
+		} else {
+			fmt.Println("opened:", err)
+		}
+	default:
+		fail(fmt.Errorf("unknown mode %q", mode))
+	}
+	os.Exit(0)
+}
