@@ -39,8 +39,9 @@ exec(compile(_repl_read_source(), "<repl-mcp worker>", "exec"))
 // sendSource writes the worker's source for the bootstrap to read. It runs beside
 // the handshake: an interpreter that fails before reading makes the write fail,
 // and the handshake then reports why the interpreter failed.
-func sendSource(w *os.File) {
+func sendSource(w *os.File) error {
 	w.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	defer w.SetWriteDeadline(time.Time{})
-	fmt.Fprintf(w, "%d\n%s", len(worker.Source), worker.Source)
+	_, err := fmt.Fprintf(w, "%d\n%s", len(worker.Source), worker.Source)
+	return err
 }

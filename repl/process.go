@@ -121,19 +121,22 @@ func spawn(spec spawnSpec) (*process, error) {
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
 	go func() { defer p.readerWG.Done(); p.native.drain(nativeR) }()
-	sent := make(chan struct{})
+	sent := make(chan error, 1)
 	go func() {
-		defer close(sent)
 		p.writeMu.Lock()
 		defer p.writeMu.Unlock()
-		sendSource(toW)
+		sent <- sendSource(toW)
 	}()
 	frames := newFrameReader(fromR)
 	ready, err := p.handshake(frames)
 	if err != nil {
 		p.kill()
 	}
-	<-sent
+	if sendErr := <-sent; err == nil && sendErr != nil {
+		// Only an impostor says ready without having read the source.
+		p.kill()
+		err = fmt.Errorf("Invalid Python worker handshake: the worker did not read its source: %w", sendErr)
+	}
 	if err != nil {
 		p.kill()
 		p.readerWG.Done() // the frame reader never started

@@ -312,7 +312,7 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 		if err.Error() == msgFrameTooLarge {
 			res = failure(r.id, msgFrameTooLarge, StatePreserved)
 		} else {
-			res = s.lost(p, r, msgCrashed)
+			res = s.crashed(p, r, "")
 		}
 	} else {
 		res = s.await(ctx, r, p)

@@ -64,6 +64,7 @@ func TestHandshakeFailures(t *testing.T) {
 		{"garbage", `echo 'this is not json' >&4; sleep 5`, "Invalid Python worker handshake"},
 		{"wrong first frame", `echo '{"type":"result","id":"x"}' >&4; sleep 5`, "Invalid Python worker handshake"},
 		{"no pid", `echo '{"type":"ready","protocol":1,"pid":0}' >&4; sleep 5`, "Worker handshake omitted real PID"},
+		{"source unread", `echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; exit 0`, "did not read its source"},
 		{"dies", `echo 'boom: no such module' >&2; exit 5`, "exited during startup (exit status 5): boom: no such module"},
 		{"old protocol", `echo '{"type":"ready","protocol":0,"pid":1}' >&4; sleep 5`, "protocol 0"},
 	}
@@ -99,7 +100,8 @@ func TestOldPythonRefused(t *testing.T) {
 // TestGarbageAfterReadyKillsWorker: a worker that breaks the protocol mid-run is
 // killed and the run says why.
 func TestGarbageAfterReadyKillsWorker(t *testing.T) {
-	script := `echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; read line <&3; echo 'garbage' >&4; sleep 30`
+	script := `read n <&3; head -c $n <&3 >/dev/null
+echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; read line <&3; echo 'garbage' >&4; sleep 30`
 	m := newTestManager(t, fakePython(t, script))
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})
 	mustFail(t, res, "Python worker crashed; variables cleared", StateCleared)

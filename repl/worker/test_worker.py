@@ -22,6 +22,9 @@ RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
 HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace')
+MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
+MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
+MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
 
 
 def process_state(pid):
@@ -198,6 +201,34 @@ class WorkerProcess:
         result = self.run(code)
         assert result['success'], result
         return result.get('value')
+
+    def next_event(self, timeout=RESULT_WAIT):
+        """The next frame other than `output` and `job` frames."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.next_frame(deadline - time.monotonic())
+            if frame['type'] != 'output':
+                return frame
+
+    def next_rpc(self, run_id, timeout=RESULT_WAIT):
+        frame = self.next_event(timeout)
+        assert frame['type'] == 'rpc' and frame['run_id'] == run_id, frame
+        assert len(frame['id']) == 32 and int(frame['id'], 16) >= 0, frame
+        return frame
+
+    def events_until_result(self, run_id, timeout=RESULT_WAIT):
+        """(result, [rpc and rpc_cancel frames before it])."""
+        deadline = time.monotonic() + timeout
+        events = []
+        while True:
+            frame = self.next_event(deadline - time.monotonic())
+            if frame['type'] == 'result':
+                assert frame['id'] == run_id, frame
+                return frame['result'], events
+            events.append(frame)
+
+    def reply(self, rpc_id, result=None, error=None):
+        self.send_raw(json.dumps({'type': 'rpc_result', 'id': rpc_id, 'result': result, 'error': error}).encode() + b'\n')
 
     def wait_for_output(self, run_id, text, timeout=RESULT_WAIT):
         deadline = time.monotonic() + timeout
@@ -844,6 +875,10 @@ class LifecycleTests(WorkerTestCase):
     def test_malformed_execute_exits_2(self):
         self.check_protocol_error(b'{"type":"execute","id":"a","code":42,"barrier":"b"}\n')
 
+    def test_malformed_rpc_result_exits_2(self):
+        self.check_protocol_error(b'{"type":"rpc_result","id":5,"result":null}\n')
+        self.check_protocol_error(b'{"type":"rpc_result","id":"a","error":7}\n')
+
     def test_malformed_saved_file_fields_exit_2(self):
         self.check_protocol_error(b'{"type":"execute","id":"a","code":"","barrier":"b","source_path":"/x","argv":[1]}\n')
 
@@ -993,8 +1028,9 @@ __file__ = "reserved"
             {'name': 'name', 'type': 'str', 'length': 3},
             {'name': 'blob', 'type': 'bytes', 'length': 2},
         ])
-        self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + 7)
-        self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + 1)
+        bridge_names = 2  # mcp and ToolError
+        self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + bridge_names + 7)
+        self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + bridge_names + 1)
         self.assertIs(inventory['values_included'], False)
         self.assertFalse(os.path.exists(marker), 'a user hook ran during the inventory')
         self.assertEqual(self.worker.value('repl_namespace()["variables"][3]'), {'name': 'numbers', 'type': 'list', 'length': 3})
@@ -1139,6 +1175,234 @@ class HelperTests(WorkerTestCase):
         self.assertEqual(len(result['value']), 64)
         self.assertEqual(result['value'][-1], {'run_id': 'last', 'lines': 1})
         self.assertIn('evicted', self.worker.run('repl_source("first")')['error'])
+
+
+def envelope(*texts, is_error=False):
+    content = [{'type': 'text', 'text': text} for text in texts]
+    return {'content': content, 'structuredContent': {'count': len(texts)}, 'isError': is_error, '_meta': {'m': 1}}
+
+
+class BridgeTests(WorkerTestCase):
+    """The test plays the server: it reads `rpc` frames and answers with `rpc_result`."""
+
+    def call_params(self, tool, arguments=None, timeout=120.0, server='fix'):
+        return {'server': server, 'tool': tool, 'arguments': arguments or {}, 'timeout': timeout}
+
+    def assert_refused(self, code, message):
+        """The cell fails with `message` and no rpc frame is sent."""
+        run_id = self.worker.start(code)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertIn(message, str(result['error']) + str(result.get('value')), code)
+        self.assertEqual(events, [], code)
+
+    def test_sync_call_returns_full_envelope(self):
+        run_id = self.worker.start('r = mcp.call("fix", "echo", text="hi")\nr')
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['op'], 'call')
+        self.assertEqual(rpc['params'], self.call_params('echo', {'text': 'hi'}))
+        reply = envelope('first', 'second')
+        reply['content'].insert(1, {'type': 'image', 'data': 'AA==', 'mimeType': 'image/png'})
+        self.worker.reply(rpc['id'], reply)
+        result, events = self.worker.events_until_result(run_id)
+        self.assert_ok(result)
+        self.assertEqual(events, [])
+        self.assertEqual(result['value'], reply)
+        self.assertEqual(json.loads(result['return_value']), reply)
+        code = '[mcp.text(r), type(r).__name__, isinstance(r, dict), r["_meta"]]'
+        self.assertEqual(self.worker.value(code), ['first\nsecond', 'McpResult', True, {'m': 1}])
+        self.assertIn('TypeError', self.worker.run('mcp.text("not an envelope")')['error'])
+
+    def test_awaited_sync_call_dispatches_once(self):
+        run_id = self.worker.start('await mcp.call("fix", "echo", arguments={"timeout": 7})')
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['params'], self.call_params('echo', {'timeout': 7}))
+        self.worker.reply(rpc['id'], envelope('once'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assert_ok(result)
+        self.assertEqual(events, [])
+        self.assertEqual(result['value'], envelope('once'))
+
+    def test_multiplexed_async_calls_and_tool_error(self):
+        run_id = self.worker.start('import asyncio\nawait asyncio.gather(mcp.acall("fix", "a"), mcp.acall("fix", "b", timeout=5))')
+        first, second = self.worker.next_rpc(run_id), self.worker.next_rpc(run_id)
+        self.assertEqual([first['params'], second['params']], [self.call_params('a'), self.call_params('b', timeout=5)])
+        self.worker.reply(second['id'], envelope('B'))
+        self.worker.reply(first['id'], envelope('A'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertEqual(result['value'], [envelope('A'), envelope('B')])
+
+        run_id = self.worker.start('mcp.call("fix", "bad")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], envelope('bad arguments', is_error=True))
+        result, _ = self.worker.events_until_result(run_id)
+        self.assertTrue(result['error'].endswith('\nToolError: MCP tool failed: bad arguments'), result['error'])
+        self.assert_no_worker_frames(result['error'])
+
+        code = (
+            'try:\n    await mcp.acall("fix", "bad")\nexcept ToolError as e:\n'
+            '    caught = [str(e), e.result["isError"], isinstance(e, RuntimeError)]\ncaught'
+        )
+        run_id = self.worker.start(code)
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], envelope('one', 'two', is_error=True))
+        self.assertEqual(self.worker.collect(run_id)[0]['value'], ['MCP tool failed: one\ntwo', True, True])
+
+        code = 'try:\n    mcp.call("fix", "x")\nexcept ToolError as e:\n    caught = [str(e), e.result]\ncaught'
+        run_id = self.worker.start(code)
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Too many outstanding MCP calls')
+        self.assertEqual(self.worker.collect(run_id)[0]['value'], ['Too many outstanding MCP calls', None])
+
+    def test_invalid_bridge_arguments_have_no_side_effects(self):
+        for timeout in ('-1', '0', '0.001', '3601', 'float("inf")', 'float("nan")', '"1"', 'True', 'None'):
+            with self.subTest(timeout=timeout):
+                self.assert_refused(f'mcp.call("fix", "echo", timeout={timeout})', MCP_BAD_TIMEOUT)
+        self.assert_refused('await mcp.acall("fix", "echo", timeout=-1)', MCP_BAD_TIMEOUT)
+        self.assert_refused('mcp.list_tools("fix", timeout=0)', MCP_BAD_TIMEOUT)
+        self.assert_refused('mcp.help("fix", timeout=4000)', MCP_BAD_TIMEOUT)
+        self.assert_refused('mcp.call("fix", "echo", arguments={"a": 1}, b=2)', MCP_BOTH_ARGUMENTS)
+        self.assert_refused('await mcp.acall("fix", "echo", arguments={}, b=2)', MCP_BOTH_ARGUMENTS)
+        self.assert_refused('mcp.call("fix", "echo", arguments=[1])', 'arguments must be a dict')
+        self.assert_refused('mcp.call("fix", "echo", x=float("nan"))', 'ValueError')
+        self.assert_refused('mcp.call("fix", "echo", x=object())', 'TypeError')
+        self.assert_refused('mcp.call("fix", "echo", x="y" * 1_100_000)', 'Worker frame exceeds 1 MiB')
+        self.assertEqual(self.worker.value('1'), 1)
+
+    def test_threads_and_old_contexts_cannot_borrow_a_cell(self):
+        code = (
+            'import threading\nerrors = []\n'
+            'def borrow():\n    try:\n        mcp.call("fix", "echo")\n'
+            '    except RuntimeError as exc:\n        errors.append(str(exc))\n'
+            't = threading.Thread(target=borrow)\nt.start()\nt.join()\nerrors'
+        )
+        self.assert_refused(code, MCP_FOREIGN)
+        self.assert_refused('import asyncio\nawait asyncio.to_thread(mcp.call, "fix", "echo")', MCP_FOREIGN)
+        self.assert_ok(self.worker.run('import contextvars\nold = contextvars.copy_context()\nbridge = mcp'))
+        self.assert_refused('old.run(mcp.call, "fix", "echo")', MCP_FOREIGN)
+        self.assert_refused('old.run(bridge.servers)', MCP_FOREIGN)
+        # An old bridge object still works from the running cell's own code.
+        run_id = self.worker.start('bridge.servers()')
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual([rpc['op'], rpc['params']], ['servers', {}])
+        self.worker.reply(rpc['id'], {'servers': ['a', 'b']})
+        self.assertEqual(self.worker.collect(run_id)[0]['value'], ['a', 'b'])
+
+    def test_cancelling_one_async_rpc_signals_only_its_origin(self):
+        code = (
+            'import asyncio\n'
+            'a = asyncio.ensure_future(mcp.acall("fix", "a"))\n'
+            'b = asyncio.ensure_future(mcp.acall("fix", "b"))\n'
+            'await asyncio.sleep(0)\n'
+            'a.cancel()\n'
+            'r = await b\n'
+            '[a.cancelled(), r]'
+        )
+        run_id = self.worker.start(code)
+        first, second = self.worker.next_rpc(run_id), self.worker.next_rpc(run_id)
+        self.assertEqual(self.worker.next_event(), {'type': 'rpc_cancel', 'id': first['id'], 'run_id': run_id})
+        self.worker.reply(second['id'], envelope('B'))
+        self.worker.reply(first['id'], envelope('late'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertEqual(result['value'], [True, envelope('B')])
+        self.assertEqual(self.worker.value('1 + 1'), 2)
+
+    def test_cancelled_rpc_late_result_does_not_poison_next_run(self):
+        self.assert_ok(self.worker.run('x = 10'))
+        run_id = self.worker.start('mcp.call("fix", "slow")')
+        rpc = self.worker.next_rpc(run_id)
+        time.sleep(0.05)
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, events = self.worker.events_until_result(run_id, timeout=5)
+        self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertEqual(result['state'], 'preserved')
+        self.assertEqual(events, [{'type': 'rpc_cancel', 'id': rpc['id'], 'run_id': run_id}])
+        self.worker.reply(rpc['id'], envelope('late'))
+        self.worker.reply(uuid.uuid4().hex, envelope('unknown'))
+        self.assertEqual(self.worker.value('x'), 10)
+        run_id = self.worker.start('mcp.call("fix", "next")')
+        rpc = self.worker.next_rpc(run_id)
+        self.worker.reply(rpc['id'], envelope('fresh'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['value'], events], [envelope('fresh'), []])
+
+    def test_sync_wait_bounded_by_timeout_plus_one(self):
+        started = time.monotonic()
+        run_id = self.worker.start('mcp.call("fix", "slow", timeout=0.01)')
+        rpc = self.worker.next_rpc(run_id)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertGreaterEqual(time.monotonic() - started, 1.0)
+        self.assertIn('ToolError: MCP call got no reply within 1.01 seconds', result['error'])
+        self.assertEqual(events, [{'type': 'rpc_cancel', 'id': rpc['id'], 'run_id': run_id}])
+
+    def test_pending_rpcs_cancelled_at_cell_end(self):
+        run_id = self.worker.start('import asyncio\nt = asyncio.ensure_future(mcp.acall("fix", "slow"))\nawait asyncio.sleep(0)')
+        rpc = self.worker.next_rpc(run_id)
+        result, events = self.worker.events_until_result(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['background_tasks_cancelled'], 1)
+        self.assertEqual(events, [{'type': 'rpc_cancel', 'id': rpc['id'], 'run_id': run_id}])
+        self.worker.reply(rpc['id'], envelope('late'))
+        self.assertEqual(self.worker.value('t.cancelled()'), True)
+
+    def test_pending_call_limit(self):
+        code = (
+            'import asyncio\n'
+            'tasks = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(65)]\n'
+            'await asyncio.sleep(0)\n'  # every task has made its request: replies cannot free a slot first
+            'print("requested")\n'
+            'results = await asyncio.gather(*tasks, return_exceptions=True)\n'
+            '[sum(type(r).__name__ == "McpResult" for r in results), [str(r) for r in results if isinstance(r, Exception)]]'
+        )
+        run_id = self.worker.start(code)
+        rpcs = [self.worker.next_rpc(run_id) for _ in range(64)]
+        self.assertEqual([rpc['params']['arguments']['n'] for rpc in rpcs], list(range(64)))
+        self.worker.wait_for_output(run_id, 'requested')
+        for rpc in rpcs:
+            self.worker.reply(rpc['id'], envelope('ok'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertEqual(result['value'], [64, ['Too many pending MCP calls (limit 64)']])
+
+    def test_named_help_uses_single_catalogue_deadline(self):
+        tools = [{'name': 'other', 'inputSchema': {}}, {'name': 'echo', 'inputSchema': {'type': 'object'}}]
+        run_id = self.worker.start('mcp.help("fixture", "echo", timeout=0.5)')
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual([rpc['op'], rpc['params']], ['tools', {'server': 'fixture', 'timeout': 0.5}])
+        self.worker.reply(rpc['id'], {'tools': tools})
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['value'], events], [tools[1], []])
+        run_id = self.worker.start('mcp.help("fixture", "nope")')
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['params'], {'server': 'fixture', 'timeout': 30.0})
+        self.worker.reply(rpc['id'], {'tools': tools})
+        self.assertIn("ValueError: Unknown tool 'nope'; use mcp.list_tools(server)", self.worker.collect(run_id)[0]['error'])
+
+    def test_other_ops(self):
+        cases = [
+            ('mcp.help()', 'servers', {}, {'servers': ['s']}, ['s']),
+            ('mcp.list_tools("s")', 'tools', {'server': 's', 'timeout': 30.0}, {'tools': []}, []),
+            ('mcp.refresh()', 'refresh', {}, {'healthy': True}, {'healthy': True}),
+            ('mcp.journal()', 'journal', {}, {'records': [{'tool': 't'}]}, [{'tool': 't'}]),
+            ('await mcp.ajournal()', 'journal', {}, {'records': []}, []),
+            ('mcp.explain("s", "t")', 'explain', {'server': 's', 'tool': 't'}, {'status': 'ready'}, {'status': 'ready'}),
+            ('mcp.explain("s")', 'explain', {'server': 's', 'tool': None}, {'status': 'ready'}, {'status': 'ready'}),
+        ]
+        for code, op, params, reply, value in cases:
+            with self.subTest(code=code):
+                run_id = self.worker.start(code)
+                rpc = self.worker.next_rpc(run_id)
+                self.assertEqual([rpc['op'], rpc['params']], [op, params])
+                self.worker.reply(rpc['id'], reply)
+                self.assertEqual(self.worker.collect(run_id)[0]['value'], value)
+        run_id = self.worker.start('mcp.servers()')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], ['not', 'wrapped'])
+        self.assertIn('ToolError: MCP bridge returned a malformed servers result', self.worker.collect(run_id)[0]['error'])
+
+    def test_mcp_comes_back_new_after_shadowing(self):
+        self.assertEqual(self.worker.value('first = mcp\nmcp = None\nToolError = 1\n[mcp, ToolError]'), [None, 1])
+        code = '[type(mcp).__name__, mcp is first, issubclass(ToolError, RuntimeError), "mcp" in repr(mcp)]'
+        self.assertEqual(self.worker.value(code), ['McpBridge', False, True, True])
+        names = [v['name'] for v in self.worker.value('repl_namespace()')['variables']]
+        self.assertEqual(names, ['first'])
 
 
 class ChildProcessTests(WorkerTestCase):

@@ -36,7 +36,9 @@ import sys
 import threading
 import time
 import tokenize
+import uuid
 import weakref
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 PROTOCOL_VERSION = 1
@@ -99,6 +101,14 @@ BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are ju
 INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
 EXECUTOR_PENDING_JOBS = 64
 
+RPC_PENDING = 64  # bridge calls awaiting their rpc_result at once
+MCP_TIMEOUT_MIN, MCP_TIMEOUT_MAX = 0.01, 3600.0
+MCP_CALL_TIMEOUT = 120.0
+MCP_CATALOGUE_TIMEOUT = 30.0
+MCP_REPLY_SLACK = 1.0  # seconds a wait adds to the timeout the server enforces itself
+MCP_OP_WAIT = 35.0  # seconds to wait for ops without a timeout of their own
+TOOL_ERROR_CHARS = 2_000
+
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 TASKS_REFUSED = 'Background tasks refused cancellation; worker stopped and variables cleared'
 THREADS_LEFT = (
@@ -120,13 +130,23 @@ CHECKPOINT_UNSUPPORTED = f'Unsupported checkpoint format; expected {CHECKPOINT_F
 CHECKPOINT_TOO_MANY = f'Checkpoint values must be an object of at most {CHECKPOINT_VARIABLES} variables'
 CHECKPOINT_BAD_NAMES = 'Checkpoint contains invalid or reserved variable names'
 CHECKPOINT_BAD_VALUE = 'Checkpoint value {!r} is not a small exact JSON value'
+MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
+MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING})'
+MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
+MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
+MCP_FRAME_TOO_LARGE = 'Worker frame exceeds 1 MiB; reduce code/arguments/result'
+MCP_NO_REPLY = 'MCP {} got no reply within {:g} seconds; call may have completed. Inspect mcp.journal()'
+MCP_MALFORMED = 'MCP bridge returned a malformed {} result'
+MCP_UNKNOWN_TOOL = "Unknown tool '{}'; use mcp.list_tools(server)"
+TOOL_FAILED = 'MCP tool failed: {}'
 
 # Names every cell starts from; re-installed after each cell so user shadowing lasts only
 # for that cell. The helpers (sh, checkpoint, ...) join this mapping in _Worker._helpers.
 BASELINE_NAMES = {'__name__': '__repl__', '__builtins__': builtins}
 # Names that belong to the worker besides the baseline ones: inventories skip them and
 # checkpoints never restore them.
-RESERVED_NAMES = frozenset({'__file__', '__repl_result__'})
+# `mcp` is reserved too, though not in the baseline: each cell gets a new bridge object.
+RESERVED_NAMES = frozenset({'__file__', '__repl_result__', 'mcp'})
 
 # The run id of the cell whose code is running in this context. Tasks, callbacks and
 # executor jobs inherit it, which is how they are attributed to their originating cell.
@@ -172,8 +192,9 @@ def _protocol_error(message):
 
 
 def _encode_frame(frame):
-    # Lone surrogates (from user strings) become '?', which keeps the line valid UTF-8 JSON.
-    text = json.dumps(frame, ensure_ascii=False, separators=(',', ':'))
+    # Lone surrogates (from user strings) become '?', which keeps the line valid UTF-8 JSON;
+    # NaN and infinities (say in bridge arguments) are refused, as JSON has none.
+    text = json.dumps(frame, ensure_ascii=False, separators=(',', ':'), allow_nan=False)
     return text.encode('utf-8', 'replace') + b'\n'
 
 
@@ -186,6 +207,8 @@ def _parse_command(line):
     if kind == 'shutdown':
         return frame
     if kind == 'execute' and _valid_execute(frame):
+        return frame
+    if kind == 'rpc_result' and isinstance(frame.get('id'), str) and isinstance(frame.get('error', ''), (str, type(None))):
         return frame
     _protocol_error(f'unknown or malformed frame (type {repr(kind)[:100]})')
 
@@ -226,7 +249,10 @@ class _Channel:
         self._receiving = False  # the reader holds bytes of a command it has not queued yet
 
     def send(self, frame):
-        data = memoryview(_encode_frame(frame))
+        self.send_encoded(_encode_frame(frame))
+
+    def send_encoded(self, data):
+        data = memoryview(data)
         with self._write_lock:
             try:
                 while data:
@@ -278,7 +304,11 @@ class _Channel:
         while end >= 0:
             if end - start >= MAX_FRAME:
                 _protocol_error('frame exceeds 1 MiB')
-            self._queue(_parse_command(bytes(received[start:end])))
+            frame = _parse_command(bytes(received[start:end]))
+            if frame['type'] == 'rpc_result':
+                _RPCS.resolve(frame)  # never queued: the main thread may be waiting for it
+            else:
+                self._queue(frame)
             start = end + 1
             end = received.find(b'\n', start)
         del received[:start]
@@ -664,7 +694,7 @@ def _plain_json(value, depth, budget):
         if len(value) > PREVIEW_ITEMS:
             raise _NotPreviewable
         return [_plain_json(item, depth + 1, budget) for item in value]
-    if cls is dict:
+    if cls is dict or cls is McpResult:
         if len(value) > PREVIEW_ITEMS:
             raise _NotPreviewable
         plain = {}
@@ -1127,6 +1157,229 @@ def _shell_text(data):
     return text, not complete
 
 
+class ToolError(RuntimeError):
+    """A bridge call failed. .result is the complete CallToolResult envelope when the tool
+    itself reported an error (isError), else None (the broker or the transport failed)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class McpResult(dict):
+    """The complete CallToolResult envelope mcp.call returns. Awaiting it gives the envelope
+    itself, so legacy `await mcp.call(...)` works after its single dispatch."""
+
+    def __await__(self):
+        return self
+        yield  # a generator: awaiting it finishes at once
+
+
+def _await_reply(future, wait):
+    """Block the cell until the reply or `wait` seconds; a SIGINT interrupts it like user
+    code (see _INTERRUPTIBLE_WORKER_CODE)."""
+    return future.result(wait)
+
+
+class _Rpcs:
+    """The bridge transport: `rpc` frames out, each answered by an `rpc_result` that the
+    reader thread routes to the call's pending future. Only the running cell's own code may
+    call, on the main thread with the cell's run id in its context: a thread or a context
+    saved from an earlier cell would otherwise act for a cell that has ended."""
+
+    def __init__(self):
+        self._channel = None
+        self._pending = {}  # rpc id -> (run id, future) until answered or abandoned
+        self._lock = threading.Lock()  # the reader thread resolves while the main thread calls
+        self._active = None  # run id of the cell whose code may call now
+        self._main_thread = threading.main_thread().ident
+
+    def start(self, channel):
+        self._channel = channel
+
+    def begin(self, run_id):
+        self._active = run_id
+
+    def end(self):
+        """The cell is over: later calls are refused and the pending ones abandoned."""
+        self._active = None
+        with self._lock:
+            pending = [future for _, future in self._pending.values()]
+        for future in pending:
+            future.cancel()  # its callback sends the rpc_cancel
+
+    def call(self, op, params, wait):
+        """The result of `op`, waiting at most `wait` seconds; blocks the cell."""
+        future = self._request(op, params)
+        try:
+            return _await_reply(future, wait)
+        except futures.TimeoutError:
+            raise ToolError(MCP_NO_REPLY.format(op, wait)) from None
+        finally:
+            future.cancel()  # a no-op once answered; otherwise the server drops the call
+
+    async def acall(self, op, params, wait):
+        """The result of `op`, awaited; cancelling the awaiting task cancels this call only."""
+        future = self._request(op, params)
+        try:
+            # Cancelling the wrapper cancels `future`, whose callback sends the rpc_cancel.
+            return await asyncio.wait_for(asyncio.wrap_future(future), wait)
+        except asyncio.TimeoutError:
+            raise ToolError(MCP_NO_REPLY.format(op, wait)) from None
+        finally:
+            future.cancel()
+
+    def _request(self, op, params):
+        """Send one `rpc` frame and return its pending future. Every refusal comes before
+        anything is sent or registered."""
+        run_id = _RUN_ID.get()
+        if run_id is None or run_id != self._active or threading.get_ident() != self._main_thread:
+            raise RuntimeError(MCP_FOREIGN)
+        rpc_id = uuid.uuid4().hex
+        data = _encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
+        if len(data) > MAX_FRAME:
+            raise ValueError(MCP_FRAME_TOO_LARGE)
+        future = futures.Future()
+        future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
+        with self._lock:
+            if len(self._pending) >= RPC_PENDING:
+                raise RuntimeError(MCP_BUSY)
+            self._pending[rpc_id] = (run_id, future)
+        self._channel.send_encoded(data)
+        return future
+
+    def _abandon(self, rpc_id):
+        with self._lock:
+            entry = self._pending.pop(rpc_id, None)
+        if entry is not None:  # not yet answered: tell the server to drop that call only
+            self._channel.send({'type': 'rpc_cancel', 'id': rpc_id, 'run_id': entry[0]})
+
+    def resolve(self, frame):
+        """Called by the reader thread with an `rpc_result`. Replies for unknown or abandoned
+        calls are dropped: a late reply must not reach a later cell."""
+        with self._lock:
+            entry = self._pending.pop(frame['id'], None)
+        if entry is None:
+            return
+        try:
+            if frame.get('error'):
+                entry[1].set_exception(ToolError(frame['error']))
+            else:
+                entry[1].set_result(frame.get('result'))
+        except futures.InvalidStateError:
+            pass  # cancelled meanwhile; the server already answered, so nothing to cancel
+
+
+_RPCS = _Rpcs()
+
+
+def _check_timeout(timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(MCP_BAD_TIMEOUT)
+    if not MCP_TIMEOUT_MIN <= timeout <= MCP_TIMEOUT_MAX:  # NaN fails too
+        raise ValueError(MCP_BAD_TIMEOUT)
+
+
+def _call_params(server, tool, arguments, timeout, kwargs):
+    """The `call` op's params; every check comes before the rpc is sent."""
+    if arguments is not None and kwargs:
+        raise ValueError(MCP_BOTH_ARGUMENTS)
+    if arguments is not None and not isinstance(arguments, dict):
+        raise TypeError('arguments must be a dict')
+    _check_timeout(timeout)
+    return {'server': server, 'tool': tool, 'arguments': kwargs if arguments is None else arguments, 'timeout': timeout}
+
+
+def _envelope_text(envelope):
+    """mcp.text(): the text of every `text` block of an envelope, joined with newlines."""
+    if not isinstance(envelope, dict):
+        raise TypeError(f'mcp.text() expects a CallToolResult dict, not {_type_name(type(envelope))}')
+    content = envelope.get('content')
+    blocks = content if isinstance(content, list) else []
+    return '\n'.join(
+        block['text'] for block in blocks
+        if isinstance(block, dict) and block.get('type') == 'text' and isinstance(block.get('text'), str)
+    )
+
+
+def _envelope(result):
+    """A `call` result as the envelope mcp.call returns; a tool error raises ToolError."""
+    if type(result) is not dict:
+        raise ToolError(MCP_MALFORMED.format('call'))
+    envelope = McpResult(result)
+    if envelope.get('isError') is True:
+        raise ToolError(TOOL_FAILED.format(_envelope_text(envelope)[:TOOL_ERROR_CHARS]), result=envelope)
+    return envelope
+
+
+def _field(op, result, key):
+    if type(result) is not dict or key not in result:
+        raise ToolError(MCP_MALFORMED.format(op))
+    return result[key]
+
+
+class McpBridge:
+    """`mcp`: the session's downstream MCP servers, reached through the repl-mcp server. Calls
+    are legal only from the running cell's own code path (not from threads or later cells);
+    use acall for concurrency. Failures raise ToolError.
+
+    call(server, tool, *, arguments=None, timeout=120.0, **kwargs) -> the full CallToolResult
+        envelope; tool arguments come from arguments={...} or keywords, not both (use
+        arguments= for tool parameters named timeout, server, tool or arguments)
+    acall(...) -> the same, awaitable; cancelling the task cancels only that call
+    servers(), list_tools(server, *, timeout=30.0), help(server=None, tool=None, *, timeout=30.0),
+    refresh(), journal(), ajournal(), explain(server, tool=None), text(envelope)"""
+
+    text = staticmethod(_envelope_text)
+
+    def __init__(self, rpcs):
+        self._rpcs = rpcs
+
+    def __repr__(self):
+        return '<mcp bridge; help(mcp) describes it, mcp.help() lists servers>'
+
+    def call(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = _call_params(server, tool, arguments, timeout, kwargs)
+        return _envelope(self._rpcs.call('call', params, timeout + MCP_REPLY_SLACK))
+
+    async def acall(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = _call_params(server, tool, arguments, timeout, kwargs)
+        return _envelope(await self._rpcs.acall('call', params, timeout + MCP_REPLY_SLACK))
+
+    def servers(self):
+        return _field('servers', self._rpcs.call('servers', {}, MCP_OP_WAIT), 'servers')
+
+    def list_tools(self, server, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        _check_timeout(timeout)
+        result = self._rpcs.call('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
+        return _field('tools', result, 'tools')
+
+    def help(self, server=None, tool=None, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        """No server: the server names. A server: its tool definitions. A tool too: its
+        definition. One rpc each."""
+        if server is None:
+            return self.servers()
+        tools = self.list_tools(server, timeout=timeout)
+        if tool is None:
+            return tools
+        for definition in tools:
+            if isinstance(definition, dict) and definition.get('name') == tool:
+                return definition
+        raise ValueError(MCP_UNKNOWN_TOOL.format(tool))
+
+    def refresh(self):
+        return self._rpcs.call('refresh', {}, MCP_OP_WAIT)
+
+    def journal(self):
+        return _field('journal', self._rpcs.call('journal', {}, MCP_OP_WAIT), 'records')
+
+    async def ajournal(self):
+        return _field('journal', await self._rpcs.acall('journal', {}, MCP_OP_WAIT), 'records')
+
+    def explain(self, server, tool=None):
+        return self._rpcs.call('explain', {'server': server, 'tool': tool}, MCP_OP_WAIT)
+
+
 def _compile_cell(source, filename):
     """Code for the body and, when the cell ends with an expression, for that expression;
     compiled apart so its value is kept as an object (no implicit repr)."""
@@ -1153,15 +1406,17 @@ async def _cell_main(body, tail, namespace):
 
 
 # Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
-# prints through, and sh()'s wait for its process.
+# prints through, sh()'s wait for its process and mcp's wait for a reply.
 _INTERRUPTIBLE_WORKER_CODE = frozenset({
     _Sink.write.__code__, _CellOutput.write.__code__, _utf8_prefix.__code__, _shell_capture.__code__,
+    _await_reply.__code__,
 })
 
 
 # Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the
-# first frame up the stack that is not in one of these.
-_CALLER_JUDGED_MODULES = ('asyncio.', 'concurrent.futures.', 'selectors', 'threading')
+# first frame up the stack that is not in one of these (json: the main thread encodes
+# bridge frames, and an rpc_cancel must not be lost to a KeyboardInterrupt).
+_CALLER_JUDGED_MODULES = ('asyncio.', 'concurrent.futures.', 'selectors', 'threading', 'json', 'uuid')
 
 
 def _module_name(frame):
@@ -1220,7 +1475,7 @@ class _Worker:
         self._sources = _SourceHistory()
         self._baseline = {**BASELINE_NAMES, **self._helpers()}
         self._reserved = frozenset(self._baseline) | RESERVED_NAMES
-        self._namespace.update(self._baseline)
+        self._install_baseline()
         self._output = _Output(channel)
         self._real_streams = (sys.stdout, sys.stderr)
         self._sinks = (_Sink('stdout', sys.stdout, self._output), _Sink('stderr', sys.stderr, self._output))
@@ -1270,7 +1525,13 @@ class _Worker:
             'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
             'checkpoint': checkpoint, 'restore': restore,
             'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
+            'ToolError': ToolError,
         }
+
+    def _install_baseline(self):
+        self._namespace.update(self._baseline)
+        # A new bridge each cell: attributes a cell set on `mcp` do not outlive it.
+        self._namespace['mcp'] = McpBridge(_RPCS)
 
     def serve(self):
         while True:
@@ -1303,6 +1564,7 @@ class _Worker:
         run_id = command['id']
         threads_before = set(threading.enumerate())
         self._output.begin(run_id)
+        _RPCS.begin(run_id)
         sys.stdout, sys.stderr = self._sinks
         exit_code = None
         if command.get('source_path'):
@@ -1311,7 +1573,7 @@ class _Worker:
             value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>')
         cancelled, policy_error = self._epilogue(run_id, threads_before)
         sys.stdout, sys.stderr = self._real_streams
-        self._namespace.update(self._baseline)
+        self._install_baseline()
         captured = self._output.end()
         _CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
         result = self._result(run_id, value, exc, captured, policy_error)
@@ -1442,6 +1704,7 @@ class _Worker:
         """Stop what the cell left behind; returns (tasks cancelled, policy error or None).
         A policy error means the worker cannot vouch for its state and will exit."""
         cancelled, refused = self._cancel_tasks()
+        _RPCS.end()  # after the tasks: a cancelled acall has sent its own rpc_cancel
         self._loop.cancel_cell_callbacks()
         if refused:
             return cancelled, TASKS_REFUSED
@@ -1524,6 +1787,7 @@ def _main():
     channel = _Channel()
     worker = _Worker(channel)
     _CHILDREN.start(channel)
+    _RPCS.start(channel)
     sys.argv = ['']
     channel.send({
         'type': 'ready',
