@@ -18,6 +18,7 @@ const (
 	handshakeTimeout  = 10 * time.Second
 	interruptGrace    = 2 * time.Second
 	busyWait          = 3500 * time.Millisecond
+	cancelPropagation = 150 * time.Millisecond
 	frameWriteTimeout = 5 * time.Second
 	barrierWait       = time.Second
 	workerStopGrace   = 3 * time.Second

@@ -64,6 +64,11 @@ func (s *Session) onRPC(p *process, f inFrame) {
 		defer s.rpcs.Done()
 		defer r.finishRPC(f.ID)
 		result, err := s.serveRPC(ctx, BridgeRequest{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
+		if ctx.Err() != nil {
+			// The cell gave up on this call or its run ended: nobody waits for the
+			// reply, and a late frame could be mistaken for the next cell's traffic.
+			return
+		}
 		s.answerRPC(p, f.ID, result, err)
 	}()
 }

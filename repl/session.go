@@ -184,10 +184,7 @@ func (s *Session) reserve(ctx context.Context, r *run, wait bool) error {
 	if err := s.tryReserve(r); !errors.Is(err, ErrBusy) {
 		return err
 	}
-	s.mu.Lock()
-	active := s.active
-	s.mu.Unlock()
-	if !wait || (active != nil && !active.isStopping()) {
+	if !wait || !s.activeStopping() {
 		return ErrBusy
 	}
 	timer := time.NewTimer(busyWait)
@@ -199,6 +196,27 @@ func (s *Session) reserve(ctx context.Context, r *run, wait bool) error {
 		return ErrBusy
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// activeStopping reports whether the active run is on its way out. A client's
+// notifications/cancelled reaches the run's context asynchronously (go-sdk cancels
+// the handler from a goroutine), so a call sent right after a cancel may arrive
+// first: the answer is awaited for cancelPropagation before the session counts as
+// busy.
+func (s *Session) activeStopping() bool {
+	deadline := time.Now().Add(cancelPropagation)
+	for {
+		s.mu.Lock()
+		active := s.active
+		s.mu.Unlock()
+		if active == nil || active.isStopping() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

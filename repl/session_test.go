@@ -184,8 +184,13 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("close took %v", d)
 	}
+	// The cell swallows KeyboardInterrupt, but the worker re-delivers it every 50 ms
+	// and one may land between the try blocks: then the cell honestly ends as
+	// cancelled within the grace. Otherwise it is abandoned and killed.
 	_, res, _ := s.Lookup(info.RunID)
-	mustFail(t, res, msgAbandoned, StateCleared)
+	if res.Error == nil || (*res.Error != msgCancelled && *res.Error != msgAbandoned) {
+		t.Fatalf("closed run: %+v", res)
+	}
 	waitFor(t, func() bool { return !processAlive(pid) })
 	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), msgSessionClosed, StatePreserved)
 }
