@@ -17,7 +17,6 @@ package broker
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +31,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
 // Journal limits (contract 13.1).
@@ -245,7 +246,7 @@ func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
 	}
 	now := time.Now().UnixMilli()
 	rec := Record{
-		ID:        fmt.Sprintf("%d-%s", now, journalUUID()),
+		ID:        fmt.Sprintf("%d-%s", now, ids.UUID()),
 		SessionID: meta.SessionID,
 		Project:   meta.Project,
 		RunID:     meta.RunID,
@@ -558,14 +559,6 @@ func journalCleanReason(s string) string {
 	return string(runes[:journalMaxString])
 }
 
-func journalUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // journalLockPath is path with its extension replaced by "lock"
 // (journal.json → journal.lock).
 func journalLockPath(path string) string {
@@ -780,7 +773,7 @@ func journalDecodeRecord(raw json.RawMessage) (Record, error) {
 // journalWriteAtomic replaces path with data: a 0600 temp file in the same
 // directory, fsync, rename over path, fsync the directory.
 func journalWriteAtomic(path string, data []byte) error {
-	tmp := path + "." + journalUUID() + ".new"
+	tmp := path + "." + ids.UUID() + ".new"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err

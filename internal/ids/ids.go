@@ -1,0 +1,17 @@
+// Package ids makes the random identifiers the server hands out: run, session and
+// server ids, and the journal's record ids.
+package ids
+
+import (
+	"crypto/rand"
+	"fmt"
+)
+
+// UUID returns a random (version 4) UUID.
+func UUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
