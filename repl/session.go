@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -524,13 +525,11 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 // interruptedError is the error of a run the worker stopped on our interrupt: the
 // reason, plus the worker's own report when it says more than "interrupted".
 func interruptedError(reason string, workerErr *string) string {
-	if workerErr == nil || *workerErr == "" || hasPrefix(*workerErr, "Execution interrupted") {
+	if workerErr == nil || *workerErr == "" || strings.HasPrefix(*workerErr, "Execution interrupted") {
 		return reason
 	}
 	return reason + "\n" + *workerErr
 }
-
-func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
 
 // crashed reports a worker that died under a run. A result the worker managed to
 // send before it exited still wins.
