@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,16 +22,17 @@ const warmCells = 20
 // doctor runs the real server in-process over an in-memory MCP connection, executes
 // real cells on the selected interpreter and reports what it found. It fails with
 // the reason when Python cannot serve.
-func doctor(ctx context.Context, cfg repl.Config, out io.Writer) error {
+func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, out io.Writer) error {
 	fmt.Fprintf(out, "repl-mcp %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(out, "python:   %s (chosen by %s)\n", cfg.Python, cfg.PythonSource)
 	fmt.Fprintf(out, "limits:   code %d KiB, timeout 0.01..%d s (default %d), output %d bytes per stream, history %d runs, worker RSS %s\n",
 		repl.MaxCodeBytes/1024, int(repl.MaxTimeout.Seconds()), int(repl.DefaultTimeout.Seconds()), repl.StreamLimit, repl.HistoryRuns, rssText(cfg.MaxMemoryMiB))
+	fmt.Fprintf(out, "broker:   %s\n", brokerText(brokers.Root().Health()))
 
 	start := time.Now()
 	manager := repl.NewManager(ctx, cfg)
 	defer manager.Close(time.Second)
-	srv := server.New(server.Config{Version: version, Repl: manager, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Logger: cfg.Logger})
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, serverT, nil)
 	if err != nil {
@@ -123,3 +125,14 @@ func rssText(mib int) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// brokerText summarizes the root broker's registry without connecting anything.
+func brokerText(h broker.Health) string {
+	switch {
+	case h.Disabled:
+		return "disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1)"
+	case h.ConfigurationError != nil:
+		return "registry invalid: " + *h.ConfigurationError
+	}
+	return fmt.Sprintf("%d server(s) configured, registry %s, scope %s", h.ConfiguredServers, h.Provenance.Registry, h.Provenance.Scope)
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -47,7 +48,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio] [--python PATH] [--max-memory-mib N] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -57,6 +58,9 @@ type options struct {
 	transport    string
 	python       string
 	maxMemoryMiB int
+	config       string
+	scope        string
+	journal      string
 	showVersion  bool
 	doctor       bool
 }
@@ -71,6 +75,10 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
 	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
+	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
+	fs.StringVar(&o.scope, "mcp-scope", "project", "registries the broker reads: project, user, local (comma-separated), all, or none")
+	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
+	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
 	help := fs.Bool("help", false, "show this help")
@@ -124,12 +132,58 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	brokers, closeBrokers, err := brokerSet(o, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeBrokers()
+	cfg.Bridges = server.Bridges(brokers)
 	if o.doctor {
-		return doctor(ctx, cfg, stdout)
+		return doctor(ctx, cfg, brokers, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Logger: cfg.Logger})
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// brokerSet opens the journal and builds the project brokers. A defective registry
+// is not fatal (the broker reports it and fails closed); an invalid --mcp-scope or
+// a journal that cannot be owned is. The returned close runs after the sessions
+// have closed: brokers first, then the journal they write to.
+func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
+	scope, err := broker.ParseScope(o.scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	journal, err := broker.OpenJournal(broker.JournalConfig{Path: o.journal, Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.config != "" && !filepath.IsAbs(o.config) {
+		// Relative to the server's working directory, for every project's broker.
+		o.config = filepath.Join(cfg.Project, o.config)
+	}
+	exe, _ := os.Executable()
+	set := broker.NewSet(broker.Options{
+		Registry: broker.RegistryOptions{
+			Project:         cfg.Project,
+			ConfigPath:      o.config,
+			Scope:           scope,
+			Home:            os.Getenv("HOME"),
+			LookupEnv:       os.LookupEnv,
+			NoBridge:        os.Getenv("REPL_MCP_NO_BRIDGE") == "1",
+			SelfExecutables: []string{exe},
+		},
+		Journal:    journal,
+		Executable: exe,
+		Version:    version,
+		Env:        cfg.Env,
+		Logger:     cfg.Logger,
+	})
+	return set, func() {
+		set.Close()
+		journal.Close()
+	}, nil
 }
 
 // replConfig turns options and the environment into the sessions' Config.

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -23,6 +25,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"repl-mcp": func() { os.Exit(mainExit()) },
 		"mcpc":     func() { os.Exit(mcpcMain()) },
+		// A downstream MCP server for broker scripts (internal/mcpfixture).
+		"mcp-fixture": func() { os.Exit(mcpfixture.Main()) },
 	})
 }
 
@@ -30,6 +34,7 @@ func TestMain(m *testing.M) {
 // Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
 // $PYVERSION (its version).
 func TestScripts(t *testing.T) {
+	fixtureBin := fixtureWrapper(t)
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
@@ -42,6 +47,7 @@ func TestScripts(t *testing.T) {
 					e.Setenv("PYTHON", py.Path)
 					e.Setenv("REPL_MCP_PYTHON", py.Path)
 					e.Setenv("PYVERSION", py.Version)
+					e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
 					if d, ok := t.Deadline(); ok {
 						// mcpc gives up with its transcript before testscript kills it.
 						e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
@@ -54,6 +60,19 @@ func TestScripts(t *testing.T) {
 			})
 		})
 	}
+}
+
+// fixtureWrapper makes a directory holding mcp-fixture-server, a shell script that
+// execs the mcp-fixture command. Registries in scripts name the wrapper: the
+// command itself is this test binary, the same file as repl-mcp, and the broker
+// rightly refuses a registry entry that would launch repl-mcp itself.
+func fixtureWrapper(t *testing.T) string {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nexec mcp-fixture \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "mcp-fixture-server"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // cmdExitcode runs a program and checks its exact exit status:

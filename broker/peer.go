@@ -27,12 +27,23 @@ type StdioSpec struct {
 	Dir     string
 }
 
-// peer is one live downstream MCP server: a go-sdk client session over the stdio of
-// a child that a guardian owns, so the child dies with the server even by SIGKILL.
-// Its stderr is discarded: it must never reach our stdout.
+// peer is one live downstream MCP server: a go-sdk client session, over the stdio of
+// a child that a guardian owns (so the child dies with the server even by SIGKILL;
+// its stderr is discarded: it must never reach our stdout), or over Streamable HTTP.
 type peer struct {
 	session *mcp.ClientSession
-	proc    *guardian.Process
+	proc    *guardian.Process // nil for HTTP
+	ended   chan struct{}     // closed once the MCP session is over
+}
+
+// newPeer wraps a connected session; proc is nil for HTTP peers.
+func newPeer(session *mcp.ClientSession, proc *guardian.Process) *peer {
+	p := &peer{session: session, proc: proc, ended: make(chan struct{})}
+	go func() {
+		session.Wait()
+		close(p.ended)
+	}()
+	return p
 }
 
 // dialStdio starts the server and completes the MCP handshake within connectTimeout.
@@ -77,11 +88,21 @@ func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer,
 		}
 		return nil, fmt.Errorf("MCP handshake with downstream server %q failed: %w", spec.Command, err)
 	}
-	return &peer{session: session, proc: proc}, nil
+	return newPeer(session, proc), nil
 }
 
-// alive reports whether the server process still runs.
+// alive reports whether the MCP session is still open and, for stdio, the server
+// process still runs. Only a peer that is not alive is discarded: a protocol error or
+// a cancelled call leaves a shared transport in place.
 func (p *peer) alive() bool {
+	select {
+	case <-p.ended:
+		return false
+	default:
+	}
+	if p.proc == nil {
+		return true
+	}
 	select {
 	case <-p.proc.Exited():
 		return false
@@ -90,30 +111,46 @@ func (p *peer) alive() bool {
 	}
 }
 
-// close ends the MCP session and the server's whole process group at once: a
-// downstream server may ignore stdin EOF, and waiting for it costs every close.
+// close ends the MCP session and, for stdio, the server's whole process group at
+// once: a downstream server may ignore stdin EOF, and waiting for it costs every close.
 func (p *peer) close() {
+	if p.proc == nil {
+		p.session.Close()
+		return
+	}
 	p.proc.Close()
 	p.session.Close()
 	p.proc.Stop(peerStopGrace)
 }
 
-// listTools follows every page of the catalogue, at most maxPages.
+// listTools follows every page of the catalogue: at most maxPages pages and
+// maxCatalogueTools tools, and a cursor that comes back is an error rather than a loop.
 func (p *peer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
+	seen := map[string]bool{}
 	cursor := ""
 	for range maxPages {
 		res, err := p.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%s (the server's reply was refused: malformed, over the 1 MiB frame limit, or the connection ended)", msgCatalogueInvalid)
 		}
 		tools = append(tools, res.Tools...)
+		if len(tools) > maxCatalogueTools {
+			return nil, fmt.Errorf("%s: more than %d tools", msgCatalogueInvalid, maxCatalogueTools)
+		}
 		if res.NextCursor == "" {
 			return tools, nil
 		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("%s: the server repeated a pagination cursor", msgCatalogueInvalid)
+		}
+		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
-	return nil, fmt.Errorf("catalogue has more than %d pages", maxPages)
+	return nil, fmt.Errorf("MCP tool catalogue exceeds %d pages; catalogue is incomplete", maxPages)
 }
 
 // maxPages bounds catalogue pagination (reference section 13.1).

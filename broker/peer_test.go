@@ -54,7 +54,7 @@ func TestPeerListsEveryPage(t *testing.T) {
 	for _, tool := range tools {
 		names = append(names, tool.Name)
 	}
-	if got := strings.Join(names, ","); got != "collision,echo,fail,multi,native_hold,slow_write" {
+	if got := strings.Join(names, ","); got != "big,collision,count,echo,fail,multi,native_hold,reject_once,slow_write" {
 		t.Fatalf("tools = %s", got)
 	}
 }

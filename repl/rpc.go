@@ -22,9 +22,12 @@ type BridgeRequest struct {
 	Params    json.RawMessage
 }
 
-// Bridges hands each session the bridge of its project.
+// Bridges hands each session the bridge of its project. A session acquires its
+// bridge when it is made and releases it once it has closed and its calls have
+// ended, so the owner can shut a project's broker down with its last session.
 type Bridges interface {
-	For(sessionID, project string) Bridge
+	Acquire(sessionID, project string) Bridge // nil: no broker serves the session
+	Release(sessionID, project string)
 }
 
 // RPC limits and messages (reference sections 5.2 and 13.2).
@@ -33,7 +36,7 @@ const (
 	msgTooManyRPCs     = "Too many outstanding MCP calls"
 	msgRPCNotActive    = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
 	msgIPCLimit        = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
-	msgNoBridge        = "No MCP broker serves this session (none is configured in this build); cell code cannot call other MCP servers"
+	msgNoBridge        = "No MCP broker serves this session (the server is shutting down); cell code cannot call other MCP servers"
 )
 
 // rpcResultFrame answers one rpc.

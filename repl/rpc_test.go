@@ -13,7 +13,8 @@ import (
 // fakeBridges serves every session with one bridge that answers op "servers".
 type fakeBridges struct{ seen chan BridgeRequest }
 
-func (f fakeBridges) For(string, string) Bridge { return f }
+func (f fakeBridges) Acquire(string, string) Bridge { return f }
+func (f fakeBridges) Release(string, string)        {}
 
 func (f fakeBridges) Serve(_ context.Context, req BridgeRequest) (json.RawMessage, error) {
 	f.seen <- req

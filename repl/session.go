@@ -86,7 +86,7 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 	}
 	s.logger = cfg.Logger.With("session", s.id)
 	if cfg.Bridges != nil {
-		s.bridge = cfg.Bridges.For(s.id, env.project)
+		s.bridge = cfg.Bridges.Acquire(s.id, env.project)
 	}
 	return s
 }
@@ -642,6 +642,9 @@ func (s *Session) Close(grace time.Duration) {
 	}
 	s.background.Wait()
 	s.rpcs.Wait()
+	if s.cfg.Bridges != nil {
+		s.cfg.Bridges.Release(s.id, s.env.project)
+	}
 	s.mu.Lock()
 	p := s.proc
 	s.proc = nil

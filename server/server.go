@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,14 +19,18 @@ import (
 type Config struct {
 	Version string
 	Repl    *repl.Manager
+	// Brokers are the downstream brokers the Manager's sessions use (see Bridges);
+	// health reports the root one. Nil reports a disabled broker.
+	Brokers *broker.Set
 	Logger  *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
 type Server struct {
-	mcp    *mcp.Server
-	repl   *repl.Manager
-	logger *slog.Logger
+	mcp     *mcp.Server
+	repl    *repl.Manager
+	brokers *broker.Set
+	logger  *slog.Logger
 }
 
 const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
@@ -50,7 +55,7 @@ func New(cfg Config) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{repl: cfg.Repl, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own

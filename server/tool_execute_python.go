@@ -34,8 +34,10 @@ func (s *Server) executePythonTool() tool {
 	return tool{
 		name: "execute_python",
 		description: "Execute Python in a persistent, trusted local CPython worker: variables, imports and one asyncio " +
-			"event loop persist between calls, and top-level await works. The mcp bridge (mcp.call) to other MCP " +
-			"servers is not configured in this build. Output is bounded (50,000 bytes per stream); the trailing " +
+			"event loop persist between calls, and top-level await works. The mcp helper calls other MCP servers " +
+			"granted in the registry (.mcp.json or --config): mcp.call(server, tool, arguments={...}) returns the " +
+			"full result envelope, await mcp.acall(...) runs calls concurrently, mcp.servers(), " +
+			"mcp.list_tools(server), mcp.explain(server, tool) and mcp.journal() inspect them. Output is bounded (50,000 bytes per stream); the trailing " +
 			"expression is previewed without calling __repr__. timeout 0.01..3600 s (default 120), code at most " +
 			"256 KiB. reset=true restarts the worker (clears variables, cwd and environment). Cancellation " +
 			"interrupts the code, but external effects may already have happened. Results carry run_id, " +

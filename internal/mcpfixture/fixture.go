@@ -1,81 +1,136 @@
-// Package mcpfixture is a downstream MCP server for tests: the test binary re-runs
-// itself as this server so that broker tests talk to a real MCP peer over real stdio.
-// Its catalogue spans two pages (echo, multi, fail, then slow_write, collision,
-// native_hold), like the reference's fixture.
 package mcpfixture
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"time"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// args are every tool's optional arguments.
-type args struct {
-	Text    string  `json:"text,omitempty"`
-	Marker  string  `json:"marker,omitempty"`
-	Timeout float64 `json:"timeout,omitempty"`
-	Server  string  `json:"server,omitempty"`
-	Tool    string  `json:"tool,omitempty"`
+// pageSize splits the nine standard tools into pages of five and four: go-sdk gives
+// a page a next cursor only when at least one more tool follows it.
+const pageSize = 5
+
+const usage = "usage: mcpfixture [--http URLFILE]"
+
+// config is the fixture's environment, read once when a server is built.
+type config struct {
+	logPath string // MCPFIXTURE_LOG: append one line per received message
+	huge    bool   // MCPFIXTURE_HUGE=1: add the huge tool
 }
 
-const schema = `{"type":"object","additionalProperties":false,"properties":{
- "text":{"type":"string"},"marker":{"type":"string"},"timeout":{"type":"number"},
- "server":{"type":"string"},"tool":{"type":"string"}}}`
+func configFromEnv() config {
+	return config{logPath: os.Getenv("MCPFIXTURE_LOG"), huge: os.Getenv("MCPFIXTURE_HUGE") == "1"}
+}
 
-// Main serves the fixture over stdin and stdout until stdin ends.
+// fixture is one server's state.
+type fixture struct {
+	rejected atomic.Bool // reject_once has rejected its first call
+}
+
+// Main serves the fixture over stdin and stdout until stdin ends, or, given
+// --http URLFILE, over Streamable HTTP until SIGINT or SIGTERM. It returns the exit
+// status: 0, 1 when serving fails, 2 for unknown arguments.
 func Main() int {
-	s := mcp.NewServer(&mcp.Implementation{Name: "repl-mcp-fixture", Version: "1"}, &mcp.ServerOptions{PageSize: 3})
-	add := func(name string, h func(context.Context, args) *mcp.CallToolResult) {
-		s.AddTool(&mcp.Tool{Name: name, Description: name + " (fixture)", InputSchema: json.RawMessage(schema)},
+	return run(os.Args[1:], os.Stderr)
+}
+
+func run(args []string, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		if err := newServer(configFromEnv()).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			return 1
+		}
+		return 0
+	case len(args) == 2 && args[0] == "--http":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := serveHTTP(ctx, args[1], Handler()); err != nil {
+			fmt.Fprintf(stderr, "mcpfixture: %v\n", err)
+			return 1
+		}
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpfixture: unknown arguments %q; %s\n", args, usage)
+		return 2
+	}
+}
+
+// newServer builds the fixture server that cfg describes.
+func newServer(cfg config) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "repl-mcp-fixture", Version: "1"}, &mcp.ServerOptions{PageSize: pageSize})
+	if cfg.logPath != "" {
+		s.AddReceivingMiddleware(logMessages(cfg.logPath))
+	}
+	f := &fixture{}
+	for _, t := range tools(cfg) {
+		s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: objectSchema(t.props...)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				var a args
-				if len(req.Params.Arguments) > 0 {
-					json.Unmarshal(req.Params.Arguments, &a)
-				}
-				return h(ctx, a), nil
+				return t.call(ctx, f, req.Params.Arguments)
 			})
 	}
-	add("echo", func(_ context.Context, a args) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}, StructuredContent: map[string]any{"text": a.Text}}
-	})
-	add("multi", func(_ context.Context, a args) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "first"}, &mcp.TextContent{Text: "second"}}}
-	})
-	add("fail", func(_ context.Context, a args) *mcp.CallToolResult {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad arguments"}}}
-	})
-	add("slow_write", func(ctx context.Context, a args) *mcp.CallToolResult {
-		wait := 2 * time.Second
-		if a.Timeout > 0 {
-			wait = time.Duration(a.Timeout * float64(time.Second))
+	return s
+}
+
+// logMessages appends "<pid> <method>", plus " <tool>" for tools/call, to path for
+// every message the server receives, before handling it. The file is opened for
+// each line with O_APPEND, so several fixture processes can share one log.
+func logMessages(path string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			line := fmt.Sprintf("%d %s", os.Getpid(), method)
+			if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
+				line += " " + call.Params.Name
+			}
+			if err := appendLine(path, line); err != nil {
+				return nil, fmt.Errorf("mcpfixture: logging %s: %w", method, err)
+			}
+			return next(ctx, method, req)
 		}
-		select {
-		case <-ctx.Done():
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "cancelled"}}}
-		case <-time.After(wait):
-		}
-		if a.Marker != "" {
-			os.WriteFile(a.Marker, []byte("written"), 0o644)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote"}}}
-	})
-	add("collision", func(_ context.Context, a args) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("server=%s tool=%s", a.Server, a.Tool)}}}
-	})
-	add("native_hold", func(_ context.Context, a args) *mcp.CallToolResult {
-		if a.Marker != "" {
-			os.WriteFile(a.Marker, []byte(fmt.Sprint(os.Getpid())), 0o644)
-		}
-		time.Sleep(8 * time.Second) // does not watch for cancellation, like C code
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}
-	})
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		return 1
 	}
-	return 0
+}
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// objectSchema is the input schema of a tool whose arguments are props, each typed
+// by its name.
+func objectSchema(props ...string) json.RawMessage {
+	properties := map[string]any{}
+	for _, p := range props {
+		properties[p] = map[string]string{"type": propType(p)}
+	}
+	raw, err := json.Marshal(map[string]any{"type": "object", "additionalProperties": false, "properties": properties})
+	if err != nil {
+		panic(err) // a map of strings always marshals
+	}
+	return raw
+}
+
+func propType(prop string) string {
+	switch prop {
+	case "timeout":
+		return "number"
+	case "size":
+		return "integer"
+	case "arguments":
+		return "object"
+	default: // text, marker, server, tool
+		return "string"
+	}
 }

@@ -1,0 +1,353 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Broker limits (contract 8.5, 8.6 and 13.1).
+const (
+	// MaxConcurrentRequests bounds the catalogue and call requests in flight per broker.
+	MaxConcurrentRequests = 32
+	// MaxTransports bounds the live downstream connections per broker.
+	MaxTransports = 32
+	// MaxResultBytes is the delivery budget of one call result.
+	MaxResultBytes = 900_000
+
+	failureCooldown    = 60 * time.Second
+	catalogueTTL       = 15 * time.Second
+	registryTTL        = 30 * time.Second
+	registryJobBudget  = 5 * time.Second
+	maxCatalogueTools  = 10_000
+	maxCatalogueBytes  = 1 << 20
+	defaultCallTimeout = 120 * time.Second
+	defaultListTimeout = 30 * time.Second
+	minTimeout         = 10 * time.Millisecond
+	maxTimeout         = 3600 * time.Second
+)
+
+// Messages whose key tokens the contract fixes (8.1, 8.5, 8.6, 13.2).
+const (
+	msgConfigError      = "MCP configuration error: %s; repair registry then mcp.refresh()"
+	msgUnknownServer    = "Unknown or unauthorized MCP server; use mcp.servers() and explicit --config, then mcp.refresh()"
+	msgToolDenied       = "Tool denied by broker allowedTools policy; mcp.explain(server, tool) describes the independent grant"
+	msgUnknownTool      = "Unknown or unauthorized MCP tool; inspect mcp.list_tools(server)"
+	msgQueued           = "MCP request budget exceeded while queued; %d requests were already in flight and none finished in time"
+	msgBadTimeout       = "MCP timeout must be between 0.01 and 3600 seconds"
+	msgRegistryStalled  = "Registry filesystem operation timed out; no additional job was scheduled"
+	msgBrokerClosed     = "MCP broker is shut down (its sessions closed); open a session again"
+	msgUnknownOp        = "Unknown MCP bridge operation"
+	msgDisabled         = "MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); no server can be called"
+	msgBadServerName    = "MCP server name must be a string of 1..200 bytes without control characters"
+	msgBadToolName      = "MCP tool name must be a string of 1..400 bytes without control characters"
+	msgToolNotString    = "tool must be a string or omitted"
+	msgAuthentication   = "Explicit headers from the registry, OAuth client credentials, and independent PKCE browser grants (repl-mcp --oauth-login SERVER); the broker never borrows a client's tokens or approvals"
+	msgHostClientAction = "Servers the MCP client itself connects (claude.ai connectors, plugin servers) are not visible to the broker; export them into an explicit --config registry to grant them"
+)
+
+// Options configure a Broker. main builds them from flags and environment.
+type Options struct {
+	// Registry says where this broker's registry comes from.
+	Registry RegistryOptions
+	// Journal records every call; one journal is shared by all brokers of a server.
+	Journal *Journal
+	// Validator checks arguments; shared by all brokers of a server. Nil makes one.
+	Validator *Validator
+	// Executable is repl-mcp itself, re-run as the guardian of stdio peers.
+	Executable string
+	// Version is announced to downstream servers.
+	Version string
+	// Env is the environment stdio peers start from (the server's); each peer gets
+	// its entry's env and REPL_MCP_NO_BRIDGE=1 on top.
+	Env []string
+	// Logger receives connection and reload reports; nil discards.
+	Logger *slog.Logger
+}
+
+// Request is one bridge operation from cell code, with its provenance.
+type Request struct {
+	SessionID string
+	Project   string
+	RunID     string
+	Op        string // servers, tools, call, refresh, journal, explain
+	Params    json.RawMessage
+}
+
+// Broker is one project's downstream MCP client: its registry, its connections
+// and their catalogues. Sessions of one project share it (see Set). It is safe
+// for concurrent use. Nothing connects until a call or listing names a server.
+type Broker struct {
+	opts    Options
+	log     *slog.Logger
+	sem     chan struct{} // request slots
+	regSlot chan struct{} // the one registry filesystem job
+
+	mu         sync.Mutex
+	reg        *Registry
+	configErr  error // the last load's defect; broker calls fail closed while set
+	loadedAt   time.Time
+	transports map[string]*transport // by fingerprint
+	closed     bool
+	wg         sync.WaitGroup // peer closes in flight
+}
+
+// New makes a broker and loads its registry. A defective registry is not an error
+// here: it is kept as the configuration error that health and explain report, and
+// broker calls fail closed until a refresh succeeds.
+func New(opts Options) *Broker {
+	if opts.Validator == nil {
+		opts.Validator = NewValidator(ValidatorConfig{})
+	}
+	b := &Broker{
+		opts:       opts,
+		log:        opts.Logger,
+		sem:        make(chan struct{}, MaxConcurrentRequests),
+		regSlot:    make(chan struct{}, 1),
+		transports: map[string]*transport{},
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	b.reload()
+	return b
+}
+
+// Serve runs one bridge operation and returns its JSON result. Errors are
+// messages for the cell: they say what happened and what to do next.
+func (b *Broker) Serve(ctx context.Context, req Request) (json.RawMessage, error) {
+	var (
+		result any
+		err    error
+	)
+	switch req.Op {
+	case "servers":
+		result, err = b.servers()
+	case "tools":
+		result, err = b.listTools(ctx, req.Params)
+	case "call":
+		return b.call(ctx, req)
+	case "refresh":
+		result = b.Refresh()
+	case "journal":
+		result, err = b.journalRecords()
+	case "explain":
+		result, err = b.explain(req.Params)
+	default:
+		return nil, errors.New(msgUnknownOp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(result)
+}
+
+// Refresh reloads the registry now, clears failure cooldowns and cached
+// catalogues, and returns the broker's health.
+func (b *Broker) Refresh() Health {
+	b.reload()
+	b.mu.Lock()
+	for _, t := range b.transports {
+		t.failedAt, t.failure, t.cat = time.Time{}, "", nil
+	}
+	b.mu.Unlock()
+	return b.Health()
+}
+
+// Close shuts every connection down. Calls in flight end with a transport error.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	peers := b.dropTransportsLocked(func(*transport) bool { return true })
+	b.mu.Unlock()
+	b.closePeersAsync(peers)
+	b.wg.Wait()
+}
+
+// servers lists the configured names.
+func (b *Broker) servers() (any, error) {
+	reg, err := b.ready(true)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"servers": reg.Names()}, nil
+}
+
+func (b *Broker) journalRecords() (any, error) {
+	if _, err := b.ready(false); err != nil {
+		return nil, err
+	}
+	recs := b.opts.Journal.Records()
+	if recs == nil {
+		recs = []Record{}
+	}
+	return map[string]any{"records": recs}, nil
+}
+
+// ready reloads the registry when 30 s have passed since the last load and returns
+// it. strict ops (servers, tools, call) also fail while a configuration error is
+// stored; every op fails when the reload it just ran failed.
+func (b *Broker) ready(strict bool) (*Registry, error) {
+	b.mu.Lock()
+	closed, due := b.closed, time.Since(b.loadedAt) >= registryTTL
+	b.mu.Unlock()
+	if closed {
+		return nil, errors.New(msgBrokerClosed)
+	}
+	if due {
+		if err := b.reload(); err != nil {
+			return nil, fmt.Errorf(msgConfigError, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if strict && b.configErr != nil {
+		return nil, fmt.Errorf(msgConfigError, b.configErr)
+	}
+	return b.reg, nil
+}
+
+// reload reads the registry as a bounded job and applies it: connections whose
+// transport identity is still configured stay, the others close. On error the
+// registry is emptied, every connection closes and the error is stored.
+func (b *Broker) reload() error {
+	reg, err := b.loadRegistry()
+	b.mu.Lock()
+	b.loadedAt = time.Now()
+	if err != nil {
+		reg = &Registry{Servers: map[string]ServerEntry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
+	}
+	b.reg, b.configErr = reg, err
+	keep := map[string]bool{}
+	for _, e := range reg.Servers {
+		keep[e.Fingerprint] = true
+	}
+	peers := b.dropTransportsLocked(func(t *transport) bool { return !keep[t.fp] })
+	b.mu.Unlock()
+	b.closePeersAsync(peers)
+	if err != nil {
+		b.log.Warn("broker registry rejected", "project", b.opts.Registry.Project, "err", err)
+	}
+	return err
+}
+
+// loadRegistry runs LoadRegistry in the one filesystem slot for at most 5 s. A
+// read stalled on a slow file system keeps the slot, and later reloads fail at
+// once instead of piling up goroutines behind it.
+func (b *Broker) loadRegistry() (*Registry, error) {
+	select {
+	case b.regSlot <- struct{}{}:
+	default:
+		return nil, &ConfigError{Msg: msgRegistryStalled}
+	}
+	type loaded struct {
+		reg *Registry
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		defer func() { <-b.regSlot }()
+		reg, err := LoadRegistry(b.opts.Registry)
+		done <- loaded{reg, err}
+	}()
+	timer := time.NewTimer(registryJobBudget)
+	defer timer.Stop()
+	select {
+	case l := <-done:
+		return l.reg, l.err
+	case <-timer.C:
+		return nil, &ConfigError{Msg: msgRegistryStalled}
+	}
+}
+
+// acquire takes a request slot, waiting at most until ctx ends.
+func (b *Broker) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case b.sem <- struct{}{}:
+		return func() { <-b.sem }, nil
+	default:
+	}
+	select {
+	case b.sem <- struct{}{}:
+		return func() { <-b.sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf(msgQueued, MaxConcurrentRequests)
+	}
+}
+
+// entry finds a configured server, checking the name first.
+func (b *Broker) entry(reg *Registry, server string) (ServerEntry, error) {
+	if !validRegName(server, MaxServerNameBytes) {
+		return ServerEntry{}, errors.New(msgBadServerName)
+	}
+	if reg.Disabled {
+		return ServerEntry{}, errors.New(msgDisabled)
+	}
+	e, ok := reg.Lookup(server)
+	if !ok {
+		return ServerEntry{}, errors.New(msgUnknownServer)
+	}
+	return e, nil
+}
+
+// Health is the broker section of python_health (contract 3.3).
+type Health struct {
+	ConfiguredServers     int        `json:"configured_servers"`
+	ConnectedTransports   int        `json:"connected_transports"`
+	ConfigurationError    *string    `json:"configuration_error"`
+	MaxConcurrentRequests int        `json:"max_concurrent_requests"`
+	Authentication        string     `json:"authentication"`
+	Journal               int        `json:"journal"`
+	JournalDurable        bool       `json:"journal_durable"`
+	Disabled              bool       `json:"disabled"`
+	Provenance            Provenance `json:"provenance"`
+}
+
+// Health reports the broker's state without connecting anything.
+func (b *Broker) Health() Health {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := Health{
+		ConfiguredServers:     len(b.reg.Servers),
+		MaxConcurrentRequests: MaxConcurrentRequests,
+		Authentication:        msgAuthentication,
+		Disabled:              b.reg.Disabled,
+		Provenance:            b.opts.Registry.Provenance(),
+	}
+	for _, t := range b.transports {
+		if t.peer != nil && t.peer.alive() {
+			h.ConnectedTransports++
+		}
+	}
+	if b.configErr != nil {
+		msg := b.configErr.Error()
+		h.ConfigurationError = &msg
+	}
+	stats := b.opts.Journal.Stats()
+	h.Journal, h.JournalDurable = stats.Records, stats.Durable
+	return h
+}
+
+// parseTimeout reads a timeout in seconds; absent means def.
+func parseTimeout(raw json.RawMessage, def time.Duration) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return def, nil
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil {
+		return 0, errors.New(msgBadTimeout)
+	}
+	d := time.Duration(secs * float64(time.Second))
+	if d < minTimeout || d > maxTimeout {
+		return 0, errors.New(msgBadTimeout)
+	}
+	return d, nil
+}

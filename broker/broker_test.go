@@ -1,0 +1,416 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testBroker is a broker over a project whose .mcp.json the test writes; its
+// fixture servers are this test binary (see TestMain).
+type testBroker struct {
+	*Broker
+	t       *testing.T
+	project string
+	log     string // MCPFIXTURE_LOG of every fixture server
+}
+
+// fixtureEntry is a registry entry that starts the fixture; extra fields merge in.
+func fixtureEntry(t *testing.T, log string, extra map[string]any) map[string]any {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := map[string]any{"command": exe, "env": map[string]string{"REPL_MCP_TEST_FIXTURE": "1", "MCPFIXTURE_LOG": log}}
+	for k, v := range extra {
+		e[k] = v
+	}
+	return e
+}
+
+func newTestBroker(t *testing.T, servers map[string]any) *testBroker {
+	t.Helper()
+	project := t.TempDir()
+	tb := &testBroker{t: t, project: project, log: filepath.Join(project, "fixture.log")}
+	tb.writeRegistry(servers)
+	exe, _ := os.Executable()
+	j, err := OpenJournal(JournalConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Broker = New(Options{
+		Registry:   RegistryOptions{Project: project, Scope: ScopeProject, LookupEnv: os.LookupEnv},
+		Journal:    j,
+		Executable: exe,
+		Version:    "test",
+		Env:        os.Environ(),
+	})
+	t.Cleanup(tb.Close)
+	return tb
+}
+
+func (tb *testBroker) writeRegistry(servers map[string]any) {
+	tb.t.Helper()
+	data, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tb.project, ".mcp.json"), data, 0o600); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// serve runs op with params and decodes the result into a generic value.
+func (tb *testBroker) serve(ctx context.Context, op string, params any) (any, error) {
+	raw, _ := json.Marshal(params)
+	out, err := tb.Serve(ctx, Request{SessionID: "s1", Project: tb.project, RunID: "r1", Op: op, Params: raw})
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(out, &v); err != nil {
+		tb.t.Fatalf("%s result is not JSON: %v", op, err)
+	}
+	return v, nil
+}
+
+func (tb *testBroker) call(server, tool string, args map[string]any) (map[string]any, error) {
+	v, err := tb.serve(tb.t.Context(), "call", map[string]any{"server": server, "tool": tool, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+// logLines counts the fixture's log lines for one request: "METHOD" or
+// "tools/call TOOL". "connect" counts handshakes: go-sdk's client opens with
+// server/discover and sends initialize only to servers that refuse it.
+func (tb *testBroker) logLines(request string) int {
+	data, _ := os.ReadFile(tb.log)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		_, got, _ := strings.Cut(line, " ")
+		if got == request || request == "connect" && got == "server/discover" {
+			n++
+		}
+	}
+	return n
+}
+
+func wantErr(t *testing.T, err error, substr string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), substr) {
+		t.Fatalf("error = %v, want it to contain %q", err, substr)
+	}
+}
+
+func TestCallReturnsCompleteEnvelope(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	env, err := tb.call("fx", "echo", map[string]any{"text": "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["isError"] != false || env["structuredContent"].(map[string]any)["text"] != "hi" {
+		t.Fatalf("envelope = %v", env)
+	}
+	env, err = tb.call("fx", "multi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env["content"].([]any)); n != 2 {
+		t.Fatalf("multi gave %d blocks", n)
+	}
+	env, err = tb.call("fx", "fail", nil)
+	if err != nil || env["isError"] != true {
+		t.Fatalf("fail: %v %v", env, err)
+	}
+	recs := tb.opts.Journal.Records()
+	if len(recs) != 3 || recs[0].Status != StatusCompleted || recs[2].Status != StatusToolError || recs[0].SessionID != "s1" || recs[0].RunID != "r1" {
+		t.Fatalf("journal = %+v", recs)
+	}
+}
+
+func TestAllowlistDenialConnectsNothing(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo"}})})
+	tb.Refresh()
+	_, err := tb.call("fx", "count", map[string]any{"marker": filepath.Join(tb.project, "m")})
+	wantErr(t, err, "Tool denied by broker allowedTools policy")
+	if tb.logLines("connect") != 0 || tb.Health().ConnectedTransports != 0 {
+		t.Fatal("a denied call connected the server")
+	}
+	v, err := tb.serve(t.Context(), "tools", map[string]any{"server": "fx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := v.(map[string]any)["tools"].([]any)
+	if len(tools) != 1 || tools[0].(map[string]any)["name"] != "echo" {
+		t.Fatalf("filtered catalogue = %v", tools)
+	}
+}
+
+func TestAliasesShareOneTransport(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{
+		"a": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo"}}),
+		"b": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"multi"}}),
+	})
+	tb.Refresh()
+	if _, err := tb.call("a", "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.call("b", "multi", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tb.call("b", "echo", map[string]any{"text": "x"})
+	wantErr(t, err, "allowedTools")
+	if n := tb.logLines("connect"); n != 1 {
+		t.Fatalf("%d handshakes, want 1", n)
+	}
+	if h := tb.Health(); h.ConnectedTransports != 1 || h.ConfiguredServers != 2 {
+		t.Fatalf("health = %+v", h)
+	}
+}
+
+func TestProtocolErrorKeepsSharedTransport(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	marker := filepath.Join(tb.project, "count")
+	_, err := tb.call("fx", "reject_once", map[string]any{"marker": marker})
+	wantErr(t, err, "-32602")
+	wantErr(t, err, "request was not retried")
+	if _, err := tb.call("fx", "reject_once", map[string]any{"marker": marker}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tb.logLines("connect"); n != 1 {
+		t.Fatalf("%d handshakes, want 1", n)
+	}
+	recs := tb.opts.Journal.Records()
+	if len(recs) != 2 || recs[0].Status != StatusOutcomeUnknown || recs[1].Status != StatusCompleted {
+		t.Fatalf("journal = %+v", recs)
+	}
+	if data, _ := os.ReadFile(marker); string(data) != "1" {
+		t.Fatalf("effect count = %q, want 1", data)
+	}
+}
+
+func TestLargeResultIsRecordedNotDelivered(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	marker := filepath.Join(tb.project, "count")
+	_, err := tb.call("fx", "big", map[string]any{"size": 950000, "marker": marker})
+	wantErr(t, err, "known outcome for call")
+	recs := tb.opts.Journal.Records()
+	if len(recs) != 1 || recs[0].Status != StatusCompleted || !strings.Contains(err.Error(), recs[0].ID) {
+		t.Fatalf("journal = %+v, err = %v", recs, err)
+	}
+	if _, err := tb.call("fx", "big", map[string]any{"size": 1000, "marker": marker}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(marker); string(data) != "2" {
+		t.Fatalf("effect count = %q, want 2 (no retry)", data)
+	}
+	if n := tb.logLines("connect"); n != 1 {
+		t.Fatalf("%d handshakes, want 1", n)
+	}
+}
+
+func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	if _, err := tb.call("fx", "echo", map[string]any{"text": "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, kept := filepath.Join(tb.project, "cancelled"), filepath.Join(tb.project, "kept")
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var cancelErr, keptErr error
+	wg.Go(func() {
+		_, cancelErr = tb.serve(ctx, "call", map[string]any{"server": "fx", "tool": "slow_write", "arguments": map[string]any{"marker": cancelled, "timeout": 1.5}})
+	})
+	wg.Go(func() {
+		_, keptErr = tb.call("fx", "slow_write", map[string]any{"marker": kept, "timeout": 1.5})
+	})
+	waitUntil(t, func() bool { return tb.logLines("tools/call slow_write") == 2 })
+	cancel()
+	wg.Wait()
+	wantErr(t, cancelErr, "cancelled")
+	if keptErr != nil {
+		t.Fatal(keptErr)
+	}
+	time.Sleep(500 * time.Millisecond) // past the cancelled call's own deadline
+	if _, err := os.Stat(cancelled); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the cancelled call wrote its marker")
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatal("the surviving call did not write")
+	}
+	statuses := map[Status]int{}
+	for _, r := range tb.opts.Journal.Records() {
+		statuses[r.Status]++
+	}
+	if statuses[StatusCompleted] != 2 || statuses[StatusOutcomeUnknown] != 1 {
+		t.Fatalf("journal statuses = %v", statuses)
+	}
+	if tb.Health().ConnectedTransports != 1 {
+		t.Fatal("the cancel tore down the shared transport")
+	}
+}
+
+func TestBadRegistryFailsClosedUntilRefresh(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"web": map[string]any{"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": map[string]string{"Authorization": "Bearer "}}})
+	h := tb.Refresh()
+	if h.ConfigurationError == nil || !strings.Contains(*h.ConfigurationError, "authorization") {
+		t.Fatalf("health = %+v", h)
+	}
+	_, err := tb.serve(t.Context(), "servers", map[string]any{})
+	wantErr(t, err, "MCP configuration error")
+	x := tb.Explain("web", nil)
+	if x.Status != "credentials_missing" || x.NetworkProbePerformed {
+		t.Fatalf("explain = %+v", x)
+	}
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	if h := tb.Refresh(); h.ConfigurationError != nil || h.ConfiguredServers != 1 {
+		t.Fatalf("health after repair = %+v", h)
+	}
+	v, err := tb.serve(t.Context(), "servers", map[string]any{})
+	if err != nil || fmt.Sprint(v) != "map[servers:[fx]]" {
+		t.Fatalf("servers = %v, %v", v, err)
+	}
+}
+
+func TestExplainNeverConnects(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{
+		"fx":  fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo", "ghost"}}),
+		"off": fixtureEntry(t, tb.log, map[string]any{"disabled": true}),
+	})
+	tb.Refresh()
+	str := func(s string) *string { return &s }
+	for _, c := range []struct {
+		server string
+		tool   *string
+		want   string
+	}{
+		{"off", nil, "not_granted"},
+		{"nope", nil, "server_absent"},
+		{"fx", str("count"), "not_granted"},
+		{"fx", nil, "disconnected"},
+	} {
+		if x := tb.Explain(c.server, c.tool); x.Status != c.want {
+			t.Errorf("explain(%s) = %s, want %s", c.server, x.Status, c.want)
+		}
+	}
+	if tb.logLines("connect") != 0 {
+		t.Fatal("explain connected a server")
+	}
+	if _, err := tb.serve(t.Context(), "tools", map[string]any{"server": "fx"}); err != nil {
+		t.Fatal(err)
+	}
+	if x := tb.Explain("fx", str("echo")); x.Status != "ready" || !x.Connected {
+		t.Fatalf("explain after listing = %+v", x)
+	}
+	if x := tb.Explain("fx", str("ghost")); x.Status != "tool_missing" || x.Evidence != "cached_catalogue" {
+		t.Fatalf("explain ghost = %+v", x)
+	}
+	_, err := tb.serve(t.Context(), "explain", map[string]any{"server": "fx", "tool": 1})
+	wantErr(t, err, "tool must be a string or omitted")
+}
+
+func TestExplainAbsentRegistryAndDisabled(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	os.Remove(filepath.Join(tb.project, ".mcp.json"))
+	tb.Refresh()
+	x := tb.Explain("anything", nil)
+	if x.Status != "registry_absent" || x.HostClientRoute.DiscoverableByBroker || x.Provenance.Project != tb.project {
+		t.Fatalf("explain = %+v", x)
+	}
+	j, _ := OpenJournal(JournalConfig{})
+	off := New(Options{Registry: RegistryOptions{Project: tb.project, Scope: ScopeNone}, Journal: j})
+	defer off.Close()
+	if x := off.Explain("anything", nil); x.Status != "broker_disabled" {
+		t.Fatalf("explain with scope none = %+v", x)
+	}
+}
+
+func TestFailedConnectIsCooledDown(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"gone": map[string]any{"command": filepath.Join(tb.project, "missing-server")}})
+	tb.Refresh()
+	_, err := tb.call("gone", "echo", nil)
+	wantErr(t, err, "MCP transport initialization failed")
+	_, err = tb.call("gone", "echo", nil)
+	wantErr(t, err, "recently failed")
+	if x := tb.Explain("gone", nil); x.Status != "disconnected" || x.Evidence != "last_connection_attempt" {
+		t.Fatalf("explain = %+v", x)
+	}
+	tb.Refresh()
+	_, err = tb.call("gone", "echo", nil)
+	wantErr(t, err, "MCP transport initialization failed")
+}
+
+func TestArgumentsCheckedBeforeDispatch(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	_, err := tb.call("fx", "echo", map[string]any{"text": 5})
+	wantErr(t, err, "MCP arguments violate inputSchema")
+	_, err = tb.call("fx", "nosuch", nil)
+	wantErr(t, err, "Unknown or unauthorized MCP tool")
+	_, err = tb.call("nosuch", "echo", nil)
+	wantErr(t, err, "Unknown or unauthorized MCP server")
+	_, err = tb.serve(t.Context(), "call", map[string]any{"server": "fx", "tool": "echo", "arguments": []int{1}})
+	wantErr(t, err, "arguments must be a JSON object")
+	_, err = tb.serve(t.Context(), "call", map[string]any{"server": "f\x01x", "tool": "echo"})
+	wantErr(t, err, "control characters")
+	if tb.logLines("tools/call echo") != 0 || len(tb.opts.Journal.Records()) != 0 {
+		t.Fatal("a refused call reached the server or the journal")
+	}
+}
+
+func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
+	root, other := t.TempDir(), t.TempDir()
+	j, _ := OpenJournal(JournalConfig{})
+	s := NewSet(Options{Registry: RegistryOptions{Project: root, Scope: ScopeProject}, Journal: j})
+	defer s.Close()
+	a, b := s.Acquire("s1", other), s.Acquire("s2", other)
+	if a != b || a == s.Root() {
+		t.Fatal("sessions of one project must share a broker, apart from the root's")
+	}
+	s.Release("s1", other)
+	if a.Health().Provenance.Project != other {
+		t.Fatal("wrong project")
+	}
+	s.Release("s2", other)
+	if _, err := a.Serve(t.Context(), Request{Op: "servers"}); err == nil || !strings.Contains(err.Error(), "shut down") {
+		t.Fatalf("broker after its last session: %v", err)
+	}
+	if s.Acquire("s3", other) == a {
+		t.Fatal("a closed broker was handed out again")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,357 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Call messages (contract 8.6 and 13.2). Each says whether the request reached the
+// server and that nothing was retried.
+const (
+	msgDeadlineBeforeDispatch  = "MCP deadline exceeded before dispatch; no tool was called and nothing was retried"
+	msgCancelledBeforeDispatch = "MCP call cancelled before dispatch; no tool was called"
+	msgDeadline                = "MCP deadline exceeded; external outcome is unknown, request was not retried"
+	msgCancelled               = "MCP call cancelled after dispatch; external outcome is unknown, request was not retried"
+	msgProtocolError           = "MCP transport or protocol error; external outcome may be unknown, request was not retried"
+	msgNoInputSchema           = "MCP tool has no inputSchema; the broker validates arguments before any call, so it cannot call this tool"
+	msgDelivery                = "MCP result is %d bytes, over the %d-byte delivery budget: a known outcome for call %s is recorded as %s in mcp.journal(); do not retry a write to recover its output"
+	msgJournalDone             = "MCP call completed but durable journal update failed; do not retry blindly"
+	msgJournalUnknown          = "MCP outcome is unknown and durable journal update failed; do not retry blindly"
+	msgCatalogueBytes          = "MCP tool catalogue exceeds 1MiB; reduce exposed tools or configure allowedTools"
+	msgCatalogueInvalid        = "Invalid MCP tools/list response"
+	msgNotObject               = "arguments must be a JSON object"
+)
+
+// callParams are the params of the call op.
+type callParams struct {
+	server, tool string
+	arguments    json.RawMessage
+	timeout      time.Duration
+}
+
+func parseCallParams(raw json.RawMessage) (callParams, error) {
+	var wire struct {
+		Server, Tool, Arguments, Timeout json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return callParams{}, errors.New("MCP call params must be an object")
+	}
+	var p callParams
+	var err error
+	if p.server, err = stringParam(wire.Server, MaxServerNameBytes, msgBadServerName); err != nil {
+		return p, err
+	}
+	if p.tool, err = stringParam(wire.Tool, MaxToolNameBytes, msgBadToolName); err != nil {
+		return p, err
+	}
+	p.arguments = bytes.TrimSpace(wire.Arguments)
+	if len(p.arguments) == 0 || string(p.arguments) == "null" {
+		p.arguments = json.RawMessage("{}")
+	}
+	if p.arguments[0] != '{' {
+		return p, errors.New(msgNotObject)
+	}
+	p.timeout, err = parseTimeout(wire.Timeout, defaultCallTimeout)
+	return p, err
+}
+
+// stringParam decodes a name: a JSON string of 1..max bytes without control characters.
+func stringParam(raw json.RawMessage, max int, msg string) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || !validRegName(s, max) {
+		return "", errors.New(msg)
+	}
+	return s, nil
+}
+
+// call runs one tools/call: every check that can refuse comes before the journal
+// records the dispatch, and the dispatch is on record before the request leaves.
+func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error) {
+	p, err := parseCallParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := b.ready(true)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.entry(reg, p.server)
+	if err != nil {
+		return nil, err
+	}
+	if !e.ToolAllowed(p.tool) {
+		return nil, errors.New(msgToolDenied)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	release, err := b.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	t, peer, done, err := b.connect(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	tool, err := b.findTool(ctx, t, peer, e, p.tool)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.opts.Validator.Check(ctx, tool.schema, p.arguments); err != nil {
+		return nil, validationError(ctx, err)
+	}
+	id, err := b.opts.Journal.Dispatch(ctx, CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: p.server, Tool: p.tool})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, connectCtxErr(ctx)
+		}
+		return nil, err
+	}
+	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: p.tool, Arguments: p.arguments})
+	if err != nil {
+		return nil, b.callFailed(ctx, id, err)
+	}
+	return b.deliver(id, res)
+}
+
+// findTool looks the tool up in the transport's catalogue, listing it if needed.
+func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e ServerEntry, name string) (catalogueTool, error) {
+	cat, err := b.catalogue(ctx, t, p)
+	if err != nil {
+		return catalogueTool{}, err
+	}
+	i, ok := cat.index[name]
+	if !ok || !e.ToolAllowed(name) {
+		return catalogueTool{}, errors.New(msgUnknownTool)
+	}
+	if cat.tools[i].schema == nil {
+		return catalogueTool{}, errors.New(msgNoInputSchema)
+	}
+	return cat.tools[i], nil
+}
+
+// validationError maps a Validator error to the cell's message.
+func validationError(ctx context.Context, err error) error {
+	var argErr *ArgumentsError
+	switch {
+	case errors.As(err, &argErr):
+		return err
+	case ctx.Err() != nil:
+		return connectCtxErr(ctx)
+	case errors.Is(err, ErrSchemaRejected):
+		return fmt.Errorf("the tool's inputSchema cannot be used, so nothing was sent: %w", err)
+	default:
+		return err
+	}
+}
+
+// callFailed records an unknown outcome and says why. A cancelled call has
+// already sent notifications/cancelled downstream (go-sdk does on ctx end).
+func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
+	msg, reason := msgProtocolError, "transport or protocol error"
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		msg, reason = msgDeadline, "deadline exceeded"
+	case ctx.Err() != nil:
+		msg, reason = msgCancelled, "cancelled by the cell"
+	case errors.As(err, &rpcErr):
+		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
+		reason = fmt.Sprintf("downstream JSON-RPC error %d", rpcErr.Code)
+	}
+	if ferr := b.opts.Journal.Finish(id, StatusOutcomeUnknown, reason); errors.Is(ferr, ErrJournalPersist) {
+		return errors.New(msgJournalUnknown)
+	}
+	return errors.New(msg)
+}
+
+// deliver records the terminal status and returns the complete envelope, unless
+// it is over the delivery budget: then the cell learns the call's journal id and
+// status instead, so that it does not repeat a write to see the output.
+func (b *Broker) deliver(id string, res *mcp.CallToolResult) (json.RawMessage, error) {
+	status := StatusCompleted
+	if res.IsError {
+		status = StatusToolError
+	}
+	ferr := b.opts.Journal.Finish(id, status, "")
+	if errors.Is(ferr, ErrJournalPersist) {
+		return nil, errors.New(msgJournalDone)
+	}
+	envelope, err := envelopeJSON(res)
+	if err != nil {
+		return nil, fmt.Errorf("MCP result could not be encoded; call %s is recorded as %s, do not retry blindly: %w", id, status, err)
+	}
+	if len(envelope) > MaxResultBytes {
+		return nil, fmt.Errorf(msgDelivery, len(envelope), MaxResultBytes, id, status)
+	}
+	return envelope, nil
+}
+
+// envelopeJSON encodes the CallToolResult with isError always present.
+func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	data, err := json.Marshal(res)
+	if err != nil || res.IsError {
+		return data, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	fields["isError"] = json.RawMessage("false")
+	return json.Marshal(fields)
+}
+
+// listTools serves the tools op: the catalogue the server's allowlist admits.
+func (b *Broker) listTools(ctx context.Context, raw json.RawMessage) (any, error) {
+	var wire struct{ Server, Timeout json.RawMessage }
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return nil, errors.New("MCP tools params must be an object")
+	}
+	server, err := stringParam(wire.Server, MaxServerNameBytes, msgBadServerName)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := parseTimeout(wire.Timeout, defaultListTimeout)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := b.ready(true)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.entry(reg, server)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	release, err := b.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	t, p, done, err := b.connect(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cat, err := b.catalogue(ctx, t, p)
+	if err != nil {
+		return nil, err
+	}
+	return cat.view(e)
+}
+
+// catalogue is a server's complete tool list as last fetched.
+type catalogue struct {
+	fetched time.Time
+	tools   []catalogueTool // listing order
+	index   map[string]int
+}
+
+type catalogueTool struct {
+	name   string
+	def    json.RawMessage // the definition as listed, complete schemas included
+	schema json.RawMessage // its inputSchema; nil when the server gave none
+}
+
+// view returns the tools e's allowlist admits, within the 1 MiB catalogue budget.
+func (c *catalogue) view(e ServerEntry) (any, error) {
+	tools := []json.RawMessage{}
+	size := 0
+	for _, t := range c.tools {
+		if !e.ToolAllowed(t.name) {
+			continue
+		}
+		size += len(t.def) + 1
+		if size > maxCatalogueBytes {
+			return nil, errors.New(msgCatalogueBytes)
+		}
+		tools = append(tools, t.def)
+	}
+	return map[string]any{"tools": tools}, nil
+}
+
+// catalogue returns the transport's catalogue, listing it when the cached one is
+// missing or older than 15 s. A failure is an error, never an empty listing.
+func (b *Broker) catalogue(ctx context.Context, t *transport, p *peer) (*catalogue, error) {
+	b.mu.Lock()
+	cat := t.cat
+	b.mu.Unlock()
+	if cat != nil && time.Since(cat.fetched) < catalogueTTL {
+		return cat, nil
+	}
+	tools, err := p.listTools(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, connectCtxErr(ctx)
+		}
+		return nil, err
+	}
+	cat, err = newCatalogue(tools)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if t.peer == p {
+		t.cat = cat
+	}
+	b.mu.Unlock()
+	return cat, nil
+}
+
+func newCatalogue(tools []*mcp.Tool) (*catalogue, error) {
+	if len(tools) > maxCatalogueTools {
+		return nil, fmt.Errorf("%s: more than %d tools", msgCatalogueInvalid, maxCatalogueTools)
+	}
+	c := &catalogue{fetched: time.Now(), index: make(map[string]int, len(tools))}
+	for _, tool := range tools {
+		if tool == nil || !validRegName(tool.Name, MaxToolNameBytes) {
+			return nil, fmt.Errorf("%s: a tool has an invalid name", msgCatalogueInvalid)
+		}
+		if _, dup := c.index[tool.Name]; dup {
+			return nil, fmt.Errorf("%s: tool %q is listed twice", msgCatalogueInvalid, tool.Name)
+		}
+		def, err := json.Marshal(tool)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %q cannot be encoded", msgCatalogueInvalid, tool.Name)
+		}
+		ct := catalogueTool{name: tool.Name, def: def}
+		if tool.InputSchema != nil {
+			if ct.schema, err = json.Marshal(tool.InputSchema); err != nil {
+				return nil, fmt.Errorf("%s: tool %q has an unusable inputSchema", msgCatalogueInvalid, tool.Name)
+			}
+		}
+		c.index[tool.Name] = len(c.tools)
+		c.tools = append(c.tools, ct)
+	}
+	return c, nil
+}
+
+// safeText bounds a downstream message and strips control characters, so a
+// server cannot flood or garble the cell's error.
+func safeText(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + "…"
+	}
+	return s
+}

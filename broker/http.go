@@ -1,0 +1,295 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTP peer limits (reference sections 8.5, 13.1).
+const (
+	httpDialTimeout = 10 * time.Second
+	httpBodyLimit   = 1 << 20 // a JSON body, and one SSE event
+)
+
+// Messages whose key tokens the contract fixes (reference 8.5, 8.7).
+const (
+	msgHTTPInit         = "HTTP MCP initialization failed; configure explicit credentials or run --oauth-login SERVER for an independent broker grant"
+	msgHTTPBodyTooLarge = "MCP HTTP response exceeds 1MiB"
+	msgHTTPSSETooLarge  = "MCP HTTP SSE event exceeds 1MiB"
+	msgOAuthCodeGrant   = "Independent OAuth grant required: run repl-mcp --config REGISTRY --oauth-login SERVER"
+	msgOAuthClientCreds = "OAuth client credentials exchange failed; verify independent broker grant and supported authentication method (OAuth flows are not available in this build yet)"
+)
+
+// errCredentialsRequired marks a server that needs an OAuth grant the broker does
+// not hold; explain reports it as credentials_missing.
+var errCredentialsRequired = errors.New("OAuth credentials required")
+
+var (
+	errHTTPBodyTooLarge = errors.New(msgHTTPBodyTooLarge)
+	errHandshakeOver    = errors.New("the MCP handshake is over")
+)
+
+// safeError is an error whose text is safe to show while errors.Is still sees its
+// cause: go-sdk's and net/http's texts may hold the URL, so the cause is only ever
+// a sentinel, never their error.
+type safeError struct {
+	msg   string
+	cause error
+}
+
+func (e *safeError) Error() string { return e.msg }
+func (e *safeError) Unwrap() error { return e.cause }
+
+// dialHTTP connects to a Streamable HTTP server and completes the MCP handshake
+// within min(ctx deadline, connectTimeout). An OAuth entry touches no network: the
+// flows are not in this build, so it fails as credentials missing.
+func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error) {
+	if e.OAuth != nil {
+		return nil, oauthUnavailable(e.OAuth)
+	}
+	state := &httpState{}
+	client, transport := newHTTPClient(e.Headers, state)
+	budget := connectTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		budget = max(0, min(budget, time.Until(dl)))
+	}
+	hctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	state.setHandshake(hctx)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "repl-mcp-broker", Version: version}, nil)
+	session, err := mc.Connect(hctx, &mcp.StreamableClientTransport{
+		Endpoint:             e.URL,
+		HTTPClient:           client,
+		MaxRetries:           -1, // no SSE resumption: a broken stream or expired session ends the peer
+		DisableStandaloneSSE: true,
+		MaxEventSize:         httpBodyLimit,
+	}, nil)
+	if err != nil {
+		transport.CloseIdleConnections()
+		return nil, httpInitError(hctx, budget, state)
+	}
+	state.setHandshake(nil)
+	// A closed session leaves its keep-alive connections idle in this peer's own
+	// pool; close them rather than hold a socket open for IdleConnTimeout.
+	go func() {
+		session.Wait()
+		transport.CloseIdleConnections()
+	}()
+	return newPeer(session, nil), nil
+}
+
+func oauthUnavailable(o *OAuthConfig) error {
+	if o.GrantType == GrantClientCredentials {
+		return &safeError{msg: msgOAuthClientCreds, cause: errCredentialsRequired}
+	}
+	return &safeError{msg: msgOAuthCodeGrant, cause: errCredentialsRequired}
+}
+
+// httpInitError names why the handshake failed from what the round tripper saw,
+// never from go-sdk's error, whose text embeds the URL.
+func httpInitError(hctx context.Context, budget time.Duration, state *httpState) error {
+	reason, cause := state.reason(), error(nil)
+	switch err := hctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
+		reason, cause = fmt.Sprintf("timed out after %v", budget.Round(10*time.Millisecond)), context.DeadlineExceeded
+	case err != nil:
+		reason, cause = "cancelled", context.Canceled
+	}
+	return &safeError{msg: fmt.Sprintf("%s (%s)", msgHTTPInit, reason), cause: cause}
+}
+
+// newHTTPClient returns a client that never follows a redirect (a 3xx reaches
+// go-sdk as a failed status), and its transport so idle connections can be closed.
+func newHTTPClient(headers map[string]string, state *httpState) (*http.Client, *http.Transport) {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	client := &http.Client{
+		Transport: &httpRoundTripper{base: base, headers: headers, state: state},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return client, base
+}
+
+// httpState remembers the last thing that went wrong on the wire, so a failed
+// handshake can be explained without echoing a URL, header or body.
+type httpState struct {
+	mu        sync.Mutex
+	last      string          // "" after a 2xx response
+	handshake context.Context // until the handshake succeeds
+}
+
+// setHandshake bounds every request by ctx until it is reset to nil. go-sdk sends
+// some requests on detached contexts (the cancellation notice of a timed-out
+// request, the closing DELETE), each allowed 5 s, and closing the failed session
+// waits for them: without this bound the handshake would outlive its deadline.
+func (s *httpState) setHandshake(ctx context.Context) {
+	s.mu.Lock()
+	s.handshake = ctx
+	s.mu.Unlock()
+}
+
+func (s *httpState) handshakeOver() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handshake != nil && s.handshake.Err() != nil
+}
+
+func (s *httpState) note(reason string) {
+	s.mu.Lock()
+	s.last = reason
+	s.mu.Unlock()
+}
+
+func (s *httpState) reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == "" {
+		return "no valid MCP response"
+	}
+	return s.last
+}
+
+// httpRoundTripper adds the configured headers and bounds response bodies.
+type httpRoundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string // validated by the registry; never Accept or session headers
+	state   *httpState
+}
+
+func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.state.handshakeOver() {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body even on error
+		}
+		return nil, errHandshakeOver
+	}
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context()) // a RoundTripper must not modify its request
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		t.state.note(netReason(err))
+		return nil, err
+	}
+	t.state.note(statusReason(resp.StatusCode))
+	t.bound(resp)
+	return resp, nil
+}
+
+// bound wraps the body: a successful event stream is bounded per event (go-sdk's
+// MaxEventSize ends it; sseBody only notes why), everything else in total, since
+// go-sdk reads JSON and error bodies whole.
+func (t *httpRoundTripper) bound(resp *http.Response) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case ct == "text/event-stream" && resp.StatusCode/100 == 2:
+		resp.Body = &sseBody{ReadCloser: resp.Body, state: t.state}
+	case resp.ContentLength > httpBodyLimit:
+		resp.Body.Close()
+		t.state.note(msgHTTPBodyTooLarge)
+		resp.Body = &limitedBody{ReadCloser: http.NoBody, read: httpBodyLimit + 1, state: t.state}
+	default:
+		resp.Body = &limitedBody{ReadCloser: resp.Body, state: t.state}
+	}
+}
+
+func statusReason(code int) string {
+	switch {
+	case code/100 == 2:
+		return ""
+	case code/100 == 3:
+		return fmt.Sprintf("HTTP %d: redirect refused", code)
+	case code == http.StatusUnauthorized:
+		return "HTTP 401: authentication required"
+	case code == http.StatusForbidden:
+		return "HTTP 403: access denied"
+	}
+	return fmt.Sprintf("HTTP %d", code)
+}
+
+// netReason classifies a transport failure; the error itself names the host.
+func netReason(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &dnsErr):
+		return "host not found"
+	case errors.As(err, &certErr), errors.As(err, &recErr):
+		return "TLS handshake failed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "request cancelled"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "connection timed out"
+	}
+	return "connection failed"
+}
+
+// limitedBody fails once more than httpBodyLimit bytes have been read.
+type limitedBody struct {
+	io.ReadCloser
+	read  int64
+	state *httpState
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.read > httpBodyLimit {
+		return 0, errHTTPBodyTooLarge
+	}
+	if room := httpBodyLimit + 1 - b.read; int64(len(p)) > room {
+		p = p[:room] // one byte past the limit is enough to know
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if b.read > httpBodyLimit {
+		b.state.note(msgHTTPBodyTooLarge)
+		return n - 1, errHTTPBodyTooLarge
+	}
+	return n, err
+}
+
+// sseBody notes an event over httpBodyLimit so the handshake error can say so; it
+// counts bytes since the last blank line the way go-sdk's event scanner does.
+type sseBody struct {
+	io.ReadCloser
+	state *httpState
+	event int  // bytes of the current event
+	prev  byte // the last byte other than '\r'
+}
+
+func (b *sseBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		b.event++
+		if c == '\r' {
+			continue
+		}
+		if c == '\n' && b.prev == '\n' {
+			b.event = 0
+		}
+		b.prev = c
+	}
+	if b.event > httpBodyLimit {
+		b.state.note(msgHTTPSSETooLarge)
+	}
+	return n, err
+}
