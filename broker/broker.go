@@ -82,16 +82,16 @@ type Request struct {
 // and their catalogues. Sessions of one project share it (see Set). It is safe
 // for concurrent use. Nothing connects until a call or listing names a server.
 type Broker struct {
-	opts    Options
-	log     *slog.Logger
-	sem     chan struct{} // request slots
-	regSlot chan struct{} // the one registry filesystem job
+	opts Options
+	log  *slog.Logger
+	sem  chan struct{} // request slots
 
 	mu         sync.Mutex
 	reg        *Registry
 	configErr  error // the last load's defect; broker calls fail closed while set
 	loadedAt   time.Time
 	transports map[string]*transport // by fingerprint
+	loading    *loadJob              // the registry load in progress, if any
 	closed     bool
 	wg         sync.WaitGroup // peer closes in flight
 }
@@ -107,7 +107,6 @@ func New(opts Options) *Broker {
 		opts:       opts,
 		log:        opts.Logger,
 		sem:        make(chan struct{}, MaxConcurrentRequests),
-		regSlot:    make(chan struct{}, 1),
 		transports: map[string]*transport{},
 	}
 	if b.log == nil {
@@ -239,33 +238,43 @@ func (b *Broker) reload() error {
 	return err
 }
 
-// loadRegistry runs LoadRegistry in the one filesystem slot for at most 5 s. A
-// read stalled on a slow file system keeps the slot, and later reloads fail at
-// once instead of piling up goroutines behind it.
+// loadRegistry runs LoadRegistry as one bounded job: callers that arrive while a
+// load runs share it, and each waits at most 5 s from the job's start. A load
+// stalled on a slow file system keeps its job, and later reloads fail at once
+// instead of piling up goroutines behind it.
 func (b *Broker) loadRegistry() (*Registry, error) {
-	select {
-	case b.regSlot <- struct{}{}:
-	default:
-		return nil, &ConfigError{Msg: msgRegistryStalled}
+	b.mu.Lock()
+	job := b.loading
+	if job == nil {
+		job = &loadJob{started: time.Now(), done: make(chan struct{})}
+		b.loading = job
+		go b.runLoad(job)
 	}
-	type loaded struct {
-		reg *Registry
-		err error
-	}
-	done := make(chan loaded, 1)
-	go func() {
-		defer func() { <-b.regSlot }()
-		reg, err := LoadRegistry(b.opts.Registry)
-		done <- loaded{reg, err}
-	}()
-	timer := time.NewTimer(registryJobBudget)
+	b.mu.Unlock()
+	timer := time.NewTimer(registryJobBudget - time.Since(job.started))
 	defer timer.Stop()
 	select {
-	case l := <-done:
-		return l.reg, l.err
+	case <-job.done:
+		return job.reg, job.err
 	case <-timer.C:
 		return nil, &ConfigError{Msg: msgRegistryStalled}
 	}
+}
+
+// loadJob is one registry load; reg and err are set before done closes.
+type loadJob struct {
+	started time.Time
+	done    chan struct{}
+	reg     *Registry
+	err     error
+}
+
+func (b *Broker) runLoad(job *loadJob) {
+	job.reg, job.err = LoadRegistry(b.opts.Registry)
+	b.mu.Lock()
+	b.loading = nil
+	b.mu.Unlock()
+	close(job.done)
 }
 
 // acquire takes a request slot, waiting at most until ctx ends.

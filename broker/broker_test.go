@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 )
 
 // testBroker is a broker over a project whose .mcp.json the test writes; its
@@ -412,5 +415,53 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 20s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHTTPServerThroughBroker(t *testing.T) {
+	project := t.TempDir()
+	log := filepath.Join(project, "fixture.log")
+	t.Setenv("MCPFIXTURE_LOG", log)
+	srv := httptest.NewServer(mcpfixture.Handler())
+	tb := newTestBroker(t, map[string]any{"web": map[string]any{"type": "http", "url": srv.URL + "/mcp", "headers": map[string]string{"X-Test": "1"}}})
+	tb.log = log
+	env, err := tb.call("web", "echo", map[string]any{"text": "over http"})
+	if err != nil || env["structuredContent"].(map[string]any)["text"] != "over http" {
+		t.Fatalf("echo = %v, %v", env, err)
+	}
+	marker := filepath.Join(project, "count")
+	_, err = tb.call("web", "reject_once", map[string]any{"marker": marker})
+	wantErr(t, err, "-32602")
+	if _, err := tb.call("web", "reject_once", map[string]any{"marker": marker}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tb.logLines("initialize"); n != 1 {
+		t.Fatalf("%d initialize requests, want 1", n)
+	}
+	srv.CloseClientConnections()
+	srv.Close()
+	_, err = tb.call("web", "echo", map[string]any{"text": "gone"})
+	wantErr(t, err, "request was not retried")
+	if x := tb.Explain("web", nil); x.Connected {
+		t.Fatal("a peer whose server went away is still reported connected")
+	}
+}
+
+func TestConcurrentReloadsShareOneLoad(t *testing.T) {
+	tb := newTestBroker(t, map[string]any{"fx": fixtureEntry(t, filepath.Join(t.TempDir(), "log"), nil)})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() { errs <- tb.reload() })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent reload failed: %v", err)
+		}
+	}
+	if h := tb.Health(); h.ConfigurationError != nil || h.ConfiguredServers != 1 {
+		t.Fatalf("health = %+v", h)
 	}
 }

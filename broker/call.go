@@ -119,6 +119,7 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 	}
 	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: p.tool, Arguments: p.arguments})
 	if err != nil {
+		b.invalidateOnTransportError(ctx, t, peer, err)
 		return nil, b.callFailed(ctx, id, err)
 	}
 	return b.deliver(id, res)
@@ -165,7 +166,7 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 		msg, reason = msgDeadline, "deadline exceeded"
 	case ctx.Err() != nil:
 		msg, reason = msgCancelled, "cancelled by the cell"
-	case errors.As(err, &rpcErr):
+	case isProtocolError(err, &rpcErr):
 		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
 		reason = fmt.Sprintf("downstream JSON-RPC error %d", rpcErr.Code)
 	}
@@ -299,6 +300,7 @@ func (b *Broker) catalogue(ctx context.Context, t *transport, p *peer) (*catalog
 		if ctx.Err() != nil {
 			return nil, connectCtxErr(ctx)
 		}
+		b.invalidateOnTransportError(ctx, t, p, err)
 		return nil, err
 	}
 	cat, err = newCatalogue(tools)
@@ -339,6 +341,33 @@ func newCatalogue(tools []*mcp.Tool) (*catalogue, error) {
 		c.tools = append(c.tools, ct)
 	}
 	return c, nil
+}
+
+// codeRejectedByTransport is go-sdk's internal jsonrpc2.ErrRejected: its HTTP
+// transport reports an undeliverable request (server gone, connection refused)
+// as this JSON-RPC error, though the server never answered.
+const codeRejectedByTransport = -32005
+
+// isProtocolError reports whether err is a JSON-RPC error the server itself sent.
+func isProtocolError(err error, rpcErr **jsonrpc.Error) bool {
+	return errors.As(err, rpcErr) && (*rpcErr).Code != codeRejectedByTransport
+}
+
+// invalidateOnTransportError drops a peer whose request failed below the
+// protocol: a stdio peer whose pipe broke, or an HTTP server that went away (go-sdk
+// keeps such an HTTP session open, and every later call would fail on it). A
+// JSON-RPC error or a cancelled request leaves the shared peer in place.
+func (b *Broker) invalidateOnTransportError(ctx context.Context, t *transport, p *peer, err error) {
+	var rpcErr *jsonrpc.Error
+	if ctx.Err() != nil || isProtocolError(err, &rpcErr) || errors.Is(err, errCatalogueRefused) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.peer == p {
+		t.peer, t.cat = nil, nil
+		b.closePeerAsync(p)
+	}
 }
 
 // safeText bounds a downstream message and strips control characters, so a

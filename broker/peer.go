@@ -139,19 +139,23 @@ func (p *peer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > maxCatalogueTools {
-			return nil, fmt.Errorf("%s: more than %d tools", msgCatalogueInvalid, maxCatalogueTools)
+			return nil, fmt.Errorf("%w: more than %d tools", errCatalogueRefused, maxCatalogueTools)
 		}
 		if res.NextCursor == "" {
 			return tools, nil
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("%s: the server repeated a pagination cursor", msgCatalogueInvalid)
+			return nil, fmt.Errorf("%w: the server repeated a pagination cursor", errCatalogueRefused)
 		}
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
 	return nil, fmt.Errorf("MCP tool catalogue exceeds %d pages; catalogue is incomplete", maxPages)
 }
+
+// errCatalogueRefused is a well-formed catalogue the broker will not use; the
+// connection that carried it is fine.
+var errCatalogueRefused = errors.New(msgCatalogueInvalid)
 
 // maxPages bounds catalogue pagination (reference section 13.1).
 const maxPages = 128
