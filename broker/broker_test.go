@@ -465,3 +465,41 @@ func TestConcurrentReloadsShareOneLoad(t *testing.T) {
 		t.Fatalf("health = %+v", h)
 	}
 }
+
+func TestRequestsBeyond32AreQueuedThenRefused(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
+	tb.Refresh()
+	var wg sync.WaitGroup
+	for i := range MaxConcurrentRequests {
+		wg.Go(func() {
+			tb.call("fx", "slow_write", map[string]any{"marker": filepath.Join(tb.project, fmt.Sprint("m", i)), "timeout": 3})
+		})
+	}
+	waitUntil(t, func() bool { return tb.logLines("tools/call slow_write") == MaxConcurrentRequests })
+	_, err := tb.serve(t.Context(), "call", map[string]any{"server": "fx", "tool": "echo", "arguments": map[string]any{"text": "x"}, "timeout": 0.5})
+	wantErr(t, err, "MCP request budget exceeded while queued")
+	wg.Wait()
+	if _, err := tb.call("fx", "echo", map[string]any{"text": "after"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTransportLimitRetiresTheIdleOne(t *testing.T) {
+	tb := newTestBroker(t, nil)
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for i := range MaxTransports {
+		tb.transports[fmt.Sprint(i)] = &transport{fp: fmt.Sprint(i), users: 1, lastUsed: time.Now()}
+	}
+	if _, err := tb.transportLocked("new"); err == nil || !strings.Contains(err.Error(), "32 active transports") {
+		t.Fatalf("33rd transport with none idle: %v", err)
+	}
+	tb.transports["7"].users = 0
+	if _, err := tb.transportLocked("new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := tb.transports["7"]; kept || len(tb.transports) != MaxTransports {
+		t.Fatal("the idle transport was not the one retired")
+	}
+}
