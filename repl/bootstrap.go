@@ -14,10 +14,16 @@ import (
 // one line, then the UTF-8 source. Passing the source through the pipe rather than
 // argv keeps it off process listings and clear of the kernel's 128 KiB limit on one
 // argument.
+//
+// -c puts the working directory (the project) first on sys.path. The bootstrap takes
+// it off while the worker imports the standard library, so that a project file
+// named like a module (concurrent.py, queue.py) cannot break the worker; the worker
+// puts it back (_REPL_MCP_PATH0) before it runs any cell, as a Python REPL has it.
 const bootstrap = `import os, sys
 if sys.version_info < (3, 10):
     sys.stderr.write("repl-mcp needs Python 3.10 or newer; this is Python %s\n" % sys.version.split()[0])
     sys.exit(3)
+_REPL_MCP_PATH0 = sys.path.pop(0) if sys.path[:1] == [""] else None
 def _repl_read_source():
     fd = int(os.environ["REPL_MCP_WORKER_FDS"].split(",")[0])
     header = b""

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import tokenize
+import traceback
 import uuid
 import weakref
 from concurrent import futures
@@ -1789,6 +1790,12 @@ def _main():
     _CHILDREN.start(channel)
     _RPCS.start(channel)
     sys.argv = ['']
+    # The bootstrap took the project directory off sys.path while the worker imported
+    # the standard library (a project's queue.py must not replace queue); cells get it
+    # back, as in a Python REPL.
+    path0 = globals().pop('_REPL_MCP_PATH0', None)
+    if path0 is not None:
+        sys.path.insert(0, path0)
     channel.send({
         'type': 'ready',
         'protocol': PROTOCOL_VERSION,
@@ -1806,7 +1813,5 @@ if __name__ == '__main__':
     except BaseException:
         # A worker bug must surface as a crash the server can see, not a half-working
         # worker (or one that user threads keep alive).
-        import traceback
-
         traceback.print_exc(file=sys.__stderr__)
         _exit_now(1)
