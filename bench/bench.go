@@ -49,6 +49,9 @@ const (
 
 var errNoProcfs = errors.New("not measured: no /proc on " + runtime.GOOS)
 
+// errSkipped is a figure left out by -figures: neither measured nor missing.
+var errSkipped = errors.New("skipped by -figures")
+
 // bench runs every figure once; it is used by one goroutine.
 type bench struct {
 	cfg      config
@@ -112,6 +115,8 @@ type measurements struct {
 	afterFlood     memStat
 	floodMemErr    error
 	shutdownReport string
+
+	broker brokerFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -119,18 +124,39 @@ func (b *bench) say(format string, args ...any) {
 }
 
 // run measures everything, in an order that puts each baseline next to its figure.
+// Figures that -figures leaves out carry errSkipped.
 func (b *bench) run(ctx context.Context) *measurements {
 	m := &measurements{}
-	b.say("floor: %d bare pipe round trips to a Python exec loop", b.cfg.N)
-	m.floor, m.floorErr = b.measureFloor(ctx)
-	b.say("worker alone: %d round trips over the worker's own protocol", b.cfg.N)
-	m.workerAlone, m.workerAloneErr = b.measureWorker(ctx)
-	b.say("cold: %d server starts to the first cell's result, each beside bare Python starts", b.cfg.ColdRuns)
-	b.measureCold(ctx, m)
-	b.say("warm: idle RSS, %d trivial cells, output flood", b.cfg.N)
-	b.measureSession(ctx, m)
-	b.say("baseline: the flood loop in plain Python to /dev/null")
-	m.floodBase, m.floodBaseErr = b.measureFloodBaseline(ctx)
+	if b.cfg.Figures.has("warm") {
+		b.say("floor: %d bare pipe round trips to a Python exec loop", b.cfg.N)
+		m.floor, m.floorErr = b.measureFloor(ctx)
+		b.say("worker alone: %d round trips over the worker's own protocol", b.cfg.N)
+		m.workerAlone, m.workerAloneErr = b.measureWorker(ctx)
+	} else {
+		m.floorErr, m.workerAloneErr = errSkipped, errSkipped
+	}
+	if b.cfg.Figures.has("cold") {
+		b.say("cold: %d server starts to the first cell's result, each beside bare Python starts", b.cfg.ColdRuns)
+		b.measureCold(ctx, m)
+	} else {
+		m.bareErr, m.importsErr, m.importsExitErr, m.coldErr = errSkipped, errSkipped, errSkipped, errSkipped
+	}
+	if b.cfg.Figures.has("warm") {
+		b.say("warm: idle RSS, %d trivial cells, output flood", b.cfg.N)
+		b.measureSession(ctx, m)
+		b.say("baseline: the flood loop in plain Python to /dev/null")
+		m.floodBase, m.floodBaseErr = b.measureFloodBaseline(ctx)
+	} else {
+		for _, p := range []*error{&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodMemErr, &m.floodBaseErr} {
+			*p = errSkipped
+		}
+	}
+	if b.cfg.Figures.has("broker") {
+		b.say("broker: %d echo calls from a go-sdk client, then %d mcp.call from a cell, to the same fixture server", brokerCalls, brokerCalls)
+		m.broker = b.measureBroker(ctx)
+	} else {
+		m.broker.directErr, m.broker.cellErr = errSkipped, errSkipped
+	}
 	return m
 }
 

@@ -3,7 +3,9 @@
 // baseline measured in the same run, on the same machine and the same interpreter:
 // a warm trivial cell against a bare pipe round trip to a Python exec loop, the cold
 // start against a bare Python start with the worker's imports, the idle server's
-// RSS, and an output flood against the same loop in plain Python. It prints a
+// RSS, an output flood against the same loop in plain Python, and a broker call
+// from a cell (mcp.call to a stdio MCP server) against a direct go-sdk client call
+// to the same server. It prints a
 // table of figure, value, baseline, ratio, target and whether the target was met,
 // and writes it to a file when asked.
 //
@@ -20,7 +22,11 @@
 // Usage:
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
-//	               [-cold-runs 7] [-budget 115s]
+//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker]
+//
+// The downstream server of the broker figure is internal/mcpfixture, served by the
+// bench executable itself: run with REPL_MCP_BENCH_FIXTURE=1, it is that fixture over
+// stdio and nothing else.
 //
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm

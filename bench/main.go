@@ -12,9 +12,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 )
 
 // config is the parsed command line.
@@ -25,12 +28,19 @@ type config struct {
 	ColdRuns int
 	Out      string // report file, if any
 	Budget   time.Duration
+	Figures  figureSet // the figure groups to measure; empty is all
 }
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
 
 func main() {
+	if os.Getenv(fixtureEnv) == "1" {
+		// Re-run by the bench itself as the downstream MCP server of the broker figure.
+		// The fixture reads os.Args[1:] and wants none.
+		os.Args = os.Args[:1]
+		os.Exit(mcpfixture.Main())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -57,6 +67,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.ColdRuns, "cold-runs", 7, "cold starts to time, and bare Python starts for their baseline")
 	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	fs.DurationVar(&cfg.Budget, "budget", 115*time.Second, "upper bound on the whole run")
+	figures := fs.String("figures", "all", "figure groups to measure: all, or a comma list of "+strings.Join(figureGroups, ", "))
 	if err := fs.Parse(args); err != nil {
 		return cfg, usageError{err}
 	}
@@ -69,6 +80,10 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return cfg, usageError{errors.New("-cold-runs must be at least 1")}
 	case cfg.Budget <= 0:
 		return cfg, usageError{errors.New("-budget must be positive")}
+	}
+	var err error
+	if cfg.Figures, err = parseFigures(*figures); err != nil {
+		return cfg, usageError{err}
 	}
 	return cfg, nil
 }
@@ -120,6 +135,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// The figure groups of -figures: warm is the bare pipe, the worker alone, the warm
+// session (warm cells, server RSS, output flood) and the plain-Python flood; cold is
+// the cold starts beside bare Python starts; broker is a cell's mcp.call against a
+// direct go-sdk call.
+var figureGroups = []string{"warm", "cold", "broker"}
+
+// figureSet is the figure groups chosen; the empty set is all of them.
+type figureSet map[string]bool
+
+func parseFigures(s string) (figureSet, error) {
+	if s == "all" {
+		return nil, nil
+	}
+	set := figureSet{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(figureGroups, name) {
+			return nil, fmt.Errorf("-figures: unknown group %q (use all, or a comma list of %s)", name, strings.Join(figureGroups, ", "))
+		}
+		set[name] = true
+	}
+	return set, nil
+}
+
+// has says whether group is measured.
+func (f figureSet) has(group string) bool { return len(f) == 0 || f[group] }
 
 func loadText() string {
 	load, err := loadAverage()

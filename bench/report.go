@@ -16,6 +16,9 @@ const (
 	targetColdRatio  = 1.3
 	targetIdleRSS    = 12 << 20
 	targetFloodRatio = 2.0
+	// targetBrokerOverhead: "broker call from a cell: p50 overhead at most 0.3 ms over
+	// a direct go-sdk client call to the same server".
+	targetBrokerOverhead = 300 * time.Microsecond
 	// flatGrowth is what "server memory flat" allows across the flood.
 	flatGrowth = 2 << 20
 )
@@ -54,7 +57,17 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		"python:  " + env.python + " (" + env.pythonVersion + ")",
 		"binary:  " + env.binary + " (" + env.binaryVersion + ")",
 		"load:    " + env.loadStart + " at start, " + env.loadEnd + " at end (1, 5, 15 min)",
-		fmt.Sprintf("samples: %d round trips and warm cells, %d cold starts, up to %d floods", cfg.N, cfg.ColdRuns, floodRuns),
+		fmt.Sprintf("samples: %d round trips and warm cells, %d cold starts, up to %d floods, %d broker calls each way after %d warm-up",
+			cfg.N, cfg.ColdRuns, floodRuns, brokerCalls, brokerWarmup),
+	}
+	if len(cfg.Figures) > 0 {
+		var groups []string
+		for _, g := range figureGroups {
+			if cfg.Figures.has(g) {
+				groups = append(groups, g)
+			}
+		}
+		r.header = append(r.header, "figures: "+strings.Join(groups, ", ")+" only (-figures)")
 	}
 	r.missing("bare pipe round trip", m.floorErr)
 	r.missing("bare python start", m.bareErr)
@@ -67,8 +80,27 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("output flood", m.floodErr)
 	r.missing("plain-Python flood baseline", m.floodBaseErr)
 	r.missing("server RSS around the flood", m.floodMemErr)
+	r.missing("direct go-sdk call to the fixture", m.broker.directErr)
+	r.missing("broker call from a cell", m.broker.cellErr)
 
-	// Warm cells against the bare pipe.
+	if cfg.Figures.has("warm") {
+		r.warmRows(cfg, m)
+	}
+	if cfg.Figures.has("cold") {
+		r.coldRow(cfg, m)
+	}
+	if cfg.Figures.has("warm") {
+		r.memoryRows(cfg, m)
+	}
+	if cfg.Figures.has("broker") {
+		r.brokerRows(m.broker)
+	}
+	r.details = details(cfg, m)
+	return r
+}
+
+// warmRows are the warm cells against the bare pipe, and the worker alone.
+func (r *report) warmRows(cfg config, m *measurements) {
 	warm50 := row{figure: "warm trivial cell, MCP stdio, p50", target: fmt.Sprintf("<= %gx", targetWarmRatio)}
 	warm90 := row{figure: "warm trivial cell, MCP stdio, p90", target: "-"}
 	if m.warmErr == nil {
@@ -99,8 +131,10 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		alone.value = fmtDur(percentile(m.workerAlone, 50))
 	}
 	r.rows = append(r.rows, fill(warm50), fill(warm90), fill(alone))
+}
 
-	// Cold start against a bare start with the worker's imports.
+// coldRow is the cold start against a bare start with the worker's imports.
+func (r *report) coldRow(cfg config, m *measurements) {
 	cold := row{figure: fmt.Sprintf("cold: server start to first cell result, median of %d", cfg.ColdRuns),
 		target: fmt.Sprintf("<= %gx", targetColdRatio)}
 	if m.coldErr == nil {
@@ -118,8 +152,10 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		cold.ratio, cold.met = fmtRatio(ratio), yesNo(ratio <= targetColdRatio)
 	}
 	r.rows = append(r.rows, fill(cold))
+}
 
-	// Memory.
+// memoryRows are the server's RSS and the output flood.
+func (r *report) memoryRows(cfg config, m *measurements) {
 	idle := row{figure: "idle server RSS (after initialize, tools/list, 200 ms)", target: "<= " + mib(targetIdleRSS)}
 	if m.idleErr == nil {
 		idle.value, idle.met = mib(m.idle.rss), yesNo(m.idle.rss <= targetIdleRSS)
@@ -177,9 +213,46 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		floodMem.value = notMeasured(m.floodMemErr)
 	}
 	r.rows = append(r.rows, fill(floodMem))
+}
 
-	r.details = details(cfg, m)
-	return r
+// brokerRows are a cell's mcp.call against a direct go-sdk call to the same server:
+// the value is the cell-side percentile with its overhead over the direct one.
+func (r *report) brokerRows(f brokerFigure) {
+	b50 := row{figure: "broker call from a cell (mcp.call echo), p50",
+		target: fmt.Sprintf("<= +%s overhead", fmtDur(targetBrokerOverhead))}
+	b90 := row{figure: "broker call from a cell (mcp.call echo), p90", target: "-"}
+	for _, x := range []struct {
+		row *row
+		p   float64
+	}{{&b50, 50}, {&b90, 90}} {
+		if f.cellErr == nil {
+			x.row.value = fmtDur(percentile(f.cell, x.p))
+		} else {
+			x.row.value = notMeasured(f.cellErr)
+		}
+		if f.directErr == nil {
+			x.row.baseline = fmt.Sprintf("%s direct go-sdk call p%g", fmtDur(percentile(f.direct, x.p)), x.p)
+		} else {
+			x.row.baseline = notMeasured(f.directErr)
+		}
+		if f.cellErr == nil && f.directErr == nil {
+			cell, direct := percentile(f.cell, x.p), percentile(f.direct, x.p)
+			x.row.value += " (" + fmtOverhead(cell-direct) + ")"
+			x.row.ratio = fmtRatio(durRatio(cell, direct))
+		}
+	}
+	if f.cellErr == nil && f.directErr == nil {
+		b50.met = yesNo(percentile(f.cell, 50)-percentile(f.direct, 50) <= targetBrokerOverhead)
+	}
+	r.rows = append(r.rows, fill(b50), fill(b90))
+}
+
+// fmtOverhead is a signed difference of durations.
+func fmtOverhead(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	return "+" + fmtDur(d)
 }
 
 func coldTotals(runs []coldRun) []time.Duration {
@@ -198,7 +271,7 @@ func details(cfg config, m *measurements) []string {
 	}
 	if m.workerAloneErr == nil {
 		add("worker alone, over its wire protocol with no server (%d after %d warm-up): %s", len(m.workerAlone), floorWarmup, spread(m.workerAlone))
-	} else {
+	} else if !errors.Is(m.workerAloneErr, errSkipped) {
 		add("worker alone: not measured: %v", m.workerAloneErr)
 	}
 	if m.warmErr == nil {
@@ -257,13 +330,33 @@ func details(cfg config, m *measurements) []string {
 	if m.shutdownReport != "" {
 		add("warm session shutdown: %s", m.shutdownReport)
 	}
+	f := m.broker
+	if f.directErr == nil {
+		add("direct go-sdk client (mcp.CommandTransport) echo calls to the fixture (%d after %d warm-up): %s", len(f.direct), brokerWarmup, spread(f.direct))
+	}
+	if f.configured != "" {
+		add("broker session before the timing cell: python_health broker %s", f.configured)
+	}
+	if f.cellErr == nil {
+		add("mcp.call echo from one cell, timed with time.perf_counter_ns (%d after %d warm-up, the first of which connects the peer): %s",
+			len(f.cell), brokerWarmup, spread(f.cell))
+		add("timing cell: round trip %s, server elapsed_ms %.1f", fmtDur(f.cellRound), f.cellMs)
+	}
+	if f.cellErr == nil && f.directErr == nil {
+		add("broker overhead over the direct call: p50 %s, p90 %s, mean %s (target p50 <= %s)",
+			fmtOverhead(percentile(f.cell, 50)-percentile(f.direct, 50)), fmtOverhead(percentile(f.cell, 90)-percentile(f.direct, 90)),
+			fmtOverhead(mean(f.cell)-mean(f.direct)), fmtDur(targetBrokerOverhead))
+	}
+	if f.shutdown != "" {
+		add("broker session shutdown: %s", f.shutdown)
+	}
 	return d
 }
 
 // missing records a figure that could not be measured; figures that failed for one
 // and the same reason share a line.
 func (r *report) missing(what string, err error) {
-	if err == nil || errors.Is(err, errNoProcfs) {
+	if err == nil || errors.Is(err, errNoProcfs) || errors.Is(err, errSkipped) {
 		return
 	}
 	why := err.Error()
@@ -340,14 +433,21 @@ func percentile(samples []time.Duration, p float64) time.Duration {
 
 func median(samples []time.Duration) time.Duration { return percentile(samples, 50) }
 
-func spread(samples []time.Duration) string {
+func mean(samples []time.Duration) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
 	var sum time.Duration
 	for _, s := range samples {
 		sum += s
 	}
+	return sum / time.Duration(len(samples))
+}
+
+func spread(samples []time.Duration) string {
 	return fmt.Sprintf("min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s",
 		fmtDur(percentile(samples, 0)), fmtDur(percentile(samples, 50)), fmtDur(percentile(samples, 90)),
-		fmtDur(percentile(samples, 99)), fmtDur(percentile(samples, 100)), fmtDur(sum/time.Duration(len(samples))))
+		fmtDur(percentile(samples, 99)), fmtDur(percentile(samples, 100)), fmtDur(mean(samples)))
 }
 
 func list(samples []time.Duration) string {

@@ -43,9 +43,47 @@ func TestReportOfNothingMeasured(t *testing.T) {
 	fail := errors.New("no server")
 	m := &measurements{floorErr: fail, workerAloneErr: fail, bareErr: fail, importsErr: fail, importsExitErr: fail,
 		coldErr: fail, idleErr: fail, warmErr: fail, afterCellsErr: fail, workerErr: fail, floodErr: fail,
-		floodBaseErr: fail, floodMemErr: fail}
+		floodBaseErr: fail, floodMemErr: fail, broker: brokerFigure{directErr: fail, cellErr: fail}}
 	text := buildReport(config{N: 5, ColdRuns: 2}, environment{}, m, nil).String()
 	if !strings.Contains(text, "not measured") || strings.Contains(text, "NaN") || strings.Contains(text, "Inf") {
 		t.Errorf("report of failures:\n%s", text)
+	}
+}
+
+func TestBrokerRowsAndSkippedFigures(t *testing.T) {
+	ms := func(ms ...float64) []time.Duration {
+		var out []time.Duration
+		for _, m := range ms {
+			out = append(out, time.Duration(m*float64(time.Millisecond)))
+		}
+		return out
+	}
+	m := &measurements{broker: brokerFigure{direct: ms(0.5, 0.4, 0.6), cell: ms(0.6, 0.7, 0.8)}}
+	for _, p := range []*error{&m.floorErr, &m.workerAloneErr, &m.bareErr, &m.importsErr, &m.importsExitErr, &m.coldErr,
+		&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodBaseErr, &m.floodMemErr} {
+		*p = errSkipped
+	}
+	figures, err := parseFigures("broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := buildReport(config{N: 5, ColdRuns: 2, Figures: figures}, environment{}, m, nil)
+	if len(rep.unmeasured) != 0 || len(rep.rows) != 2 {
+		t.Fatalf("rows %q, unmeasured %q", rep.rows, rep.unmeasured)
+	}
+	want := row{figure: "broker call from a cell (mcp.call echo), p50", value: "0.700 ms (+0.200 ms)",
+		baseline: "0.500 ms direct go-sdk call p50", ratio: "1.40x", target: "<= +0.300 ms overhead", met: "yes"}
+	if rep.rows[0] != want {
+		t.Errorf("p50 row = %q, want %q", rep.rows[0], want)
+	}
+	m.broker.cell = ms(0.9, 1.0, 1.1)
+	if got := buildReport(config{Figures: figures}, environment{}, m, nil).rows[0]; got.met != "no" || got.value != "1.000 ms (+0.500 ms)" {
+		t.Errorf("p50 row over target = %q", got)
+	}
+	if _, err := parseFigures("warm,nope"); err == nil {
+		t.Error("parseFigures accepted an unknown group")
+	}
+	if all, _ := parseFigures("all"); !all.has("cold") || !all.has("broker") {
+		t.Error("all does not measure every group")
 	}
 }
