@@ -159,18 +159,17 @@ func validationError(ctx context.Context, err error) error {
 // callFailed records an unknown outcome and says why. A cancelled call has
 // already sent notifications/cancelled downstream (go-sdk does on ctx end).
 func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
-	msg, reason := msgProtocolError, "transport or protocol error"
+	msg := msgProtocolError
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		msg, reason = msgDeadline, "deadline exceeded"
+		msg = msgDeadline
 	case ctx.Err() != nil:
-		msg, reason = msgCancelled, "cancelled by the cell"
+		msg = msgCancelled
 	case isProtocolError(err, &rpcErr):
 		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
-		reason = fmt.Sprintf("downstream JSON-RPC error %d", rpcErr.Code)
 	}
-	if ferr := b.opts.Journal.Finish(id, StatusOutcomeUnknown, reason); errors.Is(ferr, ErrJournalPersist) {
+	if ferr := b.opts.Journal.Finish(id, StatusOutcomeUnknown); errors.Is(ferr, ErrJournalPersist) {
 		return errors.New(msgJournalUnknown)
 	}
 	return errors.New(msg)
@@ -184,7 +183,7 @@ func (b *Broker) deliver(id string, res *mcp.CallToolResult) (json.RawMessage, e
 	if res.IsError {
 		status = StatusToolError
 	}
-	ferr := b.opts.Journal.Finish(id, status, "")
+	ferr := b.opts.Journal.Finish(id, status)
 	if errors.Is(ferr, ErrJournalPersist) {
 		return nil, errors.New(msgJournalDone)
 	}

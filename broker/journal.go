@@ -44,9 +44,6 @@ const (
 	journalMaxProject   = 4096
 )
 
-// journalRecoveredReason is the reason given to dispatched records found at open.
-const journalRecoveredReason = "runtime stopped before the call finished; the remote effect may have happened"
-
 // Errors returned by OpenJournal, Dispatch and Finish.
 var (
 	// ErrJournalLocked: another Journal, in this or another process, owns the path.
@@ -117,13 +114,12 @@ type Record struct {
 	StartedMs  int64  `json:"started_ms"`
 	FinishedMs *int64 `json:"finished_ms"`
 	Status     Status `json:"status"`
-	Reason     string `json:"reason,omitempty"`
 }
 
 // journalKeys are the only keys a stored record may have.
 var journalKeys = map[string]bool{
 	"id": true, "session_id": true, "project": true, "run_id": true, "server": true,
-	"tool": true, "started_ms": true, "finished_ms": true, "status": true, "reason": true,
+	"tool": true, "started_ms": true, "finished_ms": true, "status": true,
 }
 
 // JournalConfig configures OpenJournal.
@@ -205,7 +201,6 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 		if rec.Status == StatusDispatched {
 			rec.Status = StatusOutcomeUnknown
 			rec.FinishedMs = &now
-			rec.Reason = journalRecoveredReason
 			j.recovered++
 		}
 		line, err := json.Marshal(rec)
@@ -298,16 +293,14 @@ func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
 }
 
 // Finish gives a dispatched call its terminal status (completed, tool_error or
-// outcome_unknown) and a short broker-written reason (control characters
-// replaced, cut to 400 characters). With a file, the change is on disk before
+// outcome_unknown). With a file, the change is on disk before
 // Finish returns. Finish takes no context: a cancelled call must still be
 // recorded. A write failure is reported with the contract's "do not retry
 // blindly" message, wrapping ErrJournalPersist.
-func (j *Journal) Finish(id string, status Status, reason string) error {
+func (j *Journal) Finish(id string, status Status) error {
 	if !status.terminal() {
 		return fmt.Errorf("journal: %q is not a terminal status", status)
 	}
-	reason = journalCleanReason(reason)
 	now := time.Now().UnixMilli()
 
 	j.mu.Lock()
@@ -327,7 +320,6 @@ func (j *Journal) Finish(id string, status Status, reason string) error {
 	rec := j.entries[i].rec
 	rec.Status = status
 	rec.FinishedMs = &now
-	rec.Reason = reason
 	line, err := json.Marshal(rec)
 	if err != nil {
 		j.mu.Unlock()
@@ -544,21 +536,6 @@ func journalStringOK(s string, minLen, maxLen int) bool {
 	return strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-func journalCleanReason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= journalMaxString {
-		return s
-	}
-	runes := []rune(s)
-	return string(runes[:journalMaxString])
-}
-
 // journalLockPath is path with its extension replaced by "lock"
 // (journal.json → journal.lock).
 func journalLockPath(path string) string {
@@ -755,7 +732,6 @@ func journalDecodeRecord(raw json.RawMessage) (Record, error) {
 		{"run_id", rec.RunID, 0, journalMaxString},
 		{"server", rec.Server, 1, journalMaxString},
 		{"tool", rec.Tool, 1, journalMaxString},
-		{"reason", rec.Reason, 0, journalMaxString},
 	} {
 		if !journalStringOK(f.v, f.min, f.max) {
 			return Record{}, fmt.Errorf("%s must be %d..%d characters without control characters", f.name, f.min, f.max)

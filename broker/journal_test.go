@@ -107,11 +107,11 @@ func TestJournalDurableBeforeDispatchReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Finish(id2, StatusToolError, "result had isError"); err != nil {
+	if err := j.Finish(id2, StatusToolError); err != nil {
 		t.Fatal(err)
 	}
 	disk = readJournalFile(t, path)
-	if len(disk) != 2 || disk[1].Status != StatusToolError || disk[1].FinishedMs == nil || disk[1].Reason != "result had isError" {
+	if len(disk) != 2 || disk[1].Status != StatusToolError || disk[1].FinishedMs == nil {
 		t.Fatalf("file after Finish = %+v", disk)
 	}
 	if err := j.Close(); err != nil {
@@ -156,7 +156,7 @@ func TestJournalRecoveryAfterCrash(t *testing.T) {
 	defer j.Close()
 	recs := j.Records()
 	if len(recs) != 1 || recs[0].ID != id || recs[0].Status != StatusOutcomeUnknown ||
-		recs[0].FinishedMs == nil || recs[0].Reason != journalRecoveredReason {
+		recs[0].FinishedMs == nil {
 		t.Fatalf("recovered records = %+v", recs)
 	}
 	// Saved at open, before any new call.
@@ -425,7 +425,7 @@ func TestJournalRecordBoundAndEviction(t *testing.T) {
 	// Finish records 10..19; the next ten dispatches evict exactly those,
 	// oldest first, never an in-flight one.
 	for _, id := range ids[10:20] {
-		if err := j.Finish(id, StatusCompleted, ""); err != nil {
+		if err := j.Finish(id, StatusCompleted); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -481,7 +481,7 @@ func TestJournalByteBudget(t *testing.T) {
 	if !errors.Is(err, ErrJournalBudget) || len(ids) >= journalMaxRecords {
 		t.Fatalf("after %d in-flight: %v", len(ids), err)
 	}
-	if err := j.Finish(ids[0], StatusOutcomeUnknown, "timeout"); err != nil {
+	if err := j.Finish(ids[0], StatusOutcomeUnknown); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.Dispatch(t.Context(), big(9999)); err != nil {
@@ -506,7 +506,7 @@ func TestJournalStringBounds(t *testing.T) {
 	ok := journalTestMeta(0)
 	ok.Server = strings.Repeat("é", journalMaxString) // characters, not bytes
 	ok.Project = strings.Repeat("p", journalMaxProject)
-	id, err := j.Dispatch(t.Context(), ok)
+	_, err := j.Dispatch(t.Context(), ok)
 	if err != nil {
 		t.Fatalf("at the bounds: %v", err)
 	}
@@ -533,14 +533,6 @@ func TestJournalStringBounds(t *testing.T) {
 	if n := len(j.Records()); n != 1 {
 		t.Fatalf("rejected calls were recorded: %d records", n)
 	}
-	reason := "line one\nline two\t" + strings.Repeat("r", 1000)
-	if err := j.Finish(id, StatusOutcomeUnknown, reason); err != nil {
-		t.Fatal(err)
-	}
-	got := j.Records()[0].Reason
-	if len([]rune(got)) != journalMaxString || strings.ContainsAny(got, "\n\t") || !strings.HasPrefix(got, "line one line two ") {
-		t.Fatalf("reason not bounded and cleaned: %q", got)
-	}
 }
 
 func TestJournalFinishErrors(t *testing.T) {
@@ -549,16 +541,16 @@ func TestJournalFinishErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Finish(id, StatusDispatched, ""); err == nil {
+	if err := j.Finish(id, StatusDispatched); err == nil {
 		t.Fatal("Finish with dispatched status accepted")
 	}
-	if err := j.Finish("nope", StatusCompleted, ""); !errors.Is(err, ErrUnknownCall) {
+	if err := j.Finish("nope", StatusCompleted); !errors.Is(err, ErrUnknownCall) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if err := j.Finish(id, StatusCompleted, ""); err != nil {
+	if err := j.Finish(id, StatusCompleted); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Finish(id, StatusOutcomeUnknown, ""); !errors.Is(err, ErrCallFinished) {
+	if err := j.Finish(id, StatusOutcomeUnknown); !errors.Is(err, ErrCallFinished) {
 		t.Fatalf("second Finish: %v", err)
 	}
 	// Records hands out copies.
@@ -594,7 +586,7 @@ func TestJournalMemoryOnlyTouchesNoFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Finish(id, StatusCompleted, ""); err != nil {
+	if err := j.Finish(id, StatusCompleted); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
@@ -633,11 +625,11 @@ func TestJournalPersistFailure(t *testing.T) {
 	if n := len(j.Records()); n != 2 {
 		t.Fatalf("failed dispatch left a record: %d records", n)
 	}
-	err = j.Finish(done, StatusCompleted, "")
+	err = j.Finish(done, StatusCompleted)
 	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP call completed but durable journal update failed; do not retry blindly") {
 		t.Fatalf("Finish completed: %v", err)
 	}
-	err = j.Finish(unknown, StatusOutcomeUnknown, "timeout")
+	err = j.Finish(unknown, StatusOutcomeUnknown)
 	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP outcome is unknown and durable journal update failed; do not retry blindly") {
 		t.Fatalf("Finish outcome_unknown: %v", err)
 	}
@@ -727,7 +719,7 @@ func TestJournalConcurrent(t *testing.T) {
 				if i%3 == 0 {
 					status = StatusToolError
 				}
-				if err := j.Finish(id, status, ""); err != nil {
+				if err := j.Finish(id, status); err != nil {
 					t.Error(err)
 					return
 				}
@@ -772,7 +764,7 @@ func TestJournalHoldsNoPayload(t *testing.T) {
 		keys = append(keys, name)
 	}
 	sort.Strings(keys)
-	want := []string{"finished_ms", "id", "project", "reason", "run_id", "server", "session_id", "started_ms", "status", "tool"}
+	want := []string{"finished_ms", "id", "project", "run_id", "server", "session_id", "started_ms", "status", "tool"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Fatalf("Record keys = %v, want %v", keys, want)
 	}
