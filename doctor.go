@@ -32,7 +32,7 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, out io.Wr
 	start := time.Now()
 	manager := repl.NewManager(ctx, cfg)
 	defer manager.Close(time.Second)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: cfg.Artifacts, Logger: cfg.Logger})
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, serverT, nil)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -138,11 +139,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer closeBrokers()
 	cfg.Bridges = server.Bridges(brokers)
+	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
+	defer store.Close()
+	cfg.Artifacts = server.Artifacts(store, brokers)
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: cfg.Artifacts, Logger: cfg.Logger})
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 

@@ -28,7 +28,9 @@ type Config struct {
 	Version string
 	// Bridges serves cell code's calls to other MCP servers; nil means none.
 	Bridges Bridges
-	Logger  *slog.Logger
+	// Artifacts serves cell code's artifact ops; nil means none.
+	Artifacts Artifacts
+	Logger    *slog.Logger
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.

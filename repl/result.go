@@ -57,10 +57,14 @@ type Result struct {
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
 	// ExitCode is set for saved files that raised SystemExit.
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	ServerID   string `json:"server_id"`
-	SessionID  string `json:"session_id"`
-	Generation uint64 `json:"generation"`
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Artifact is the reference of a trailing value too large for the preview;
+	// ArtifactError says why such a value could not become one.
+	Artifact      json.RawMessage `json:"artifact,omitempty"`
+	ArtifactError *string         `json:"artifact_error,omitempty"`
+	ServerID      string          `json:"server_id"`
+	SessionID     string          `json:"session_id"`
+	Generation    uint64          `json:"generation"`
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.
@@ -75,7 +79,16 @@ type workerResult struct {
 	State                    State           `json:"state"`
 	BackgroundTasksCancelled int             `json:"background_tasks_cancelled"`
 	ExitCode                 *int            `json:"exit_code"`
+	Artifact                 json.RawMessage `json:"artifact"`
+	ArtifactError            *string         `json:"artifact_error"`
 }
+
+// Bounds of the artifact fields: a reference is a few small keys, and the
+// contract bounds artifact_error to 1000 characters.
+const (
+	maxArtifactRefBytes   = 1024
+	maxArtifactErrorBytes = 1000
+)
 
 // failure is a result for a run that failed with msg and left the namespace in state.
 func failure(runID, msg string, state State) *Result {
@@ -101,6 +114,14 @@ func (r *Result) bound(valueLimit int) {
 		var cut bool
 		v := boundFlag(*r.Error, PreviewLimit, &cut)
 		r.Error = &v
+	}
+	if len(r.Artifact) > maxArtifactRefBytes || string(r.Artifact) == "null" {
+		r.Artifact = nil
+	}
+	if r.ArtifactError != nil {
+		var cut bool
+		v := boundFlag(*r.ArtifactError, maxArtifactErrorBytes, &cut)
+		r.ArtifactError = &v
 	}
 	if r.State == "" {
 		r.State = StatePreserved

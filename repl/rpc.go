@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // Bridge serves the bridge requests of cell code (the mcp helper): calls to other
@@ -22,6 +23,17 @@ type BridgeRequest struct {
 	Params    json.RawMessage
 }
 
+// Artifacts serves cell code's artifact ops ("artifact.*": uploads, imports,
+// reads, saves, forwards) and binds uploads to the run that began them. Package
+// artifacts implements the store; repl only routes and reports lifetimes.
+type Artifacts interface {
+	Serve(ctx context.Context, req BridgeRequest) (json.RawMessage, error)
+	Register(sessionID string)
+	DropSession(sessionID string) // the session closed: its artifacts go
+	StartRun(sessionID, runID string)
+	EndRun(sessionID, runID string) // the run ended: its unfinished uploads go
+}
+
 // Bridges hands each session the bridge of its project. A session acquires its
 // bridge when it is made and releases it once it has closed and its calls have
 // ended, so the owner can shut a project's broker down with its last session.
@@ -36,6 +48,7 @@ const (
 	msgTooManyRPCs     = "Too many outstanding MCP calls"
 	msgRPCNotActive    = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
 	msgIPCLimit        = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
+	msgNoArtifacts     = "No artifact store serves this session; cell code cannot create or read artifacts"
 	msgNoBridge        = "No MCP broker serves this session (the server is shutting down); cell code cannot call other MCP servers"
 )
 
@@ -77,6 +90,12 @@ func (s *Session) onRPC(p *process, f inFrame) {
 }
 
 func (s *Session) serveRPC(ctx context.Context, req BridgeRequest) (json.RawMessage, error) {
+	if strings.HasPrefix(req.Op, "artifact.") {
+		if s.cfg.Artifacts == nil {
+			return nil, errors.New(msgNoArtifacts)
+		}
+		return s.cfg.Artifacts.Serve(ctx, req)
+	}
 	if s.bridge == nil {
 		return nil, errors.New(msgNoBridge)
 	}

@@ -88,6 +88,9 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 	if cfg.Bridges != nil {
 		s.bridge = cfg.Bridges.Acquire(s.id, env.project)
 	}
+	if cfg.Artifacts != nil {
+		cfg.Artifacts.Register(s.id)
+	}
 	return s
 }
 
@@ -326,6 +329,10 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 	}
 	r.startRPCs(ctx)
 	defer r.endRPCs()
+	if a := s.cfg.Artifacts; a != nil {
+		a.StartRun(s.id, r.id)
+		defer a.EndRun(s.id, r.id) // aborts the run's unfinished uploads
+	}
 	var res *Result
 	if err := p.send(frame); err != nil {
 		if err.Error() == msgFrameTooLarge {
@@ -477,6 +484,8 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		State:                    wr.State,
 		BackgroundTasksCancelled: wr.BackgroundTasksCancelled,
 		ExitCode:                 wr.ExitCode,
+		Artifact:                 wr.Artifact,
+		ArtifactError:            wr.ArtifactError,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true
@@ -644,6 +653,9 @@ func (s *Session) Close(grace time.Duration) {
 	s.rpcs.Wait()
 	if s.cfg.Bridges != nil {
 		s.cfg.Bridges.Release(s.id, s.env.project)
+	}
+	if s.cfg.Artifacts != nil {
+		s.cfg.Artifacts.DropSession(s.id)
 	}
 	s.mu.Lock()
 	p := s.proc

@@ -172,6 +172,11 @@ func (p param) check(v json.RawMessage) string {
 				return fmt.Sprintf("item %d: %s", i, reason)
 			}
 		}
+	case "object":
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil || obj == nil {
+			return "expected an object"
+		}
 	case "boolean":
 		var b bool
 		if json.Unmarshal(v, &b) != nil {

@@ -22,15 +22,19 @@ type Config struct {
 	// Brokers are the downstream brokers the Manager's sessions use (see Bridges);
 	// health reports the root one. Nil reports a disabled broker.
 	Brokers *broker.Set
-	Logger  *slog.Logger
+	// Artifacts serves the artifact tools (see Artifacts); nil reports that no
+	// store is configured.
+	Artifacts repl.Artifacts
+	Logger    *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
 type Server struct {
-	mcp     *mcp.Server
-	repl    *repl.Manager
-	brokers *broker.Set
-	logger  *slog.Logger
+	mcp       *mcp.Server
+	repl      *repl.Manager
+	brokers   *broker.Set
+	artifacts repl.Artifacts
+	logger    *slog.Logger
 }
 
 const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
@@ -55,7 +59,7 @@ func New(cfg Config) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own

@@ -41,6 +41,11 @@ func (s *Server) tools() []tool {
 		s.pythonSessionListTool(),
 		s.pythonSessionInspectTool(),
 		s.pythonExecuteFileTool(),
+		s.artifactCreateTool(),
+		s.artifactReadTool(),
+		s.artifactSaveTool(),
+		s.artifactDeleteTool(),
+		s.artifactForwardTool(),
 	}
 }
 
