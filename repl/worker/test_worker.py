@@ -2,6 +2,8 @@
 with protocol pipes passed by fd number in REPL_MCP_WORKER_FDS, fd 0 on /dev/null and fds
 1/2 on a "native output" pipe. Every wait is bounded (select with deadlines)."""
 
+import base64
+import hashlib
 import json
 import os
 import select
@@ -21,10 +23,14 @@ MAX_FRAME = 1_048_576
 RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
-HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace')
+ARTIFACT_HELPERS = ('artifact', 'artifact_read', 'artifact_save', 'artifact_delete', 'artifact_forward')
+HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS)
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
 MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
 MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
+NO_STORE = 'No artifact store in this test'
+ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
+CHUNK = 32_768
 
 
 def process_state(pid):
@@ -177,11 +183,16 @@ class WorkerProcess:
         return run_id
 
     def collect(self, run_id, timeout=RESULT_WAIT):
-        """Frames up to the run's result: (result, [output frames])."""
+        """Frames up to the run's result: (result, [output frames]). The automatic artifact
+        upload of a large trailing value is refused, as by a server without a store."""
         outputs = []
         deadline = time.monotonic() + timeout
         while True:
             frame = self.next_frame(deadline - time.monotonic())
+            if frame['type'] == 'rpc' and frame['op'] == 'artifact.begin':
+                assert frame['run_id'] == run_id, frame
+                self.reply(frame['id'], error=NO_STORE)
+                continue
             assert frame['id'] == run_id, frame
             if frame['type'] == 'output':
                 outputs.append(frame)
@@ -1028,7 +1039,7 @@ __file__ = "reserved"
             {'name': 'name', 'type': 'str', 'length': 3},
             {'name': 'blob', 'type': 'bytes', 'length': 2},
         ])
-        bridge_names = 2  # mcp and ToolError
+        bridge_names = 2  # mcp and ToolError (the artifact helpers are in HELPERS)
         self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + bridge_names + 7)
         self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + bridge_names + 1)
         self.assertIs(inventory['values_included'], False)
@@ -1403,6 +1414,428 @@ class BridgeTests(WorkerTestCase):
         self.assertEqual(self.worker.value(code), ['McpBridge', False, True, True])
         names = [v['name'] for v in self.worker.value('repl_namespace()')['variables']]
         self.assertEqual(names, ['first'])
+
+
+def reference(data, fmt, artifact_id=None):
+    return {
+        'id': artifact_id or str(uuid.uuid4()), 'size': len(data), 'format': fmt,
+        'sha256': hashlib.sha256(data).hexdigest(), 'lifetime': 'server', 'eviction': 'oldest-first',
+    }
+
+
+class ArtifactTests(WorkerTestCase):
+    """The test plays the server's artifact store: it answers the artifact.* rpc frames."""
+
+    def serve_upload(self, run_id, fmt, upload_id='upload-1'):
+        """Answer one upload: begin, every append (checking its offset), commit. Returns
+        (uploaded bytes, [(offset, raw length)] of the appends, the reference sent)."""
+        begin = self.worker.next_rpc(run_id)
+        self.assertEqual([begin['op'], begin['params']], ['artifact.begin', {'format': fmt}])
+        self.worker.reply(begin['id'], {'upload_id': upload_id, 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        data, appends = bytearray(), []
+        while True:
+            rpc = self.worker.next_rpc(run_id)
+            if rpc['op'] != 'artifact.append':
+                break
+            params = rpc['params']
+            self.assertEqual(sorted(params), ['data', 'offset', 'upload_id'])
+            self.assertEqual([params['upload_id'], params['offset']], [upload_id, len(data)])
+            chunk = base64.b64decode(params['data'], validate=True)
+            appends.append((params['offset'], len(chunk)))
+            data += chunk
+            self.worker.reply(rpc['id'], {'upload_id': upload_id, 'size': len(data)})
+        self.assertEqual([rpc['op'], rpc['params']], ['artifact.commit', {'upload_id': upload_id}])
+        ref = reference(bytes(data), fmt)
+        self.worker.reply(rpc['id'], ref)
+        return bytes(data), appends, ref
+
+    def assert_chunked(self, appends, total):
+        self.assertEqual(appends, [(offset, min(CHUNK, total - offset)) for offset in range(0, total, CHUNK)])
+
+    def upload_cell(self, code, fmt):
+        """Run a cell whose upload is served; returns (data, appends, reference, result)."""
+        run_id = self.worker.start(code)
+        data, appends, ref = self.serve_upload(run_id, fmt)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        return data, appends, ref, result
+
+    def assert_refused(self, code, message):
+        """The cell fails with `message` and sends no rpc frame."""
+        run_id = self.worker.start(code)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertIn(message, str(result['error']), code)
+        self.assertEqual(events, [], code)
+
+    def test_str_value_streams_in_chunks(self):
+        text = 'Жx' * 34_000  # 102,000 UTF-8 bytes; chunks split characters
+        data, appends, ref, result = self.upload_cell('ref = artifact("Жx" * 34_000)\nref', 'text')
+        self.assert_ok(result)
+        self.assertEqual(data, text.encode('utf-8'))
+        self.assert_chunked(appends, 102_000)
+        self.assertEqual(len(appends), 4)
+        self.assertEqual(result['value'], ref)
+        self.assertNotIn('artifact', result)
+
+    def test_json_value_streams_compact_utf8_json(self):
+        code = (
+            'value = {"rows": [{"i": i, "name": f"строка {i}", "f": i / 3, "ok": i % 2 == 0, "none": None}'
+            ' for i in range(2000)], "t": (1, -2, 2 ** 4095), "nested": [[["deep"]]], "esc": "q\\"\\\\\\n\\u0001"}\n'
+            'artifact(value)'
+        )
+        data, appends, ref, result = self.upload_cell(code, 'json')
+        self.assert_ok(result)
+        value = {
+            'rows': [{'i': i, 'name': f'строка {i}', 'f': i / 3, 'ok': i % 2 == 0, 'none': None} for i in range(2000)],
+            't': [1, -2, 2 ** 4095], 'nested': [[['deep']]], 'esc': 'q"\\\n\x01',
+        }
+        self.assertEqual(json.loads(data), value)
+        self.assertEqual(data, json.dumps(value, ensure_ascii=False, separators=(',', ':')).encode())
+        self.assert_chunked(appends, len(data))
+        self.assertEqual(result['value'], ref)
+        # A str may be uploaded as JSON on request.
+        data, appends, _, result = self.upload_cell('artifact("ü\\n", format="json")', 'json')
+        self.assertEqual([data, appends], ['"ü\\n"'.encode(), [(0, 6)]])
+
+    def test_bytes_value(self):
+        data, appends, ref, result = self.upload_cell('artifact(bytes(range(256)) * 300)', 'binary')
+        self.assert_ok(result)
+        self.assertEqual(data, bytes(range(256)) * 300)
+        self.assert_chunked(appends, 76_800)
+        self.assertEqual(result['value'], ref)
+
+    def test_unsupported_values_refused_without_user_code_or_rpc(self):
+        setup = (
+            'flag = []\n'
+            'class Custom:\n'
+            '    def __repr__(self):\n        flag.append("repr")\n        return "x"\n'
+            '    def __eq__(self, other):\n        flag.append("eq")\n        return False\n'
+            '    __hash__ = object.__hash__\n'
+            '    def __iter__(self):\n        flag.append("iter")\n        return iter([])\n'
+            '    @property\n    def __class__(self):\n        flag.append("class")\n        return dict\n'
+            'class D(dict):\n'
+            '    def items(self):\n        flag.append("items")\n        return {}.items()\n'
+            'class S(str):\n'
+            '    def __str__(self):\n        flag.append("str")\n        return "s"\n'
+            'class I(int):\n    pass\n'
+            'deep = 0\nfor _ in range(33):\n    deep = [deep]\n'
+        )
+        self.assert_ok(self.worker.run(setup))
+        refused = [
+            'Custom()', '[Custom()]', '{"k": Custom()}', 'Custom(), format="json"', 'D(a=1)', '[D()]', 'S("s")',
+            '[S("s")]', 'I(1)', 'bytearray(b"x")', 'float("nan")', '[float("inf")]', '{1, 2}', '[frozenset()]',
+            '{1: "int key"}', '{("t",): 1}', '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
+            '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
+        ]
+        for args in refused:
+            with self.subTest(args=args):
+                self.assert_refused(f'artifact({args})', f'ValueError: {ARTIFACT_UNSUPPORTED}')
+        self.assertEqual(self.worker.value('flag'), [])
+        # Just within the budgets: the check passes and the upload begins.
+        accepted = ['2 ** 4095', 'deep[0]', '[0] * 99_999', '["x" * (4 * 1024 * 1024)]', '{"k" * (2 * 1024 * 1024): "v" * (2 * 1024 * 1024)}']
+        for args in accepted:
+            with self.subTest(args=args):
+                run_id = self.worker.start(f'artifact({args})')
+                rpc = self.worker.next_rpc(run_id)
+                self.assertEqual([rpc['op'], rpc['params']], ['artifact.begin', {'format': 'json'}])
+                self.worker.reply(rpc['id'], error='Artifact I/O capacity exhausted; retry after active jobs complete')
+                result, events = self.worker.events_until_result(run_id)
+                self.assertEqual(events, [])
+                self.assertTrue(result['error'].endswith('\nToolError: Artifact I/O capacity exhausted; retry after active jobs complete'), result['error'])
+                self.assert_no_worker_frames(result['error'])
+
+    def test_bad_arguments_refused_before_any_rpc(self):
+        cases = [
+            ('artifact()', 'ValueError: artifact() needs exactly one of value or path='),
+            ('artifact(None)', 'ValueError: artifact() needs exactly one of value or path='),
+            ('artifact("v", path="p")', 'ValueError: artifact() needs exactly one of value or path='),
+            ('artifact(path="p", format="csv")', 'ValueError: Artifact format must be json, text or binary'),
+            ('artifact(path=3)', 'TypeError'),
+            ('artifact("s", format="binary")', "ValueError: Artifact format 'binary' does not fit a str value"),
+            ('artifact(b"s", format="text")', "ValueError: Artifact format 'text' does not fit a bytes value"),
+            ('artifact(b"s", format="json")', "ValueError: Artifact format 'json' does not fit a bytes value"),
+            ('artifact([1], format="text")', "ValueError: Artifact format 'text' does not fit a list value"),
+            ('artifact("s", format=1)', 'ValueError: Artifact format must be json, text or binary'),
+            ('artifact(b"x" * (16 * 1024 * 1024 + 1))', 'ValueError: Artifact exceeds 16 MiB'),
+            ('artifact("Ж" * (8 * 1024 * 1024 + 1))', 'ValueError: Artifact exceeds 16 MiB'),
+            ('artifact([2 ** 4095] * 20_000)', 'ValueError: Artifact exceeds 16 MiB'),
+            ('artifact_read(1)', 'TypeError: artifact_id must be a str, not int'),
+            ('artifact_read("a", offset=-1)', 'ValueError: offset must not be negative'),
+            ('artifact_read("a", offset=True)', 'TypeError: offset must be an int, not bool'),
+            ('artifact_read("a", length=1.0)', 'TypeError: length must be an int, not float'),
+            ('artifact_read("a", length=65_537)', 'ValueError: artifact_read length must be between 0 and 65536 bytes'),
+            ('artifact_read("a", encoding="utf-8")', 'ValueError: artifact_read encoding must be text, base64 or hex'),
+            ('artifact_save("a", "out", overwrite=1)', 'TypeError: overwrite must be True or False'),
+            ('artifact_save(None, "out")', 'TypeError: artifact_id must be a str, not NoneType'),
+            ('artifact_save("a", None)', 'TypeError'),
+            ('artifact_delete(b"a")', 'TypeError: artifact_id must be a str, not bytes'),
+            ('artifact_forward("a", "s", "t", 3)', 'TypeError: argument must be a str, not int'),
+            ('artifact_forward("a", None, "t", "x")', 'TypeError: server must be a str, not NoneType'),
+            ('artifact_forward("a", "s", "t", "x", format="binary")', 'ValueError: Forward format must be json, text or explicit base64'),
+        ]
+        for code, message in cases:
+            with self.subTest(code=code):
+                self.assert_refused(code, message)
+
+    def test_helpers_only_from_the_active_cell(self):
+        code = (
+            'import threading\nerrors = []\n'
+            'def borrow():\n    try:\n        artifact("x")\n'
+            '    except RuntimeError as exc:\n        errors.append(str(exc))\n'
+            't = threading.Thread(target=borrow)\nt.start()\nt.join()\nerrors'
+        )
+        run_id = self.worker.start(code)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['value'], events], [[MCP_FOREIGN], []])
+
+    def test_failed_append_aborts_the_upload(self):
+        run_id = self.worker.start('artifact("x" * 100_000)')
+        begin = self.worker.next_rpc(run_id)
+        self.worker.reply(begin['id'], {'upload_id': 'u', 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        first = self.worker.next_rpc(run_id)
+        self.assertEqual([first['op'], first['params']['offset']], ['artifact.append', 0])
+        self.worker.reply(first['id'], {'upload_id': 'u', 'size': CHUNK})
+        second = self.worker.next_rpc(run_id)
+        self.assertEqual([second['op'], second['params']['offset']], ['artifact.append', CHUNK])
+        self.worker.reply(second['id'], error='Artifact upload offset mismatch; do not replay an append')
+        abort = self.worker.next_rpc(run_id)
+        self.assertEqual([abort['op'], abort['params']], ['artifact.abort', {'upload_id': 'u'}])
+        self.worker.reply(abort['id'], {'upload_id': 'u', 'aborted': True})
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertTrue(result['error'].endswith('\nToolError: Artifact upload offset mismatch; do not replay an append'), result['error'])
+        # A failed commit aborts too, and an abort that fails does not hide the first error.
+        run_id = self.worker.start('artifact("{", format="text")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], {'upload_id': 'v', 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        append = self.worker.next_rpc(run_id)
+        self.worker.reply(append['id'], {'upload_id': 'v', 'size': 1})
+        commit = self.worker.next_rpc(run_id)
+        self.assertEqual(commit['op'], 'artifact.commit')
+        self.worker.reply(commit['id'], error='Text/JSON artifact must be UTF-8')
+        abort = self.worker.next_rpc(run_id)
+        self.assertEqual([abort['op'], abort['params']], ['artifact.abort', {'upload_id': 'v'}])
+        self.worker.reply(abort['id'], error='Artifact upload unknown')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertTrue(result['error'].endswith('\nToolError: Text/JSON artifact must be UTF-8'), result['error'])
+
+    def test_path_is_expanded_and_absolute(self):
+        home = os.path.expanduser('~')
+        cwd = os.path.realpath(self.dir)
+        cases = [
+            ('artifact(path="~/data.bin")', {'path': os.path.join(home, 'data.bin'), 'format': 'binary'}),
+            ('artifact(path="sub/../rows.json", format="json")', {'path': os.path.join(cwd, 'rows.json'), 'format': 'json'}),
+            ('import pathlib\nartifact(path=pathlib.Path("notes.txt"), format="text")', {'path': os.path.join(cwd, 'notes.txt'), 'format': 'text'}),
+        ]
+        for code, params in cases:
+            with self.subTest(code=code):
+                run_id = self.worker.start(code)
+                rpc = self.worker.next_rpc(run_id)
+                self.assertEqual([rpc['op'], rpc['params']], ['artifact.create', params])
+                ref = reference(b'{}', params['format'])
+                self.worker.reply(rpc['id'], ref)
+                result, events = self.worker.events_until_result(run_id)
+                self.assertEqual([result['value'], events], [ref, []])
+        run_id = self.worker.start('artifact(path="/no/such/file")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Artifact input must be a regular file')
+        self.assertIn('ToolError: Artifact input must be a regular file', self.worker.collect(run_id)[0]['error'])
+
+    def test_read_save_delete_forward_ops(self):
+        home = os.path.expanduser('~')
+        cwd = os.path.realpath(self.dir)
+        ref = reference(b'[1,2]', 'json', 'a-1')
+        read = {'artifact': ref, 'offset': 1, 'length': 3, 'encoding': 'hex', 'content': '312c32', 'has_more': True}
+        cases = [
+            ('artifact_read("a-1")', 'artifact.read', {'id': 'a-1', 'offset': 0, 'length': 65_536, 'encoding': 'text'}, read),
+            ('artifact_read("a-1", offset=1, length=3, encoding="hex")', 'artifact.read', {'id': 'a-1', 'offset': 1, 'length': 3, 'encoding': 'hex'}, read),
+            ('artifact_save("a-1", "~/out.json")', 'artifact.save', {'id': 'a-1', 'path': os.path.join(home, 'out.json'), 'overwrite': False},
+             {'artifact': ref, 'saved': True, 'path': os.path.join(home, 'out.json')}),
+            ('artifact_save("a-1", "out.json", overwrite=True)', 'artifact.save', {'id': 'a-1', 'path': os.path.join(cwd, 'out.json'), 'overwrite': True},
+             {'artifact': ref, 'saved': True, 'path': os.path.join(cwd, 'out.json')}),
+            ('artifact_delete("a-1")', 'artifact.delete', {'id': 'a-1'}, {'id': 'a-1', 'deleted': True}),
+            ('r = artifact_forward("a-1", "fix", "echo", "payload")\n[type(r).__name__, r]', 'artifact.forward',
+             {'id': 'a-1', 'server': 'fix', 'tool': 'echo', 'argument': 'payload', 'format': 'json'}, envelope('ok')),
+            ('artifact_forward("a-1", "fix", "echo", "payload", format="base64")', 'artifact.forward',
+             {'id': 'a-1', 'server': 'fix', 'tool': 'echo', 'argument': 'payload', 'format': 'base64'}, envelope('ok')),
+        ]
+        for code, op, params, reply in cases:
+            with self.subTest(code=code):
+                run_id = self.worker.start(code)
+                rpc = self.worker.next_rpc(run_id)
+                self.assertEqual([rpc['op'], rpc['params']], [op, params])
+                self.worker.reply(rpc['id'], reply)
+                result, events = self.worker.events_until_result(run_id)
+                self.assertEqual(events, [])
+                expected = ['McpResult', reply] if code.startswith('r = ') else reply
+                self.assertEqual(result['value'], expected)
+        run_id = self.worker.start('artifact_read("gone")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Artifact unknown, expired, evicted or belongs to another session')
+        self.assertTrue(self.worker.collect(run_id)[0]['error'].endswith(
+            '\nToolError: Artifact unknown, expired, evicted or belongs to another session'))
+        run_id = self.worker.start('artifact_delete("a-1")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], ['not', 'an', 'object'])
+        self.assertIn('ToolError: MCP bridge returned a malformed artifact.delete result', self.worker.collect(run_id)[0]['error'])
+
+    def test_forward_tool_error_raises_tool_error(self):
+        code = (
+            'try:\n    artifact_forward("a-1", "fix", "strict", "payload", format="text")\n'
+            'except ToolError as e:\n    caught = [str(e), e.result]\ncaught'
+        )
+        run_id = self.worker.start(code)
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['params']['format'], 'text')
+        failed = envelope('bad arguments', is_error=True)
+        self.worker.reply(rpc['id'], failed)
+        self.assertEqual(self.worker.collect(run_id)[0]['value'], ['MCP tool failed: bad arguments', failed])
+        run_id = self.worker.start('artifact_forward("a-1", "fix", "strict", "payload")')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], envelope('bad arguments', is_error=True))
+        result = self.worker.collect(run_id)[0]
+        self.assertTrue(result['error'].endswith('\nToolError: MCP tool failed: bad arguments'), result['error'])
+        self.assert_no_worker_frames(result['error'])
+
+    def test_automatic_json_artifact_for_large_list(self):
+        code = '[{"id": i, "name": f"row {i}", "score": i * 0.5, "tags": ["a", "b"]} for i in range(3000)]'
+        data, appends, ref, result = self.upload_cell(code, 'json')
+        self.assert_ok(result)
+        self.assertEqual(json.loads(data), [{'id': i, 'name': f'row {i}', 'score': i * 0.5, 'tags': ['a', 'b']} for i in range(3000)])
+        self.assert_chunked(appends, len(data))
+        self.assertEqual(result['artifact'], ref)
+        self.assertNotIn('value', result)
+        self.assertNotIn('artifact_error', result)
+        self.assertEqual(result['return_value'], '<list; length=3000; safe preview omitted>')
+        self.assertTrue(result['truncated']['return'])
+        # The namespace is untouched and the next cell runs as usual.
+        self.assertEqual(self.worker.value('1 + 1'), 2)
+
+    def test_automatic_text_artifact_for_large_str(self):
+        data, appends, ref, result = self.upload_cell("'Ж' * 100000", 'text')
+        self.assert_ok(result)
+        self.assertEqual(data, ('Ж' * 100_000).encode())
+        self.assert_chunked(appends, 200_000)
+        self.assertEqual(result['artifact'], ref)
+        self.assertNotIn('value', result)
+        self.assertTrue(result['return_value'].startswith('"ЖЖЖ'))
+        self.assertLessEqual(len(result['return_value'].encode()), 20_000)
+        self.assertTrue(result['truncated']['return'])
+
+    def test_automatic_artifact_for_bytes_and_envelope(self):
+        data, _, ref, result = self.upload_cell('b"abc"', 'binary')  # bytes have no preview at all
+        self.assertEqual([data, result['artifact'], result['return_value']], [b'abc', ref, '<bytes; length=3; safe preview omitted>'])
+        run_id = self.worker.start('mcp.call("fix", "big")')
+        big = envelope(*[f'line {i}' for i in range(200)])
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], big)
+        data, _, ref, = self.serve_upload(run_id, 'json')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([json.loads(data), result['artifact'], events], [big, ref, []])
+        self.assertEqual(result['return_value'], '<McpResult; safe preview omitted>')
+
+    def test_automatic_artifact_error_keeps_the_cell_successful(self):
+        run_id = self.worker.start('x = 5\n"y" * 30_000')
+        begin = self.worker.next_rpc(run_id)
+        self.assertEqual([begin['op'], begin['params']], ['artifact.begin', {'format': 'text'}])
+        self.worker.reply(begin['id'], error='At most four unfinished artifact uploads are allowed')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assert_ok(result)
+        self.assertEqual(result['artifact_error'], 'Automatic artifact upload failed: At most four unfinished artifact uploads are allowed')
+        self.assertNotIn('artifact', result)
+        self.assertNotIn('value', result)
+        self.assertTrue(result['return_value'].startswith('"yyy'))
+        self.assertTrue(result['truncated']['return'])
+        self.assertEqual(self.worker.value('x'), 5)
+        # A failure after begin aborts the upload first.
+        run_id = self.worker.start('"z" * 40_000')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], {'upload_id': 'w', 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Artifact exceeds 16 MiB')
+        abort = self.worker.next_rpc(run_id)
+        self.assertEqual([abort['op'], abort['params']], ['artifact.abort', {'upload_id': 'w'}])
+        self.worker.reply(abort['id'], {'upload_id': 'w', 'aborted': True})
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['success'], result['artifact_error'], events], [True, 'Automatic artifact upload failed: Artifact exceeds 16 MiB', []])
+        # Surely over 16 MiB, or over a budget: the reason, and no rpc.
+        run_id = self.worker.start('"x" * (16 * 1024 * 1024 + 1)')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['success'], result['artifact_error'], events], [True, 'Automatic artifact upload failed: Artifact exceeds 16 MiB', []])
+        run_id = self.worker.start('v = 0\nfor _ in range(40):\n    v = [v]\nv')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assert_ok(result)
+        self.assertEqual(result['artifact_error'], f'Automatic artifact upload failed: {ARTIFACT_UNSUPPORTED} (nesting deeper than 32)')
+        # A saved file's trailing value is handled like a cell's.
+        with open(self.path('big.py'), 'w') as file:
+            file.write('"q" * 30_000\n')
+        run_id = self.worker.start('', source_path=self.path('big.py'))
+        data, _, ref = self.serve_upload(run_id, 'text')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([data, result['artifact'], events], [b'q' * 30_000, ref, []])
+
+    def test_no_automatic_artifact_for_small_or_unsupported_values(self):
+        cases = {
+            '"x" * 100': 'x' * 100,
+            '[{"a": 1}] * 10': [{'a': 1}] * 10,
+            'None': None,
+        }
+        for code, value in cases.items():
+            with self.subTest(code=code):
+                run_id = self.worker.start(code)
+                result, events = self.worker.events_until_result(run_id)
+                self.assertEqual(events, [])
+                self.assertEqual(result.get('value'), value)
+                self.assertNotIn('artifact', result)
+                self.assertNotIn('artifact_error', result)
+        # Too big for the preview but not exact JSON (or not a supported type): today's preview.
+        for code in ('[{1, 2}] * 200', '{1: "x" * 30_000}', '[float("nan")] * 200', '{1, 2}', 'bytearray(30_000)', 'object()'):
+            with self.subTest(code=code):
+                run_id = self.worker.start(code)
+                result, events = self.worker.events_until_result(run_id)
+                self.assertEqual(events, [])
+                self.assert_ok(result)
+                self.assertIn('safe preview omitted', result['return_value'])
+                self.assertNotIn('artifact', result)
+                self.assertNotIn('artifact_error', result)
+        # A failing cell uploads nothing.
+        run_id = self.worker.start('big = "x" * 30_000\nbig + 1')
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual([result['success'], events], [False, []])
+        self.assertNotIn('artifact_error', result)
+
+    def test_interrupt_during_automatic_upload(self):
+        run_id = self.worker.start('"x" * 100_000')
+        self.worker.reply(self.worker.next_rpc(run_id)['id'], {'upload_id': 'i', 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        append = self.worker.next_rpc(run_id)
+        self.assertEqual(append['op'], 'artifact.append')
+        os.kill(self.worker.proc.pid, signal.SIGINT)  # unanswered, as a server stopping the run
+        self.assertEqual(self.worker.next_event(timeout=5), {'type': 'rpc_cancel', 'id': append['id'], 'run_id': run_id})
+        abort = self.worker.next_rpc(run_id, timeout=5)
+        self.assertEqual([abort['op'], abort['params']], ['artifact.abort', {'upload_id': 'i'}])
+        self.worker.reply(abort['id'], error=MCP_FOREIGN)  # what a server says once the run is stopping
+        result, events = self.worker.events_until_result(run_id, timeout=5)
+        self.assertEqual(events, [])
+        self.assertEqual([result['success'], result['state'], result['artifact_error']], [True, 'preserved', 'Automatic artifact upload skipped: the run was interrupted'])
+        self.assertNotIn('artifact', result)
+        self.assertEqual(self.worker.value('2 + 2'), 4)
+
+    def test_interrupted_cell_gets_no_automatic_artifact(self):
+        code = (
+            'import asyncio\nprint("sleeping", flush=True)\n'
+            'try:\n    await asyncio.sleep(10)\nexcept asyncio.CancelledError:\n    pass\n'
+            '"x" * 30_000'
+        )
+        run_id = self.worker.start(code)
+        self.worker.wait_for_output(run_id, 'sleeping')
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, events = self.worker.events_until_result(run_id, timeout=5)
+        self.assertEqual(events, [])
+        self.assertEqual(result['artifact_error'], 'Automatic artifact upload skipped: the run was interrupted')
+        self.assertNotIn('artifact', result)
+
+    def test_helpers_are_reserved_and_come_back(self):
+        shadow = '\n'.join(f'{name} = None' for name in ARTIFACT_HELPERS) + '\n[artifact, artifact_forward]'
+        self.assertEqual(self.worker.value(shadow), [None, None])
+        names = ', '.join(ARTIFACT_HELPERS)
+        self.assertEqual(self.worker.value(f'[callable(v) for v in [{names}]]'), [True] * len(ARTIFACT_HELPERS))
+        self.assertEqual(self.worker.value('repl_namespace()["variables"]'), [])
+        self.assertEqual(self.worker.value('checkpoint("cp.json")["saved"]'), 0)
 
 
 class ChildProcessTests(WorkerTestCase):
