@@ -93,16 +93,11 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	release, err := b.acquire(ctx)
+	t, peer, release, err := b.slotAndPeer(ctx, e)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	t, peer, done, err := b.connect(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	tool, err := b.findTool(ctx, t, peer, e, p.tool)
 	if err != nil {
 		return nil, err
@@ -123,6 +118,21 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 		return nil, b.callFailed(ctx, id, err)
 	}
 	return b.deliver(id, res)
+}
+
+// slotAndPeer takes one of the broker's request slots, then the live peer of e's
+// transport; release gives both back.
+func (b *Broker) slotAndPeer(ctx context.Context, e ServerEntry) (*transport, *peer, func(), error) {
+	freeSlot, err := b.acquire(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, p, freePeer, err := b.connect(ctx, e)
+	if err != nil {
+		freeSlot()
+		return nil, nil, nil, err
+	}
+	return t, p, func() { freePeer(); freeSlot() }, nil
 }
 
 // findTool looks the tool up in the transport's catalogue, listing it if needed.
@@ -238,16 +248,11 @@ func (b *Broker) listTools(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	release, err := b.acquire(ctx)
+	t, p, release, err := b.slotAndPeer(ctx, e)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	t, p, done, err := b.connect(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	cat, err := b.catalogue(ctx, t, p)
 	if err != nil {
 		return nil, err
