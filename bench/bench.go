@@ -117,6 +117,8 @@ type measurements struct {
 	shutdownReport string
 
 	broker brokerFigure
+
+	artifacts artifactFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -156,6 +158,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.broker = b.measureBroker(ctx)
 	} else {
 		m.broker.directErr, m.broker.cellErr = errSkipped, errSkipped
+	}
+	if b.cfg.Figures.has("artifacts") {
+		b.say("artifacts: up to %d uploads of a %d-byte artifact from a cell, each read back in %d-byte ranges", artifactRuns, artifactBytes, artifactRange)
+		m.artifacts = b.measureArtifacts(ctx)
+	} else {
+		m.artifacts.err = errSkipped
 	}
 	return m
 }

@@ -3,11 +3,13 @@
 // baseline measured in the same run, on the same machine and the same interpreter:
 // a warm trivial cell against a bare pipe round trip to a Python exec loop, the cold
 // start against a bare Python start with the worker's imports, the idle server's
-// RSS, an output flood against the same loop in plain Python, and a broker call
-// from a cell (mcp.call to a stdio MCP server) against a direct go-sdk client call
-// to the same server. It prints a
-// table of figure, value, baseline, ratio, target and whether the target was met,
-// and writes it to a file when asked.
+// RSS, an output flood against the same loop in plain Python, a broker call from a
+// cell (mcp.call to a stdio MCP server) against a direct go-sdk client call to the
+// same server, and a 16 MiB artifact uploaded from a cell (artifact(data)) and read
+// back whole by the bench client in artifact_read ranges, against the same bytes
+// written to and read from a file in the same cell. It prints a table of figure,
+// value, baseline, ratio, target and whether the target was met, and writes it to a
+// file when asked.
 //
 // It does not own the server, the worker or any verdict: a missed target is
 // reported, never a failure. The exit status is non-zero only when a figure could
@@ -22,7 +24,7 @@
 // Usage:
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
-//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker]
+//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts]
 //
 // The downstream server of the broker figure is internal/mcpfixture, served by the
 // bench executable itself: run with REPL_MCP_BENCH_FIXTURE=1, it is that fixture over

@@ -139,8 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // The figure groups of -figures: warm is the bare pipe, the worker alone, the warm
 // session (warm cells, server RSS, output flood) and the plain-Python flood; cold is
 // the cold starts beside bare Python starts; broker is a cell's mcp.call against a
-// direct go-sdk call.
-var figureGroups = []string{"warm", "cold", "broker"}
+// direct go-sdk call; artifacts is a 16 MiB artifact uploaded from a cell and read
+// back in ranges, against the same bytes through a file.
+var figureGroups = []string{"warm", "cold", "broker", "artifacts"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -47,10 +48,12 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
+// rpcMessage is any line from the server. Result is set to a pointer before
+// decoding: the result is decoded into what it points to.
 type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
+	Result any             `json:"result"`
 	Error  *rpcError       `json:"error"`
 }
 
@@ -59,30 +62,42 @@ type rpcMessage struct {
 // result and the round trip time, from just before the write to just after the
 // reply's line was read.
 func (s *mcpServer) request(ctx context.Context, timeout time.Duration, method string, params any) (json.RawMessage, time.Duration, error) {
+	var res json.RawMessage
+	took, err := s.requestInto(ctx, timeout, method, params, &res)
+	return res, took, err
+}
+
+// requestInto is request with the result decoded into *result (a non-nil pointer) in
+// the same pass as the line, so that a large reply is parsed once.
+func (s *mcpServer) requestInto(ctx context.Context, timeout time.Duration, method string, params, result any) (time.Duration, error) {
 	s.nextID++
 	id := s.nextID
 	line, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	want := strconv.FormatInt(id, 10)
 	deadline := time.Now().Add(timeout)
 	start := time.Now()
 	if err := s.writeLine(ctx, line, deadline); err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", method, err)
+		return 0, fmt.Errorf("%s: %w", method, err)
 	}
+	target := reflect.ValueOf(result).Elem()
 	for {
 		raw, err := s.readLine(ctx, deadline)
 		if err != nil {
 			if errors.Is(err, errTimeout) {
 				err = fmt.Errorf("no reply within %v: %w", timeout, err)
 			}
-			return nil, 0, fmt.Errorf("%s: %w", method, err)
+			return 0, fmt.Errorf("%s: %w", method, err)
 		}
 		took := time.Since(start)
-		var m rpcMessage
+		// Result holds the pointer, so Unmarshal decodes into what it points to; a
+		// line that is not our reply may have written there, hence the reset.
+		target.SetZero()
+		m := rpcMessage{Result: result}
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, 0, fmt.Errorf("%s: the server wrote a line that is not JSON-RPC: %.200q", method, raw)
+			return 0, fmt.Errorf("%s: the server wrote a line that is not JSON-RPC: %.200q (%v)", method, raw, err)
 		}
 		switch {
 		case m.Method != "" && len(m.ID) > 0:
@@ -91,16 +106,16 @@ func (s *mcpServer) request(ctx context.Context, timeout time.Duration, method s
 				"error": rpcError{Code: -32601, Message: "the bench client supports no requests"},
 			})
 			if err := s.writeLine(ctx, reply, deadline); err != nil {
-				return nil, 0, fmt.Errorf("%s: %w", method, err)
+				return 0, fmt.Errorf("%s: %w", method, err)
 			}
 		case m.Method != "":
 			// A notification: nothing to do.
 		case string(m.ID) != want:
 			// A reply to an earlier request that timed out on our side.
 		case m.Error != nil:
-			return nil, took, fmt.Errorf("%s: %w", method, m.Error)
+			return took, fmt.Errorf("%s: %w", method, m.Error)
 		default:
-			return m.Result, took, nil
+			return took, nil
 		}
 	}
 }

@@ -57,8 +57,8 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		"python:  " + env.python + " (" + env.pythonVersion + ")",
 		"binary:  " + env.binary + " (" + env.binaryVersion + ")",
 		"load:    " + env.loadStart + " at start, " + env.loadEnd + " at end (1, 5, 15 min)",
-		fmt.Sprintf("samples: %d round trips and warm cells, %d cold starts, up to %d floods, %d broker calls each way after %d warm-up",
-			cfg.N, cfg.ColdRuns, floodRuns, brokerCalls, brokerWarmup),
+		fmt.Sprintf("samples: %d round trips and warm cells, %d cold starts, up to %d floods, %d broker calls each way after %d warm-up, "+
+			"up to %d artifact uploads and reads", cfg.N, cfg.ColdRuns, floodRuns, brokerCalls, brokerWarmup, artifactRuns),
 	}
 	if len(cfg.Figures) > 0 {
 		var groups []string
@@ -82,6 +82,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("server RSS around the flood", m.floodMemErr)
 	r.missing("direct go-sdk call to the fixture", m.broker.directErr)
 	r.missing("broker call from a cell", m.broker.cellErr)
+	r.missing("artifact upload and read", m.artifacts.failure())
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -94,6 +95,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("broker") {
 		r.brokerRows(m.broker)
+	}
+	if cfg.Figures.has("artifacts") {
+		r.artifactRows(m.artifacts)
 	}
 	r.details = details(cfg, m)
 	return r
@@ -247,6 +251,34 @@ func (r *report) brokerRows(f brokerFigure) {
 	r.rows = append(r.rows, fill(b50), fill(b90))
 }
 
+// artifactRanges is how many artifact_read calls cover the artifact.
+const artifactRanges = (artifactBytes + artifactRange - 1) / artifactRange
+
+// artifactRows are the 16 MiB upload and full ranged read, each against the same bytes
+// through a file in the same cell; met compares the median with the target.
+func (r *report) artifactRows(f artifactFigure) {
+	f.err = f.failure()
+	runs := len(f.runs)
+	if f.err != nil {
+		runs = artifactRuns
+	}
+	target := fmt.Sprintf("<= %g s", targetArtifact.Seconds())
+	up := row{figure: fmt.Sprintf("artifact upload, 16 MiB artifact(data) in a cell, median of %d", runs), target: target}
+	rd := row{figure: fmt.Sprintf("artifact full read, %d artifact_read base64 ranges, median of %d", artifactRanges, runs), target: target}
+	if f.err != nil {
+		up.value, up.baseline = notMeasured(f.err), notMeasured(f.err)
+		rd.value, rd.baseline = notMeasured(f.err), notMeasured(f.err)
+		r.rows = append(r.rows, fill(up), fill(rd))
+		return
+	}
+	upload, read, fileWrite, fileRead := f.medians()
+	up.value, up.baseline = fmtDur(upload), fmtDur(fileWrite)+" file write, 32 KiB chunks"
+	up.ratio, up.met = fmtRatio(durRatio(upload, fileWrite)), yesNo(upload <= targetArtifact)
+	rd.value, rd.baseline = fmtDur(read), fmtDur(fileRead)+" file read, 64 KiB chunks"
+	rd.ratio, rd.met = fmtRatio(durRatio(read, fileRead)), yesNo(read <= targetArtifact)
+	r.rows = append(r.rows, fill(up), fill(rd))
+}
+
 // fmtOverhead is a signed difference of durations.
 func fmtOverhead(d time.Duration) string {
 	if d < 0 {
@@ -349,6 +381,36 @@ func details(cfg config, m *measurements) []string {
 	}
 	if f.shutdown != "" {
 		add("broker session shutdown: %s", f.shutdown)
+	}
+	return append(d, artifactDetails(m.artifacts)...)
+}
+
+func artifactDetails(f artifactFigure) []string {
+	var d []string
+	add := func(format string, args ...any) { d = append(d, fmt.Sprintf(format, args...)) }
+	if len(f.runs) > 0 {
+		add("artifacts: %d bytes (16 MiB less 1 KiB) of os.urandom, one server and session over stdio, each artifact deleted after its read", artifactBytes)
+		add("artifact upload: artifact(data) timed with time.perf_counter in the cell (the value built before, not timed), " +
+			"its reference's size and sha256 checked against hashlib in the same cell")
+		add("artifact read: %d artifact_read calls of %d bytes, encoding base64, session_id from python_health, timed by the client "+
+			"from the first request to the last range decoded and hashed; the sha256 of all ranges equals the reference's", artifactRanges, artifactRange)
+		add("artifact baseline: the same bytes through a plain file in the same cell, in the project directory (under the temporary "+
+			"directory, like the store's files; no fsync, as the store does none): os.write in %d KiB chunks (the upload's append size), "+
+			"then os.read in %d KiB chunks (a range's size), each timed with time.perf_counter", artifactChunk>>10, artifactRange>>10)
+		var ups, reads []time.Duration
+		for i, run := range f.runs {
+			ups, reads = append(ups, run.upload), append(reads, run.read)
+			add("artifact run %d: upload %s (%.0f MiB/s; cell round trip %s, server elapsed_ms %.1f); read %s in %d ranges (%.0f MiB/s; "+
+				"%s from requests written to replies read, %s in the client's JSON and base64 decoding and hashing); file write %s, file read %s",
+				i+1, fmtDur(run.upload), mibPerSecond(run.size, run.upload), fmtDur(run.cellRound), run.cellMs,
+				fmtDur(run.read), run.ranges, mibPerSecond(run.size, run.read), fmtDur(run.readWire), fmtDur(run.read-run.readWire),
+				fmtDur(run.fileWrite), fmtDur(run.fileRead))
+		}
+		add("artifact slowest of %d: upload %s, read %s (met? compares the medians with %s)", len(f.runs),
+			fmtDur(percentile(ups, 100)), fmtDur(percentile(reads, 100)), fmtDur(targetArtifact))
+	}
+	if f.shutdown != "" {
+		add("artifacts session shutdown: %s", f.shutdown)
 	}
 	return d
 }
@@ -476,6 +538,13 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", ms)
 	}
 	return fmt.Sprintf("%.2f s", ms/1000)
+}
+
+func mibPerSecond(bytes int, d time.Duration) float64 {
+	if d <= 0 {
+		return math.Inf(1)
+	}
+	return float64(bytes) / (1 << 20) / d.Seconds()
 }
 
 func mib(bytes uint64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }

@@ -43,7 +43,7 @@ func TestReportOfNothingMeasured(t *testing.T) {
 	fail := errors.New("no server")
 	m := &measurements{floorErr: fail, workerAloneErr: fail, bareErr: fail, importsErr: fail, importsExitErr: fail,
 		coldErr: fail, idleErr: fail, warmErr: fail, afterCellsErr: fail, workerErr: fail, floodErr: fail,
-		floodBaseErr: fail, floodMemErr: fail, broker: brokerFigure{directErr: fail, cellErr: fail}}
+		floodBaseErr: fail, floodMemErr: fail, broker: brokerFigure{directErr: fail, cellErr: fail}, artifacts: artifactFigure{err: fail}}
 	text := buildReport(config{N: 5, ColdRuns: 2}, environment{}, m, nil).String()
 	if !strings.Contains(text, "not measured") || strings.Contains(text, "NaN") || strings.Contains(text, "Inf") {
 		t.Errorf("report of failures:\n%s", text)
@@ -58,7 +58,7 @@ func TestBrokerRowsAndSkippedFigures(t *testing.T) {
 		}
 		return out
 	}
-	m := &measurements{broker: brokerFigure{direct: ms(0.5, 0.4, 0.6), cell: ms(0.6, 0.7, 0.8)}}
+	m := &measurements{broker: brokerFigure{direct: ms(0.5, 0.4, 0.6), cell: ms(0.6, 0.7, 0.8)}, artifacts: artifactFigure{err: errSkipped}}
 	for _, p := range []*error{&m.floorErr, &m.workerAloneErr, &m.bareErr, &m.importsErr, &m.importsExitErr, &m.coldErr,
 		&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodBaseErr, &m.floodMemErr} {
 		*p = errSkipped
@@ -85,5 +85,44 @@ func TestBrokerRowsAndSkippedFigures(t *testing.T) {
 	}
 	if all, _ := parseFigures("all"); !all.has("cold") || !all.has("broker") {
 		t.Error("all does not measure every group")
+	}
+}
+
+func TestArtifactRows(t *testing.T) {
+	m := &measurements{broker: brokerFigure{directErr: errSkipped, cellErr: errSkipped}}
+	for _, p := range []*error{&m.floorErr, &m.workerAloneErr, &m.bareErr, &m.importsErr, &m.importsExitErr, &m.coldErr,
+		&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodBaseErr, &m.floodMemErr} {
+		*p = errSkipped
+	}
+	figures, err := parseFigures("artifacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	for _, u := range []float64{300, 450, 700} {
+		m.artifacts.runs = append(m.artifacts.runs, artifactRun{upload: ms(u), read: ms(u + 100), fileWrite: ms(10), fileRead: ms(5),
+			readWire: ms(u), ranges: artifactRanges, size: artifactBytes})
+	}
+	rep := buildReport(config{Figures: figures}, environment{}, m, nil)
+	if len(rep.unmeasured) != 0 || len(rep.rows) != 2 {
+		t.Fatalf("rows %q, unmeasured %q", rep.rows, rep.unmeasured)
+	}
+	want := []row{
+		{figure: "artifact upload, 16 MiB artifact(data) in a cell, median of 3", value: "450.0 ms",
+			baseline: "10.0 ms file write, 32 KiB chunks", ratio: "45.00x", target: "<= 0.5 s", met: "yes"},
+		{figure: "artifact full read, 256 artifact_read base64 ranges, median of 3", value: "550.0 ms",
+			baseline: "5.000 ms file read, 64 KiB chunks", ratio: "110.00x", target: "<= 0.5 s", met: "no"},
+	}
+	for i := range want {
+		if rep.rows[i] != want[i] {
+			t.Errorf("row %d = %q, want %q", i, rep.rows[i], want[i])
+		}
+	}
+
+	// No run and no error is still not measured, and never a met target.
+	m.artifacts = artifactFigure{}
+	rep = buildReport(config{Figures: figures}, environment{}, m, nil)
+	if len(rep.unmeasured) != 1 || rep.rows[0].value != "not measured" || rep.rows[0].met != "-" {
+		t.Errorf("no runs: rows %q, unmeasured %q", rep.rows, rep.unmeasured)
 	}
 }
