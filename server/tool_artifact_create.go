@@ -42,9 +42,15 @@ func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, ru
 	if err != nil {
 		return identified(call.session, map[string]any{"error": err.Error()})
 	}
-	var value map[string]any
-	json.Unmarshal(out, &value)
-	return identified(call.session, value)
+	// A read carries up to 87 KB of content: add the identity fields to the
+	// encoded object rather than decoding and encoding it again.
+	for _, f := range []struct {
+		name  string
+		value any
+	}{{"server_id", h.ServerID}, {"session_id", h.SessionID}, {"generation", h.Generation}} {
+		out = withField(out, f.name, f.value)
+	}
+	return out
 }
 
 func (s *Server) artifactCreateTool() tool {
