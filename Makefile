@@ -4,7 +4,7 @@ BIN     := bin/repl-mcp
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build doctor test vet fmt-check unit bench clean
+.PHONY: build doctor test vet fmt-check unit interop interop-deps interop-lock bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
@@ -14,9 +14,9 @@ doctor: build
 	./$(BIN) doctor
 
 # Everything a change can break: formatting, vet, unit tests, the worker's unittest
-# suite on every CPython >= 3.10 here, and the testscript contract suite against the
-# binary on each of them.
-test: fmt-check vet unit
+# suite on every CPython >= 3.10 here, the testscript contract suite against the
+# binary on each of them, and the interop suite against third-party MCP software.
+test: interop-deps fmt-check vet unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,8 +25,44 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-unit:
+unit: interop-deps
 	$(GO) test -count=1 -timeout 15m ./...
+
+# The interop suite alone (interop/doc.go says what it runs).
+interop: interop-deps
+	$(GO) test -count=1 -v ./interop/
+
+# Third-party software for the interop suite, each step redone only when its inputs
+# change: npm ci in interop/ (pinned by package-lock.json), and a venv made by a pinned
+# uv holding the Python MCP SDK (pinned with hashes by requirements.txt). Nothing is
+# installed into a system interpreter.
+UV_VERSION     := 0.13.9
+INTEROP_PYTHON ?= python3
+UV             := UV_CACHE_DIR=$(CURDIR)/interop/.cache/uv interop/.venv-uv/bin/uv
+UV_STAMP       := interop/.venv-uv/.interop-uv-$(UV_VERSION)
+
+interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp
+
+interop/node_modules/.interop-stamp: interop/package.json interop/package-lock.json
+	@command -v npm >/dev/null || { echo "interop-deps: npm not found: install Node.js >= 20 with npm"; exit 1; }
+	cd interop && npm ci --no-audit --no-fund
+	touch $@
+
+$(UV_STAMP):
+	test -x interop/.venv-uv/bin/python || $(INTEROP_PYTHON) -m venv interop/.venv-uv
+	interop/.venv-uv/bin/pip install --quiet uv==$(UV_VERSION)
+	touch $@
+
+interop/.venv/.interop-stamp: interop/requirements.txt | $(UV_STAMP)
+	test -x interop/.venv/bin/python || $(UV) venv --no-python-downloads \
+		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" interop/.venv
+	$(UV) pip sync --python interop/.venv/bin/python interop/requirements.txt
+	touch $@
+
+# Re-resolve requirements.txt from requirements.in (for a version bump).
+interop-lock: | $(UV_STAMP)
+	$(UV) pip compile --universal --generate-hashes --python-version 3.10 \
+		--custom-compile-command "make interop-lock" interop/requirements.in -o interop/requirements.txt
 
 bench: build
 	$(GO) run ./bench -binary ./$(BIN)

@@ -1,0 +1,79 @@
+"""The official Python MCP SDK's client against repl-mcp over stdio.
+
+It lists tools, calls python_health, runs two execute_python calls sharing a variable
+through the returned session_id and one that raises, and prints one JSON summary line
+on stdout for interop_test.go to check. A failure before the summary prints
+{"error": ...} and exits 1.
+
+Usage: python py_client.py MODE COMMAND [ARGS...]
+  MODE is "legacy" (the initialize handshake), "auto" (probe with server/discover, fall
+  back to initialize) or a protocol version to adopt, such as 2026-07-28. COMMAND starts
+  the server in this process's working directory with this process's environment.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+import anyio
+from importlib.metadata import version
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+TIMEOUT = 60.0
+
+
+async def run(mode, command, args):
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ), cwd=os.getcwd())
+    async with Client(params, mode=mode, read_timeout_seconds=TIMEOUT) as client:
+        info = client.server_info
+        summary = {
+            "sdk": "mcp " + version("mcp"),
+            "python": sys.version.split()[0],
+            "mode": mode,
+            "protocolVersion": client.protocol_version,
+            "server": info.model_dump(mode="json", exclude_none=True) if info else None,
+        }
+        tools = await client.list_tools()
+        summary["tools"] = [t.name for t in tools.tools]
+
+        health = await client.call_tool("python_health", {})
+        sid = (health.structured_content or {}).get("server", {}).get("session_id")
+        summary["health"] = {"isError": health.is_error, "session_id": sid}
+
+        async def execute(code):
+            r = await client.call_tool("execute_python", {"code": code, "session_id": sid})
+            sc = r.structured_content or {}
+            return {
+                "isError": r.is_error,
+                "success": sc.get("success"),
+                "value": sc.get("value"),
+                "error": sc.get("error"),
+                "session_id": sc.get("session_id"),
+                "text": r.content[0].text if r.content else None,
+            }
+
+        summary["first"] = await execute("shared = 20 + 1\nshared")
+        summary["second"] = await execute("shared * 2")
+        summary["failure"] = await execute("raise ValueError('interop boom')")
+        return summary
+
+
+def main():
+    if len(sys.argv) < 3:
+        print("usage: python py_client.py legacy|auto|VERSION COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    mode, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    try:
+        summary = anyio.run(run, mode, command, args)
+    except BaseException:
+        print(json.dumps({"error": traceback.format_exc()}), flush=True)
+        return 1
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

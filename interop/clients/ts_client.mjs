@@ -1,0 +1,83 @@
+// The TypeScript SDK v2 client (@modelcontextprotocol/client) against repl-mcp over
+// stdio: list tools, python_health, two execute_python calls sharing a variable through
+// the returned session_id, and a Python error arriving as isError. It prints one JSON
+// summary line on stdout for interop_test.go to check and exits 0 once it could print
+// one; a failure before that prints {"error": ...} and exits 1.
+//
+// Usage: node ts_client.mjs MODE COMMAND [ARGS...]
+//   MODE is "legacy" (the initialize handshake), "auto" (probe with server/discover,
+//   fall back to initialize) or a protocol version to pin, such as 2026-07-28
+//   (server/discover, then per-request _meta). COMMAND starts the server in this
+//   process's working directory and environment.
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+const [mode, command, ...args] = process.argv.slice(2);
+if (!mode || !command) {
+  console.error("usage: node ts_client.mjs legacy|auto|VERSION COMMAND [ARGS...]");
+  process.exit(2);
+}
+
+const options =
+  mode === "legacy"
+    ? {}
+    : { versionNegotiation: { mode: mode === "auto" ? "auto" : { pin: mode } } };
+const client = new Client({ name: "repl-mcp-interop-ts", version: "1.0.0" }, options);
+const transport = new StdioClientTransport({
+  command,
+  args,
+  env: { ...process.env },
+  cwd: process.cwd(),
+  stderr: "inherit",
+});
+
+const timeout = { timeout: 60_000 };
+
+async function main() {
+  await client.connect(transport, timeout);
+  const summary = {
+    sdk: "@modelcontextprotocol/client",
+    node: process.version,
+    mode,
+    protocolVersion: client.getNegotiatedProtocolVersion(),
+    era: client.getProtocolEra(),
+    server: client.getServerVersion(),
+  };
+  const { tools } = await client.listTools(undefined, timeout);
+  summary.tools = tools.map((t) => t.name);
+
+  const health = await client.callTool({ name: "python_health", arguments: {} }, timeout);
+  const sid = health.structuredContent?.server?.session_id;
+  summary.health = { isError: health.isError ?? false, session_id: sid };
+
+  const exec = async (code) => {
+    const r = await client.callTool(
+      { name: "execute_python", arguments: { code, session_id: sid } },
+      timeout,
+    );
+    const sc = r.structuredContent ?? {};
+    return {
+      isError: r.isError ?? false,
+      success: sc.success,
+      value: sc.value,
+      error: sc.error,
+      session_id: sc.session_id,
+      text: r.content?.[0]?.text,
+    };
+  };
+  summary.first = await exec("shared = 20 + 1\nshared");
+  summary.second = await exec("shared * 2");
+  summary.failure = await exec("raise ValueError('interop boom')");
+  return summary;
+}
+
+let code = 0;
+try {
+  console.log(JSON.stringify(await main()));
+} catch (err) {
+  console.log(JSON.stringify({ error: String(err?.stack ?? err) }));
+  code = 1;
+} finally {
+  await client.close().catch(() => {});
+}
+process.exit(code);

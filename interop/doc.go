@@ -1,0 +1,27 @@
+// Package interop holds repl-mcp's interop suite: real MCP software written by others,
+// run against the real repl-mcp binary by `go test ./interop/` (and so by `make test`).
+// The package has no code of its own; it owns the tests, the small client and server
+// scripts they run (clients/, servers/, testdata/) and the pins of what those need.
+//
+// What runs, each bounded in time, against a repl-mcp the test builds once:
+//
+//   - the inspector CLI (@modelcontextprotocol/inspector-cli) lists the tools and calls
+//     execute_python over stdio;
+//   - the TypeScript SDK v2 client (@modelcontextprotocol/client, clients/ts_client.mjs)
+//     and the Python MCP SDK's client (mcp, clients/py_client.py), each with the legacy
+//     initialize handshake, with server/discover negotiation and pinned to 2026-07-28:
+//     python_health, two execute_python calls sharing a variable through session_id, and
+//     a Python error arriving as isError;
+//   - repl-mcp's broker calling downstream servers from a cell: a server built with the
+//     Python SDK (servers/fastmcp_server.py) over stdio, and
+//     @modelcontextprotocol/server-everything over stdio and over Streamable HTTP
+//     (listing tools, echo, structured content, cancelling a long-running call).
+//
+// The test drives repl-mcp itself with go-sdk's client. It starts every process in its
+// own process group and kills the group when it is done with it.
+//
+// Nothing here installs anything: `make interop-deps` runs `npm ci` in interop/ (pinned
+// by package.json and package-lock.json) and creates interop/.venv with a pinned uv from
+// requirements.txt. When either is missing or stale the tests fail and name that step.
+// Node.js comes from the machine (`node` on PATH, 20 or newer).
+package interop
