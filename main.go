@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
@@ -49,7 +50,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -57,6 +58,8 @@ type usageError struct{ error }
 // options are the parsed command line.
 type options struct {
 	transport    string
+	listen       string
+	tokenFile    string
 	python       string
 	maxMemoryMiB int
 	config       string
@@ -73,7 +76,9 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	}
 	fs := flag.NewFlagSet("repl-mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio")
+	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio, or http (streamable HTTP at http://ADDR/mcp; the URL is printed on stderr)")
+	fs.StringVar(&o.listen, "listen", server.DefaultHTTPAddr, "with --transport http: the address to listen on; loopback unless a bearer token is set (port 0 picks a free port)")
+	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
 	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
 	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
@@ -94,8 +99,20 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	if o.transport != "stdio" {
-		return o, usageError{fmt.Errorf("invalid value %q for --transport: only stdio is supported", o.transport)}
+	switch o.transport {
+	case "stdio":
+		var httpOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "listen" || f.Name == "http-token-file" {
+				httpOnly = append(httpOnly, "--"+f.Name)
+			}
+		})
+		if len(httpOnly) > 0 {
+			return o, usageError{fmt.Errorf("%s requires --transport http", strings.Join(httpOnly, " and "))}
+		}
+	case "http":
+	default:
+		return o, usageError{fmt.Errorf("invalid value %q for --transport: stdio or http", o.transport)}
 	}
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
@@ -115,6 +132,11 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fs.PrintDefaults()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "  doctor   run the real server in-process with a real cell and report its health")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "HTTP transport: one endpoint, /mcp, for MCP sessions (initialize, Mcp-Session-Id) and stateless")
+	fmt.Fprintln(w, "2026-07-28 requests; every client sees the same Python sessions. It listens on loopback by default,")
+	fmt.Fprintln(w, "refuses a non-loopback Host or Origin (403) and bodies over 1 MiB (413). With a token (required for a")
+	fmt.Fprintln(w, "non-loopback --listen) every request needs \"Authorization: Bearer TOKEN\" (401 otherwise).")
 }
 
 // run is the whole command behind main, testable with any streams.
@@ -128,6 +150,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case o.showVersion:
 		fmt.Fprintln(stdout, "repl-mcp", version)
 		return nil
+	}
+	var httpCfg server.HTTPConfig
+	if o.transport == "http" {
+		if httpCfg, err = httpConfig(o, stderr); err != nil {
+			return err
+		}
 	}
 	cfg, err := replConfig(o, stderr)
 	if err != nil {
@@ -147,7 +175,41 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: cfg.Artifacts, Logger: cfg.Logger})
+	if o.transport == "http" {
+		err := srv.ServeStreamableHTTP(ctx, httpCfg)
+		if errors.Is(err, server.ErrTokenRequired) {
+			return fmt.Errorf("%w: pass --http-token-file PATH or set %s", err, tokenEnv)
+		}
+		return err
+	}
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// tokenEnv names the environment variable that may hold the HTTP bearer token.
+const tokenEnv = "REPL_MCP_HTTP_TOKEN"
+
+// httpConfig turns options and the environment into the HTTP transport's config:
+// the token from --http-token-file, else from the environment; the URL line on
+// stderr once listening.
+func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
+	cfg := server.HTTPConfig{
+		Addr:      o.listen,
+		Listening: func(url string) { fmt.Fprintln(stderr, "repl-mcp: listening on", url) },
+	}
+	switch {
+	case o.tokenFile != "":
+		token, err := server.ReadTokenFile(o.tokenFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Token = token
+	case strings.TrimSpace(os.Getenv(tokenEnv)) != "":
+		cfg.Token = strings.TrimSpace(os.Getenv(tokenEnv))
+		if err := server.CheckToken(cfg.Token); err != nil {
+			return cfg, fmt.Errorf("%s: %w", tokenEnv, err)
+		}
+	}
+	return cfg, nil
 }
 
 // brokerSet opens the journal and builds the project brokers. A defective registry

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The real binary with --transport http: the URL line, several clients at once
+// (stateful with its SSE stream open, and stateless 2026-07-28), then SIGTERM with
+// a long cell running: exit 0 within 2 s and the worker gone.
+
+var urlLine = regexp.MustCompile(`^repl-mcp: listening on (http://127\.0\.0\.1:[0-9]+/mcp)$`)
+
+// httpServer is a running repl-mcp --transport http.
+type httpServer struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lineLog
+	exited chan error
+}
+
+// lineLog carries the server's stderr lines.
+type lineLog struct {
+	lines chan string
+}
+
+func startHTTPServer(t *testing.T, dir string, env []string, args ...string) *httpServer {
+	t.Helper()
+	exe, err := exec.LookPath("repl-mcp")
+	if err != nil {
+		t.Fatalf("repl-mcp is not on PATH (TestMain puts it there): %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"--transport", "http"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	s := &httpServer{cmd: cmd, stderr: &lineLog{lines: make(chan string, 256)}, exited: make(chan error, 1)}
+	go func() {
+		defer r.Close()
+		defer close(s.stderr.lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case s.stderr.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	go func() { s.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	select {
+	case line := <-s.stderr.lines:
+		m := urlLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("first stderr line %q is not the URL line", line)
+		}
+		s.url = m[1]
+	case err := <-s.exited:
+		t.Fatalf("repl-mcp exited before listening: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no URL line on stderr within 20 s")
+	}
+	return s
+}
+
+// testEnv is the environment without any inherited token, with the test's Python.
+func testEnv(t *testing.T, extra ...string) []string {
+	t.Helper()
+	py := pythons.ForTest(t)[0].Path
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REPL_MCP_HTTP_TOKEN=") && !strings.HasPrefix(kv, "REPL_MCP_PYTHON=") {
+			env = append(env, kv)
+		}
+	}
+	return append(append(env, "REPL_MCP_PYTHON="+py), extra...)
+}
+
+type authTransport struct{ token string }
+
+func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+a.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func httpClient(t *testing.T, url, version, token string) *mcp.ClientSession {
+	t.Helper()
+	transport := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}
+	if token != "" {
+		transport.HTTPClient = &http.Client{Transport: authTransport{token}}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-binary-test", Version: "1"}, nil).
+		Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect %s (version %q): %v", url, version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func toolSC(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError {
+		t.Fatalf("%s: isError: %v", name, sc)
+	}
+	return sc
+}
+
+func field(m map[string]any, path ...string) any {
+	var v any = m
+	for _, k := range path {
+		mm, _ := v.(map[string]any)
+		v = mm[k]
+	}
+	return v
+}
+
+func TestHTTPBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	srv := startHTTPServer(t, dir, testEnv(t))
+
+	a := httpClient(t, srv.url, "2025-11-25", "")
+	toolSC(t, a, "execute_python", map[string]any{"code": "x = 20"})
+	health := toolSC(t, a, "python_health", map[string]any{})
+	sid, _ := field(health, "server", "session_id").(string)
+	pid, _ := field(health, "server", "python", "pid").(float64)
+	if sid == "" || pid <= 0 {
+		t.Fatalf("python_health after a cell: session_id %v, pid %v", sid, pid)
+	}
+
+	b := httpClient(t, srv.url, "", "") // go-sdk's default: stateless 2026-07-28
+	if v := b.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("default go-sdk client negotiated %q", v)
+	}
+	if v := toolSC(t, b, "execute_python", map[string]any{"code": "x * 2 + 2", "session_id": sid})["value"]; v != 42.0 {
+		t.Fatalf("stateless client: x * 2 + 2 = %v", v)
+	}
+
+	// A long cell from a stateful client whose standalone SSE stream is open.
+	c := httpClient(t, srv.url, "2025-11-25", "")
+	started := filepath.Join(dir, "started")
+	callDone := make(chan struct{})
+	go func() {
+		defer close(callDone)
+		c.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute_python", Arguments: map[string]any{
+			// It ignores SIGINT, so stopping it takes the escalation to SIGKILL.
+			"code": fmt.Sprintf("import signal, time, pathlib\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\npathlib.Path(%q).write_text('1')\ntime.sleep(60)", started)}})
+	}()
+	end := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the long cell did not start within 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	begin := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.exited:
+		if err != nil {
+			t.Fatalf("repl-mcp after SIGTERM: %v, want exit status 0", err)
+		}
+		d := time.Since(begin)
+		if d > 2*time.Second {
+			t.Fatalf("repl-mcp took %v to exit after SIGTERM, want at most 2 s", d)
+		}
+		t.Logf("exited %v after SIGTERM", d)
+	case <-time.After(5 * time.Second):
+		t.Fatal("repl-mcp still running 5 s after SIGTERM")
+	}
+	end = time.Now().Add(2 * time.Second)
+	for {
+		alive, how := pidState(int(pid))
+		if !alive {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("worker %d still alive 2 s after the server exited (%s)", int(pid), how)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-callDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's call did not end after the server exited")
+	}
+}
+
+func TestHTTPBinaryToken(t *testing.T) {
+	dir := t.TempDir()
+	const token = "file-token-0123456789"
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startHTTPServer(t, dir, testEnv(t), "--listen", "127.0.0.1:0", "--http-token-file", tokenFile)
+	resp, err := http.Post(srv.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+		t.Fatalf("no token: status %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	cs := httpClient(t, srv.url, "2025-11-25", token)
+	if v := toolSC(t, cs, "execute_python", map[string]any{"code": "6 * 7"})["value"]; v != 42.0 {
+		t.Fatalf("6 * 7 = %v", v)
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-srv.exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("repl-mcp still running 5 s after SIGTERM")
+	}
+	var log strings.Builder
+	timeout := time.After(5 * time.Second)
+read:
+	for {
+		select {
+		case line, ok := <-srv.stderr.lines:
+			if !ok {
+				break read
+			}
+			log.WriteString(line + "\n")
+		case <-timeout:
+			t.Fatal("stderr still open 5 s after the server exited")
+		}
+	}
+	if strings.Contains(log.String(), token) {
+		t.Fatalf("the token appears on stderr:\n%s", log.String())
+	}
+}
+
+// TestHTTPBinaryRefusals: exit 1 for a non-loopback --listen without a token or
+// a token file others can read, exit 2 for HTTP flags without --transport http.
+func TestHTTPBinaryRefusals(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := exec.LookPath("repl-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open-token")
+	if err := os.WriteFile(open, []byte("secret-token-value\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o644)
+	for _, c := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"--transport", "http", "--listen", "0.0.0.0:0"}, 1, "bearer token is required"},
+		{[]string{"--transport", "http", "--listen", ":8080"}, 1, "REPL_MCP_HTTP_TOKEN"},
+		{[]string{"--transport", "http", "--http-token-file", open}, 1, "chmod 600"},
+		{[]string{"--transport", "http", "--http-token-file", filepath.Join(dir, "missing")}, 1, "token file"},
+		{[]string{"--listen", "127.0.0.1:0"}, 2, "--listen requires --transport http"},
+		{[]string{"--transport", "stdio", "--http-token-file", open}, 2, "requires --transport http"},
+		{[]string{"--transport", "sse"}, 2, "stdio or http"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, exe, c.args...)
+		cmd.Dir = dir
+		cmd.Env = testEnv(t)
+		cmd.Stdin = strings.NewReader("")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Stdout = io.Discard
+		err := cmd.Run()
+		cancel()
+		status := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			status = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if status != c.status || !strings.Contains(stderr.String(), c.stderr) {
+			t.Errorf("%v: status %d, stderr %q; want %d and %q", c.args, status, stderr.String(), c.status, c.stderr)
+		}
+		if strings.Contains(stderr.String(), "secret-token-value") {
+			t.Errorf("%v: the token appears on stderr", c.args)
+		}
+	}
+}
+
+func TestHTTPHelp(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"--help"}, strings.NewReader(""), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--transport stdio|http", "--listen ADDR", "--http-token-file PATH", "-listen", "-http-token-file", "REPL_MCP_HTTP_TOKEN", "127.0.0.1:0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}

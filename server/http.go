@@ -1,0 +1,490 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The streamable HTTP transport: one endpoint, two go-sdk handlers over the same
+// *mcp.Server. Sessions (initialize, then Mcp-Session-Id) go to a stateful
+// handler; stateless requests (protocol 2026-07-28, server/discover, and legacy
+// requests that carry no session id) go to a handler with Stateless set, the only
+// way go-sdk v1.8.0 accepts the 2026-07-28 protocol over HTTP.
+
+// HTTPPath is the MCP endpoint's path.
+const HTTPPath = "/mcp"
+
+// DefaultHTTPAddr is where the HTTP transport listens unless told otherwise.
+const DefaultHTTPAddr = "127.0.0.1:0"
+
+// HTTP limits.
+const (
+	// maxHTTPBody bounds one request body, as maxLine bounds a stdio line.
+	maxHTTPBody = maxLine
+	// maxHTTPSessions bounds the stateful MCP sessions open at once; an initialize
+	// beyond it is refused with 503 (REPL sessions are bounded by package repl).
+	maxHTTPSessions = 256
+	// httpSessionIdle closes a stateful MCP session that sees no request for this
+	// long. Only the MCP session goes: REPL sessions and their state stay.
+	httpSessionIdle = time.Hour
+	// readHeaderTimeout bounds a client that opens a connection and stalls.
+	readHeaderTimeout = 10 * time.Second
+	// maxTokenFile bounds what is read of a token file.
+	maxTokenFile = 64 << 10
+)
+
+// ErrTokenRequired is returned when the HTTP transport would listen on an address
+// other than loopback without a bearer token.
+var ErrTokenRequired = errors.New("a bearer token is required to listen on a non-loopback address")
+
+// HTTPConfig configures the streamable HTTP transport.
+type HTTPConfig struct {
+	// Addr is the host:port to listen on; empty means DefaultHTTPAddr. An address
+	// that is not loopback requires Token.
+	Addr string
+	// Token, when non-empty, must arrive on every request as
+	// "Authorization: Bearer <Token>". It is never logged or echoed.
+	Token string
+	// Listening, if set, is called once with the endpoint URL before the first
+	// request is served.
+	Listening func(url string)
+}
+
+// ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
+// (SIGTERM, SIGINT). Any number of clients may connect; every MCP session, stateful
+// or stateless, sees the same REPL sessions. On cancellation it stops accepting,
+// closes every REPL session (runs are cancelled, workers reaped) and every MCP
+// session, and returns nil within about closeGrace (REPL sessions get signalGrace
+// of it to stop their runs).
+func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error {
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultHTTPAddr
+	}
+	if cfg.Token == "" && !loopbackHostPort(addr) {
+		return fmt.Errorf("listen on %s: %w", addr, ErrTokenRequired)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	if cfg.Token == "" && !bound.IP.IsLoopback() {
+		// A host name that resolved to something other than loopback.
+		ln.Close()
+		return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrTokenRequired)
+	}
+	return s.serveHTTPListener(ctx, ln, cfg)
+}
+
+// serveHTTPListener serves on ln, which it closes. It is meant to run once per
+// Server: each call adds the cancellation middleware again.
+func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
+	h := s.httpHandler(cfg.Token)
+	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest)
+	mux := http.NewServeMux()
+	mux.Handle(HTTPPath, h)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// Connection-level errors (a client that hangs up) are not ours to report.
+		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if cfg.Listening != nil {
+		cfg.Listening("http://" + ln.Addr().String() + HTTPPath)
+	}
+
+	var serveErr error
+	select {
+	case serveErr = <-served:
+		// The listener failed; close what is open, as on a signal.
+	case <-ctx.Done():
+	}
+	s.shutdownHTTP(context.WithoutCancel(ctx), srv)
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// shutdownHTTP stops accepting at once, closes every REPL session (cancelled cells
+// still get their replies written), then every MCP session (which ends hanging
+// POSTs and standalone SSE streams), and forcibly closes what is still open when
+// closeGrace has passed. A session close stuck behind a handler that ignores
+// cancellation is left behind, as ServeStdio leaves a stuck Run: the process is
+// ending.
+func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
+	deadline, cancel := context.WithTimeout(ctx, closeGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	shut := make(chan struct{})
+	wg.Go(func() {
+		defer close(shut)
+		// Shutdown closes the listener first, then waits for handlers to return.
+		srv.Shutdown(deadline)
+	})
+	s.repl.Close(signalGrace)
+	closed := make(chan struct{})
+	go func() {
+		// ServerSession.Close waits for in-flight handlers; they have been
+		// cancelled with their REPL sessions, but a stuck one must not hold us.
+		var sessions sync.WaitGroup
+		for ss := range s.mcp.Sessions() {
+			sessions.Go(func() { ss.Close() })
+		}
+		sessions.Wait()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-deadline.Done():
+	}
+	select {
+	case <-shut:
+	case <-deadline.Done():
+	}
+	srv.Close()
+	wg.Wait()
+}
+
+// httpHandler is the /mcp endpoint: origin check, bearer token, body bound, then
+// routing to the stateful or the stateless go-sdk handler.
+func (s *Server) httpHandler(token string) *httpHandler {
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// go-sdk's logger reports normal disconnects as errors; ours reports what matters.
+	quiet := slog.New(slog.DiscardHandler)
+	h := &httpHandler{
+		mcp:      s.mcp,
+		requests: &requestContexts{m: map[string]context.Context{}},
+		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			MaxRequestBodyBytes: maxHTTPBody,
+			SessionTimeout:      httpSessionIdle,
+			Logger:              quiet,
+		}),
+		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:                    true,
+			MaxRequestBodyBytes:          maxHTTPBody,
+			PropagateRequestCancellation: true,
+			Logger:                       quiet,
+		}),
+	}
+	if token != "" {
+		sum := sha256.Sum256([]byte(token))
+		h.tokenSum = sum[:]
+	}
+	return h
+}
+
+type httpHandler struct {
+	mcp                 *mcp.Server
+	stateful, stateless *mcp.StreamableHTTPHandler
+	tokenSum            []byte // sha256 of the bearer token; nil: no token
+	requests            *requestContexts
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// DNS rebinding: go-sdk refuses a non-loopback Host on a loopback connection;
+	// a browser page from elsewhere is refused by its Origin.
+	if origins := r.Header.Values("Origin"); len(origins) > 0 && !loopbackOrigin(origins) {
+		http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
+		return
+	}
+	if h.tokenSum != nil && !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+		return
+	}
+	var msgs peeked
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		msgs = peek(body)
+	}
+	// Tie each call's handler to this HTTP request: a client that hangs up
+	// mid-call cancels it, as notifications/cancelled does. go-sdk hands handlers
+	// the request's headers but not its context, so a header carries a key to it.
+	r.Header.Del(requestKeyHeader)
+	key, done := h.requests.add(r.Context())
+	defer done()
+	r.Header.Set(requestKeyHeader, key)
+	if routeStateless(r, msgs) {
+		h.stateless.ServeHTTP(w, r)
+		return
+	}
+	if msgs.initialize && r.Header.Get(sessionIDHeader) == "" && h.sessionCount() >= maxHTTPSessions {
+		http.Error(w, "too many open MCP sessions; close one (HTTP DELETE) and retry", http.StatusServiceUnavailable)
+		return
+	}
+	h.stateful.ServeHTTP(w, r)
+}
+
+// authorized checks the bearer token in constant time.
+func (h *httpHandler) authorized(r *http.Request) bool {
+	scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenSum) == 1
+}
+
+func (h *httpHandler) sessionCount() int {
+	n := 0
+	for range h.mcp.Sessions() {
+		n++
+	}
+	return n
+}
+
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	// requestKeyHeader carries the key of the HTTP request's context to handlers;
+	// a client's own value is dropped.
+	requestKeyHeader = "Repl-Mcp-Http-Request"
+)
+
+// routeStateless decides which handler serves a request. A session id names a
+// stateful session (go-sdk answers 404 for an unknown one). Without one, a request
+// under 2026-07-28 or later (by header or _meta), server/discover, and a legacy
+// request that is not initialize (a sessionless client) are stateless; initialize
+// opens a stateful session. GET and DELETE without a session id stay stateful
+// (400) unless they declare 2026-07-28 (405, as that protocol has no GET stream).
+func routeStateless(r *http.Request, msgs peeked) bool {
+	if r.Header.Get(sessionIDHeader) != "" {
+		return false
+	}
+	if r.Header.Get(protocolVersionHeader) >= statelessProtocol {
+		return true
+	}
+	if r.Method != http.MethodPost || !msgs.valid {
+		return false
+	}
+	switch {
+	case msgs.metaVersion >= statelessProtocol, msgs.discover:
+		return true
+	case msgs.initialize:
+		return false
+	}
+	return true
+}
+
+// peeked is what routing needs from a POST body.
+type peeked struct {
+	valid       bool // the body held JSON-RPC messages
+	initialize  bool
+	discover    bool
+	metaVersion string // highest _meta protocol version seen
+}
+
+// peek reads the methods and _meta protocol versions of a body (one message or a
+// batch) without judging it: go-sdk answers a malformed body.
+func peek(body []byte) peeked {
+	var raws []json.RawMessage
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &raws) != nil {
+			return peeked{}
+		}
+	} else {
+		raws = []json.RawMessage{body}
+	}
+	var p peeked
+	for _, raw := range raws {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(raw, &m) != nil {
+			// Params that are not an object: take the method alone.
+			var bare struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(raw, &bare) != nil {
+				continue
+			}
+			m.Method = bare.Method
+		}
+		p.valid = true
+		switch m.Method {
+		case "initialize":
+			p.initialize = true
+		case "server/discover":
+			p.discover = true
+		}
+		if v, ok := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && v > p.metaVersion {
+			p.metaVersion = v
+		}
+	}
+	return p
+}
+
+// requestContexts maps a key carried in each HTTP request's headers to the
+// request's context, while the request is being served.
+type requestContexts struct {
+	mu sync.Mutex
+	m  map[string]context.Context
+}
+
+func (rc *requestContexts) add(ctx context.Context) (key string, done func()) {
+	key = rand.Text()
+	rc.mu.Lock()
+	rc.m[key] = ctx
+	rc.mu.Unlock()
+	return key, func() {
+		rc.mu.Lock()
+		delete(rc.m, key)
+		rc.mu.Unlock()
+	}
+}
+
+// lookup returns the context of the HTTP request that carried req. carried is
+// false for requests not carried by HTTP; a nil context with carried true is a
+// request that has already ended (its client hung up before the handler started).
+func (rc *requestContexts) lookup(req mcp.Request) (httpCtx context.Context, carried bool) {
+	extra := req.GetExtra()
+	if extra == nil || extra.Header == nil {
+		return nil, false
+	}
+	key := extra.Header.Get(requestKeyHeader)
+	if key == "" {
+		return nil, false
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.m[key], true
+}
+
+// cancelWithRequest cancels a call's handler when the HTTP request that carried
+// it ends before the reply (the client hung up), as notifications/cancelled would.
+// go-sdk does this only for stateless 2026-07-28 requests: on a stateful session
+// the call would run on until done, its reply undeliverable.
+func (rc *requestContexts) cancelWithRequest(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		httpCtx, carried := rc.lookup(req)
+		if !carried {
+			return next(ctx, method, req)
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		if httpCtx == nil {
+			cancel(errClientGone)
+		} else {
+			stop := context.AfterFunc(httpCtx, func() { cancel(errClientGone) })
+			defer stop()
+		}
+		return next(ctx, method, req)
+	}
+}
+
+var errClientGone = errors.New("the HTTP client disconnected")
+
+// loopbackHostPort reports an address whose host is a loopback IP or localhost;
+// an empty host (every interface) is not.
+func loopbackHostPort(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	return loopbackHost(host)
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports Origin values that all name a loopback http(s) origin.
+func loopbackOrigin(origins []string) bool {
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopbackHost(u.Hostname()) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadTokenFile reads a bearer token: the first line of a regular file that only
+// its owner may read or write (mode 0600 or 0400). The error never quotes the token.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("token file %s is accessible to group or others (mode %04o); make it private with chmod 600", path, perm)
+	}
+	line, err := bufio.NewReader(io.LimitReader(f, maxTokenFile)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	token := strings.TrimSpace(line)
+	if token == "" {
+		return "", fmt.Errorf("token file %s: the first line is empty", path)
+	}
+	if err := CheckToken(token); err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	return token, nil
+}
+
+// CheckToken refuses a token that cannot travel in an Authorization header.
+func CheckToken(token string) error {
+	if token == "" {
+		return errors.New("the token is empty")
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c >= 0x7f {
+			return errors.New("the token must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
