@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testBroker is a broker over a project whose .mcp.json the test writes; its
@@ -501,5 +502,22 @@ func TestTransportLimitRetiresTheIdleOne(t *testing.T) {
 	}
 	if _, kept := tb.transports["7"]; kept || len(tb.transports) != MaxTransports {
 		t.Fatal("the idle transport was not the one retired")
+	}
+}
+
+func TestEnvelopeAlwaysCarriesIsError(t *testing.T) {
+	for _, c := range []struct {
+		res  *mcp.CallToolResult
+		want string
+	}{
+		{&mcp.CallToolResult{}, `{"content":[],"isError":false}`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: map[string]any{"a": 1}},
+			`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1},"isError":false}`},
+		{&mcp.CallToolResult{IsError: true}, `{"content":[],"isError":true}`},
+	} {
+		got, err := envelopeJSON(c.res)
+		if err != nil || string(got) != c.want {
+			t.Errorf("envelopeJSON = %s, %v; want %s", got, err, c.want)
+		}
 	}
 }

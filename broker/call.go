@@ -207,7 +207,9 @@ func (b *Broker) deliver(id string, res *mcp.CallToolResult) (json.RawMessage, e
 	return envelope, nil
 }
 
-// envelopeJSON encodes the CallToolResult with isError always present.
+// envelopeJSON encodes the CallToolResult with isError always present. go-sdk
+// omits a false isError; appending it to the encoded object spares decoding and
+// encoding up to 900,000 bytes again.
 func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
@@ -216,12 +218,17 @@ func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
 	if err != nil || res.IsError {
 		return data, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, err
+	end := bytes.LastIndexByte(data, '}')
+	if end < 1 {
+		return nil, fmt.Errorf("CallToolResult encoded as %.20q, not an object", data)
 	}
-	fields["isError"] = json.RawMessage("false")
-	return json.Marshal(fields)
+	out := make([]byte, 0, len(data)+16)
+	out = append(out, data[:end]...)
+	if len(bytes.TrimSpace(data[1:end])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"isError":false}`...)
+	return out, nil
 }
 
 // listTools serves the tools op: the catalogue the server's allowlist admits.
