@@ -1,10 +1,16 @@
 # repl-mcp: build, check and measure. `make test` is what CI runs.
 GO      ?= go
 BIN     := bin/repl-mcp
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version's one source of truth: [project] version in pyproject.toml.
+VERSION ?= $(shell awk -F'"' '/^\[/ { p = ($$0 == "[project]") } p && /^version *=/ { print $$2; exit }' pyproject.toml)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build doctor test vet fmt-check unit interop interop-deps interop-lock bench clean
+# Go tools pinned in their own modfile, so go.mod stays small (the first run compiles
+# goreleaser: minutes; after that it is cached).
+GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
+STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
+
+.PHONY: build doctor test vet fmt-check staticcheck verify wheel sdist unit interop interop-deps interop-lock bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
@@ -24,6 +30,40 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+staticcheck:
+	$(STATICCHECK) ./...
+
+# Everything before a release: formatting, vet, staticcheck and the whole test suite.
+verify: fmt-check vet staticcheck test
+
+# Wheels for every shipped platform, in dist/: goreleaser cross-compiles the static
+# binaries (.goreleaser.yaml), pywheel wraps each into a wheel (platform read from the
+# binary, version from goreleaser) and verifies them all. A snapshot by default, versioned
+# from the latest tag (next patch, .dev0; 0.0.1.dev0 with no tag); `make wheel
+# SNAPSHOT=` on a clean checkout of a release tag builds that release, whose version must
+# equal pyproject.toml's. goreleaser reads tags only when the repository has a remote: a
+# clone without one gets a placeholder origin through git's environment (nothing is
+# written to .git/config, and nothing is fetched). Works offline once the module cache
+# holds tools.mod's modules.
+SNAPSHOT       ?= --snapshot
+ORIGIN_URL     := https://github.com/iota-uz/repl-mcp.git
+GIT_ORIGIN_ENV := $(if $(shell git remote get-url origin 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(ORIGIN_URL))
+
+# The source distribution: Go sources, an in-tree PEP 517 backend that builds the
+# binary with the installing machine's Go toolchain. Into sdist/, since `make wheel`
+# empties dist/.
+sdist:
+	$(GO) run ./packaging/sdist -out sdist
+
+wheel:
+	$(GIT_ORIGIN_ENV) $(GORELEASER) build $(SNAPSHOT) --clean
+	$(GO) build -o bin/pywheel ./pywheel
+	@v=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
+	if [ -z "$(SNAPSHOT)" ] && [ "$$(bin/pywheel pep440 "$$v")" != "$(VERSION)" ]; then \
+		echo "wheel: the tag's version $$v is not pyproject.toml's $(VERSION)"; exit 1; fi; \
+	for b in dist/*/repl-mcp; do bin/pywheel build --binary "$$b" --version "$$v" --out dist || exit 1; done
+	bin/pywheel verify dist/*.whl
 
 unit: interop-deps
 	$(GO) test -count=1 -timeout 15m ./...
@@ -68,4 +108,4 @@ bench: build
 	$(GO) run ./bench -binary ./$(BIN)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

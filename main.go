@@ -23,8 +23,9 @@ import (
 	"github.com/iota-uz/repl-mcp/server"
 )
 
-// version is the release version, set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is the release version, in PEP 440 form: pyproject.toml's by default
+// (version_test.go keeps them equal), set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0"
 
 func main() { os.Exit(mainExit()) }
 

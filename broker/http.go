@@ -79,7 +79,7 @@ func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error)
 		transport.CloseIdleConnections()
 		return nil, httpInitError(hctx, budget, state)
 	}
-	state.setHandshake(nil)
+	state.endHandshake()
 	// A closed session leaves its keep-alive connections idle in this peer's own
 	// pool; close them rather than hold a socket open for IdleConnTimeout.
 	go func() {
@@ -131,13 +131,20 @@ type httpState struct {
 	handshake context.Context // until the handshake succeeds
 }
 
-// setHandshake bounds every request by ctx until it is reset to nil. go-sdk sends
+// setHandshake bounds every request by ctx until endHandshake. go-sdk sends
 // some requests on detached contexts (the cancellation notice of a timed-out
 // request, the closing DELETE), each allowed 5 s, and closing the failed session
 // waits for them: without this bound the handshake would outlive its deadline.
 func (s *httpState) setHandshake(ctx context.Context) {
 	s.mu.Lock()
 	s.handshake = ctx
+	s.mu.Unlock()
+}
+
+// endHandshake lifts the handshake's bound once the session is established.
+func (s *httpState) endHandshake() {
+	s.mu.Lock()
+	s.handshake = nil
 	s.mu.Unlock()
 }
 

@@ -1,0 +1,12 @@
+// Command pywheel wraps repl-mcp binaries into Python wheels and verifies wheels; it is
+// a thin command line over internal/wheel, run by `make wheel`:
+//
+//	go run ./pywheel build --binary dist/repl-mcp_linux_amd64_v1/repl-mcp [--platform TAG|GOOS/GOARCH] [--version V] [--out DIR] [--pyproject FILE]
+//	go run ./pywheel verify WHEEL...
+//	go run ./pywheel pep440 VERSION
+//
+// build prints the wheel's path and size; without --platform it reads the platform from
+// the binary's ELF or Mach-O header, and without --version it uses pyproject.toml's.
+// verify prints one line per wheel and fails if any wheel has a problem; pep440 prints a
+// version in normalized PEP 440 form (3.2.0-rc.1 becomes 3.2.0rc1).
+package main

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/iota-uz/repl-mcp/internal/wheel"
+)
+
+const usage = `usage: pywheel build --binary FILE [--platform TAG|GOOS/GOARCH] [--version V] [--out DIR] [--pyproject FILE]
+       pywheel verify WHEEL...
+       pywheel pep440 VERSION`
+
+// errUsage is a command line that cannot be parsed: exit status 2.
+var errUsage = errors.New("bad usage")
+
+func main() {
+	err := run(os.Args[1:], os.Stdout)
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "pywheel:", err)
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "pywheel:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no command", errUsage)
+	}
+	switch args[0] {
+	case "build":
+		return build(args[1:], stdout)
+	case "verify":
+		return verify(args[1:], stdout)
+	case "pep440":
+		if len(args) != 2 {
+			return fmt.Errorf("%w: pep440 takes one version", errUsage)
+		}
+		v, err := wheel.PEP440(args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, v)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}
+
+func build(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("pywheel build", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfg wheel.Config
+	fs.StringVar(&cfg.Binary, "binary", "", "the repl-mcp executable")
+	fs.StringVar(&cfg.Platform, "platform", "", "wheel platform tag or GOOS/GOARCH (default: read from the binary)")
+	fs.StringVar(&cfg.Version, "version", "", "version, tag-style or PEP 440 (default: pyproject.toml's)")
+	fs.StringVar(&cfg.OutDir, "out", "dist", "output directory")
+	fs.StringVar(&cfg.Pyproject, "pyproject", "pyproject.toml", "pyproject.toml for METADATA")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if cfg.Binary == "" {
+		return fmt.Errorf("%w: --binary is required", errUsage)
+	}
+	var err error
+	switch goos, goarch, isPair := strings.Cut(cfg.Platform, "/"); {
+	case cfg.Platform == "":
+		cfg.Platform, err = wheel.BinaryPlatform(cfg.Binary)
+	case isPair:
+		cfg.Platform, err = wheel.PlatformFor(goos, goarch)
+	}
+	if err != nil {
+		return err
+	}
+	path, err := wheel.Build(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\t%.1f MiB\n", path, float64(st.Size())/(1<<20))
+	return nil
+}
+
+func verify(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: verify needs at least one wheel", errUsage)
+	}
+	failed := 0
+	var errs []error
+	for _, w := range args {
+		if err := wheel.Verify(w); err != nil {
+			failed++
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "ok\t%s\n", w)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d wheels failed verification:\n%w", failed, len(args), errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hello builds a small static linux/amd64 program: a real ELF file for pywheel to wrap.
+func hello(t *testing.T) string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test cross-compiles a small program and needs the go command on PATH: %v", err)
+	}
+	src := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module hello\n\ngo 1.26\n",
+		"main.go": "package main\n\nfunc main() { println(\"hello\") }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "repl-mcp")
+	cmd := exec.Command(goCmd, "build", "-trimpath", "-o", out, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0", "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+func TestBuildAndVerify(t *testing.T) {
+	bin := hello(t)
+	out := t.TempDir()
+	const linuxAmd64 = "repl_mcp-3.2.0rc1-py3-none-manylinux_2_17_x86_64.musllinux_1_1_x86_64.whl"
+	for _, platform := range []string{"", "linux/amd64", "manylinux_2_17_x86_64.musllinux_1_1_x86_64"} {
+		var stdout bytes.Buffer
+		args := []string{"build", "--binary", bin, "--version", "v3.2.0-rc.1", "--out", out, "--pyproject", "../pyproject.toml"}
+		if platform != "" {
+			args = append(args, "--platform", platform)
+		}
+		if err := run(args, &stdout); err != nil {
+			t.Fatalf("--platform %q: %v", platform, err)
+		}
+		want := filepath.Join(out, linuxAmd64) + "\t"
+		if !strings.HasPrefix(stdout.String(), want) || !strings.HasSuffix(stdout.String(), " MiB\n") {
+			t.Errorf("--platform %q: build printed %q, want %q and a size", platform, stdout.String(), want)
+		}
+	}
+	var stdout bytes.Buffer
+	w := filepath.Join(out, linuxAmd64)
+	if err := run([]string{"verify", w}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "ok\t"+w+"\n" {
+		t.Errorf("verify printed %q", stdout.String())
+	}
+
+	// A wheel whose tag lies about the binary fails, named, and the good one still passes.
+	stdout.Reset()
+	if err := run([]string{"build", "--binary", bin, "--platform", "linux/arm64", "--out", out, "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Split(stdout.String(), "\t")[0]
+	stdout.Reset()
+	err := run([]string{"verify", w, bad}, &stdout)
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 wheels failed") || !strings.Contains(err.Error(), "but the binary is for linux/amd64") {
+		t.Errorf("verify of a mistagged wheel: %v", err)
+	}
+	if stdout.String() != "ok\t"+w+"\n" {
+		t.Errorf("verify printed %q", stdout.String())
+	}
+}
+
+func TestPEP440Command(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run([]string{"pep440", "v3.2.0-beta.2"}, &stdout); err != nil || stdout.String() != "3.2.0b2\n" {
+		t.Errorf("pep440 v3.2.0-beta.2 printed %q, %v", stdout.String(), err)
+	}
+	if err := run([]string{"pep440", "latest"}, &stdout); err == nil || errors.Is(err, errUsage) {
+		t.Errorf("pep440 latest: %v, want a version error", err)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"frobnicate"},
+		{"build"},
+		{"build", "--binary", "x", "extra"},
+		{"build", "--nope"},
+		{"verify"},
+		{"pep440"},
+	} {
+		if err := run(args, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+			t.Errorf("run(%q) = %v, want a usage error", args, err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"build", "--binary", bin, "--pyproject", "../pyproject.toml", "--out", t.TempDir()}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "name its platform") {
+		t.Errorf("build of a script without --platform: %v", err)
+	}
+	if err := run([]string{"build", "--binary", bin, "--platform", "windows/amd64", "--out", t.TempDir()}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no wheel platform for windows/amd64") {
+		t.Errorf("build for windows: %v", err)
+	}
+}
