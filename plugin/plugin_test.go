@@ -1,0 +1,450 @@
+package plugin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/wheel"
+)
+
+// stubEnv makes this test binary act as a stub command instead of running tests: with
+// stubEnv=uvx it prints its arguments and working directory as JSON and exits 0. The
+// launcher tests put a symlink named uvx to this binary first on PATH.
+const stubEnv = "REPL_MCP_PLUGIN_TEST_STUB"
+
+var update = flag.Bool("update", false, "inline scripts/repl-mcp-launch.sh into .claude-plugin/plugin.json again")
+
+// stubCall is what the stub uvx prints.
+type stubCall struct {
+	Args []string `json:"args"`
+	Cwd  string   `json:"cwd"`
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(stubEnv) == "uvx" {
+		cwd, err := os.Getwd()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stub uvx:", err)
+			os.Exit(3)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(stubCall{Args: os.Args[1:], Cwd: cwd}); err != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The plugin's files, relative to this package's directory.
+const (
+	launcherFile    = "scripts/repl-mcp-launch.sh"
+	manifestFile    = ".claude-plugin/plugin.json"
+	hooksFile       = "hooks/hooks.json"
+	hookScript      = "hooks/nudge-python-repl.sh"
+	skillFile       = "skills/python-repl/SKILL.md"
+	marketplaceFile = "../.claude-plugin/marketplace.json"
+	pyprojectFile   = "../pyproject.toml"
+	serverName      = "python-repl"
+)
+
+// manifest is the part of plugin.json the tests read.
+type manifest struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName"`
+	Version     string `json:"version"`
+	Description string `json:"description"`
+	Author      struct{ Name string }
+	Repository  string   `json:"repository"`
+	License     string   `json:"license"`
+	Keywords    []string `json:"keywords"`
+	MCPServers  map[string]struct {
+		Type    string   `json:"type"`
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	} `json:"mcpServers"`
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// readJSON decodes a whole file into v; trailing data is an error.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(readFile(t, path)))
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if dec.More() {
+		t.Fatalf("%s: data after the JSON value", path)
+	}
+}
+
+func readManifest(t *testing.T) manifest {
+	t.Helper()
+	var m manifest
+	readJSON(t, manifestFile, &m)
+	return m
+}
+
+// launcherVersions reads the version= and wheel_version= lines of the launcher.
+func launcherVersions(t *testing.T) (version, wheelVersion string) {
+	t.Helper()
+	text := string(readFile(t, launcherFile))
+	get := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + `=([0-9A-Za-z.+!_-]+)$`).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("%s has no %s= line", launcherFile, name)
+		}
+		return m[1]
+	}
+	return get("version"), get("wheel_version")
+}
+
+// projectVersion is [project].version of the repository's pyproject.toml.
+func projectVersion(t *testing.T) string {
+	t.Helper()
+	p, err := wheel.LoadProject(pyprojectFile)
+	if err != nil {
+		t.Fatalf("reading the release version: %v", err)
+	}
+	return p.Version
+}
+
+// TestVersionsAgree: the launcher fetches the release of the version in pyproject.toml,
+// under the file name the wheel builder gives it, and the manifest says the same version.
+func TestVersionsAgree(t *testing.T) {
+	version, wheelVersion := launcherVersions(t)
+	if want := projectVersion(t); version != want {
+		t.Errorf("%s: version=%s, but pyproject.toml's [project].version is %s: upgrade the plugin and the release together", launcherFile, version, want)
+	}
+	pep, err := wheel.PEP440(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wheelVersion != pep {
+		t.Errorf("%s: wheel_version=%s, want %s (the PEP 440 form of %s, as in the wheel's file name)", launcherFile, wheelVersion, pep, version)
+	}
+	if m := readManifest(t); m.Version != version {
+		t.Errorf("%s: version %q, want the launcher's %q", manifestFile, m.Version, version)
+	}
+}
+
+// TestManifest: plugin.json names the plugin and its server, and the server's command is
+// the launcher's exact text run by sh, with $0 repl-mcp-plugin and --transport stdio.
+func TestManifest(t *testing.T) {
+	m := readManifest(t)
+	for field, got := range map[string]string{
+		"name": m.Name, "displayName": m.DisplayName, "version": m.Version, "description": m.Description,
+		"author.name": m.Author.Name, "repository": m.Repository, "license": m.License,
+	} {
+		if got == "" {
+			t.Errorf("%s: %s is missing", manifestFile, field)
+		}
+	}
+	if m.Name != serverName || m.License != "MIT" {
+		t.Errorf("%s: name %q, license %q; want %q, MIT", manifestFile, m.Name, m.License, serverName)
+	}
+	srv, ok := m.MCPServers[serverName]
+	if !ok || len(m.MCPServers) != 1 {
+		t.Fatalf("%s: mcpServers must hold exactly %q, has %v", manifestFile, serverName, m.MCPServers)
+	}
+	if srv.Type != "stdio" || srv.Command != "sh" {
+		t.Errorf("%s: server type %q command %q, want stdio and sh", manifestFile, srv.Type, srv.Command)
+	}
+	want := []string{"-c", string(readFile(t, launcherFile)), "repl-mcp-plugin", "--transport", "stdio"}
+	if len(srv.Args) != len(want) {
+		t.Fatalf("%s: %d args, want %d: -c, the launcher text, repl-mcp-plugin, --transport, stdio", manifestFile, len(srv.Args), len(want))
+	}
+	if srv.Args[1] != want[1] {
+		if *update {
+			inlineLauncher(t, srv.Args[1], want[1])
+		} else {
+			t.Errorf("%s: the inlined launcher differs from %s at byte %d; run go test ./plugin/ -run TestManifest -update", manifestFile, launcherFile, firstDiff(srv.Args[1], want[1]))
+		}
+	}
+	for i := range want {
+		if i != 1 && srv.Args[i] != want[i] {
+			t.Errorf("%s: args[%d] = %q, want %q", manifestFile, i, srv.Args[i], want[i])
+		}
+	}
+}
+
+// inlineLauncher replaces the launcher text inlined in plugin.json, leaving the rest of
+// the file as it is.
+func inlineLauncher(t *testing.T, old, text string) {
+	t.Helper()
+	raw := readFile(t, manifestFile)
+	from, to := jsonString(t, old), jsonString(t, text)
+	if n := bytes.Count(raw, from); n != 1 {
+		t.Fatalf("%s: found the inlined launcher %d times as Go encodes it; edit the file by hand", manifestFile, n)
+	}
+	if err := os.WriteFile(manifestFile, bytes.Replace(raw, from, to, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: inlined %s again", manifestFile, launcherFile)
+}
+
+// jsonString is s as a JSON string, without HTML escaping.
+func jsonString(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func firstDiff(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestMarketplace: the repository root is a marketplace whose one plugin entry resolves
+// to this directory.
+func TestMarketplace(t *testing.T) {
+	var mp struct {
+		Name  string `json:"name"`
+		Owner struct {
+			Name string `json:"name"`
+		} `json:"owner"`
+		Plugins []struct {
+			Name        string   `json:"name"`
+			Source      string   `json:"source"`
+			Description string   `json:"description"`
+			Category    string   `json:"category"`
+			Tags        []string `json:"tags"`
+		} `json:"plugins"`
+	}
+	readJSON(t, marketplaceFile, &mp)
+	if mp.Name != "repl-mcp" || mp.Owner.Name == "" || len(mp.Plugins) != 1 {
+		t.Fatalf("%s: name %q, owner %q, %d plugins; want repl-mcp, an owner, one plugin", marketplaceFile, mp.Name, mp.Owner.Name, len(mp.Plugins))
+	}
+	p := mp.Plugins[0]
+	if p.Name != readManifest(t).Name || p.Description == "" || p.Category == "" {
+		t.Errorf("%s: plugin %q (description %q, category %q); want %q with a description and category", marketplaceFile, p.Name, p.Description, p.Category, serverName)
+	}
+	// Sources are relative to the directory that holds .claude-plugin/ and start with ./.
+	if !strings.HasPrefix(p.Source, "./") {
+		t.Fatalf("%s: source %q must start with ./", marketplaceFile, p.Source)
+	}
+	dir := filepath.Join("..", filepath.FromSlash(p.Source))
+	same, err := sameFile(dir, ".")
+	if err != nil || !same {
+		t.Errorf("%s: source %q is not the plugin directory (%v)", marketplaceFile, p.Source, err)
+	}
+}
+
+func sameFile(a, b string) (bool, error) {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(ia, ib), nil
+}
+
+// hookCommand is the one PostToolUse command of hooks.json.
+func hookCommand(t *testing.T) string {
+	t.Helper()
+	type handler struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+	}
+	var h struct {
+		Hooks map[string][]struct {
+			Matcher string    `json:"matcher"`
+			Hooks   []handler `json:"hooks"`
+		} `json:"hooks"`
+	}
+	readJSON(t, hooksFile, &h)
+	post := h.Hooks["PostToolUse"]
+	if len(h.Hooks) != 1 || len(post) != 1 || post[0].Matcher != "Bash" || len(post[0].Hooks) != 1 {
+		t.Fatalf("%s: want one PostToolUse entry matching Bash with one hook, have %+v", hooksFile, h.Hooks)
+	}
+	hk := post[0].Hooks[0]
+	if hk.Type != "command" || !strings.Contains(hk.Command, "${CLAUDE_PLUGIN_ROOT}/"+hookScript) {
+		t.Fatalf("%s: hook %+v must be a command running ${CLAUDE_PLUGIN_ROOT}/%s", hooksFile, hk, hookScript)
+	}
+	return hk.Command
+}
+
+func TestHooksFile(t *testing.T) {
+	hookCommand(t)
+	if _, err := os.Stat(hookScript); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSkill: the skill has its frontmatter, names every tool the server registers, and
+// covers the topics an agent needs (contract 10.5 as this implementation has them).
+func TestSkill(t *testing.T) {
+	text := string(readFile(t, skillFile))
+	front, body, ok := strings.Cut(strings.TrimPrefix(text, "---\n"), "\n---\n")
+	if !strings.HasPrefix(text, "---\n") || !ok {
+		t.Fatalf("%s: no --- frontmatter --- block", skillFile)
+	}
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(front))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok {
+			fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	if fields["name"] != serverName || len(fields["description"]) < 40 {
+		t.Errorf("%s: frontmatter name %q, description %q; want %q and a real description", skillFile, fields["name"], fields["description"], serverName)
+	}
+	tools, err := filepath.Glob("../server/tool_*.go")
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("no ../server/tool_*.go files (%v)", err)
+	}
+	for _, f := range tools {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "tool_"), ".go")
+		if !strings.Contains(body, "`"+name) {
+			t.Errorf("%s does not mention the tool %s", skillFile, name)
+		}
+	}
+	for _, topic := range []string{
+		"session_id", "python_health", "expected_generation", "STATE_CHANGED", "include_namespace",
+		`mode: "fresh"`, "asyncio.run()", "expanduser", "reset=true", "checkpoint(", "repl_history()",
+		"sh(", "check=False", ".returncode", ".truncated", "uv pip install --python",
+		"mcp.call(", "mcp.acall(", "mcp.text(", "arguments=", "ToolError", "mcp.explain(",
+		"mcp.journal()", "outcome_unknown", "mcp.refresh()", ".mcp.json",
+		"50,000", "20,000", "artifact(", "--transport http", "not a sandbox",
+	} {
+		if !strings.Contains(body, topic) {
+			t.Errorf("%s does not cover %q", skillFile, topic)
+		}
+	}
+}
+
+// run runs a command with the given environment and stdin in dir, bounded by the
+// test's deadline, and returns its stdout, stderr and exit status.
+func run(t *testing.T, dir string, env []string, stdin string, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runFor(t, 30*time.Second, dir, env, stdin, name, args...)
+}
+
+// runFor is run with a bound of d instead of 30 s.
+func runFor(t *testing.T, d time.Duration, dir string, env []string, stdin string, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout(t, d))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
+	cmd.WaitDelay = 5 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out.String(), errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// timeout is d, or less when the test's deadline comes sooner.
+func timeout(t *testing.T, d time.Duration) time.Duration {
+	if dl, ok := t.Deadline(); ok {
+		if left := time.Until(dl) - 5*time.Second; left < d {
+			return max(left, time.Second)
+		}
+	}
+	return d
+}
+
+// environ is the test's environment without the variables the launcher and the hook
+// read, with extra appended.
+func environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH", "REPL_MCP_WHEEL_BASE_URL", "CLAUDE_PLUGIN_ROOT", stubEnv:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// lookPathQuiet finds a command the tests can do without.
+func lookPathQuiet(name string) (string, error) { return exec.LookPath(name) }
+
+// lookPath finds a command the tests need on the test's own PATH, or fails.
+func lookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found on PATH: the plugin tests need it (%v)", name, err)
+	}
+	return p
+}
+
+// TestReadmeInstall: the README's Install section names exactly the wheels the launcher
+// fetches, of the launcher's release.
+func TestReadmeInstall(t *testing.T) {
+	text := string(readFile(t, "../README.md"))
+	_, section, ok := strings.Cut(text, "\n## Install\n")
+	if !ok {
+		t.Fatal("README.md has no ## Install section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	version, _ := launcherVersions(t)
+	want := map[string]bool{}
+	for _, h := range supportedHosts {
+		want[expectedWheel(t, h.goos, h.goarch)] = true
+	}
+	seen := map[string]bool{}
+	for _, name := range regexp.MustCompile(`repl_mcp-[^\s/`+"`"+`]*\.whl`).FindAllString(section, -1) {
+		if !want[name] {
+			t.Errorf("README.md Install names %s, which is not a wheel of release %s", name, version)
+		}
+		seen[name] = true
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("README.md Install does not list %s", name)
+		}
+	}
+	for _, tag := range regexp.MustCompile(`releases/download/v([^/\s]+)/`).FindAllStringSubmatch(section, -1) {
+		if tag[1] != version {
+			t.Errorf("README.md Install downloads release v%s, want v%s", tag[1], version)
+		}
+	}
+	for _, must := range []string{"claude mcp add", "[mcp_servers.python-repl]", "/plugin marketplace add iota-uz/repl-mcp", "/plugin install python-repl@repl-mcp", "repl-mcp-launch.sh --help", "REPL_MCP_WHEEL_BASE_URL"} {
+		if !strings.Contains(section, must) {
+			t.Errorf("README.md Install does not say %q", must)
+		}
+	}
+}
