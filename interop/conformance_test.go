@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"io"
 	"os"
 	"os/exec"
@@ -336,7 +337,7 @@ func (v *conformanceVersion) ranEntry(e expectation) bool {
 // startReplHTTP starts `repl-mcp --transport http --listen 127.0.0.1:0` in its own
 // process group and returns the URL from its stderr line. Cleanup sends SIGTERM, waits
 // for the exit and then kills the group.
-func startReplHTTP(t *testing.T, replMCP, python string) (url string, stderr *tail) {
+func startReplHTTP(t *testing.T, replMCP, python string) (url string, stderr *testproc.Tail) {
 	t.Helper()
 	cmd := exec.Command(replMCP, "--transport", "http", "--listen", "127.0.0.1:0", "--python", python)
 	cmd.Dir = t.TempDir()

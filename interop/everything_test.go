@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"io"
 	"os"
 	"os/exec"
@@ -23,7 +24,7 @@ func (s *suite) everythingEntry() string {
 // interface and offers no host option, so servers/loopback.mjs (a node --import
 // preload) pins the listen to 127.0.0.1 and reports the port the system chose for
 // PORT=0. Cleanup kills its process group.
-func (s *suite) startEverythingHTTP(t *testing.T) (url string, logs *tail) {
+func (s *suite) startEverythingHTTP(t *testing.T) (url string, logs *testproc.Tail) {
 	t.Helper()
 	cmd := exec.Command(s.node, "--import", s.path("servers", "loopback.mjs"), s.everythingEntry(), "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT=0")

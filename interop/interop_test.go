@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -197,7 +198,7 @@ func (s *suite) testEverything(t *testing.T, overHTTP bool) {
 		"args":    []string{s.everythingEntry(), "stdio"},
 		"env":     map[string]string{"INTEROP_MARKER": marker},
 	}
-	var httpLogs *tail
+	var httpLogs *testproc.Tail
 	if overHTTP {
 		var url string
 		url, httpLogs = s.startEverythingHTTP(t)

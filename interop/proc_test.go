@@ -3,81 +3,28 @@ package interop
 import (
 	"bytes"
 	"context"
-	"errors"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
 
-// inGroup starts cmd in a process group of its own; killGroup ends the whole group.
-func inGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
+// The process helpers shared with packaging's tests (internal/testproc).
+var (
+	inGroup   = testproc.InGroup
+	killGroup = testproc.KillGroup
+	newTail   = testproc.NewTail
+)
 
-// killGroup sends SIGKILL to cmd's process group. The tests use it when a process
-// overran its bound and, after a process exited, to end anything it left behind in
-// its group; a group already gone (ESRCH) is done.
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
-
-// runGroup runs a command to completion in its own process group: when ctx ends the
-// group is killed, and once the command has exited whatever is left in its group is
-// killed too. env, when not nil, is added to this process's environment.
+// runGroup runs a command to completion in its own process group (testproc.Run).
+// env, when not nil, is added to this process's environment.
 func runGroup(ctx context.Context, dir string, env []string, name string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
 	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+		env = append(os.Environ(), env...)
 	}
-	inGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = 5 * time.Second
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	killGroup(cmd)
-	if ctx.Err() != nil {
-		err = errors.Join(err, context.Cause(ctx))
-	}
-	return out.String(), errOut.String(), err
-}
-
-// tail keeps the last max bytes written to it, for logs shown when a test fails.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func newTail(max int) *tail { return &tail{max: max} }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
+	return testproc.Run(ctx, dir, env, name, args...)
 }
 
 // markedProcesses lists the live processes whose environment holds the entry

@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ type repl struct {
 	cmd       *exec.Cmd
 	session   *mcp.ClientSession
 	sessionID string
-	stderr    *tail
+	stderr    *testproc.Tail
 	closed    bool
 }
 

@@ -1,54 +1,21 @@
 package packaging
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
 
-// inGroup starts cmd in a process group of its own; killGroup ends the whole group.
-func inGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
-
-// killGroup sends SIGKILL to cmd's process group, when a process overran its bound and
-// after it exited, to end anything it left behind; a group already gone is done.
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
-
-// runGroup runs a command to completion in its own process group, bounded by ctx. env,
-// when not nil, is the command's whole environment.
-func runGroup(ctx context.Context, dir string, env []string, name string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	inGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = 5 * time.Second
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	killGroup(cmd)
-	if ctx.Err() != nil {
-		err = errors.Join(err, context.Cause(ctx))
-	}
-	return out.String(), errOut.String(), err
-}
+// The process helpers shared with interop's tests (internal/testproc).
+var (
+	inGroup   = testproc.InGroup
+	killGroup = testproc.KillGroup
+	runGroup  = testproc.Run
+	newTail   = testproc.NewTail
+)
 
 // run runs a command bounded by d (and by the test's deadline) and returns its stdout;
 // any failure fails the test with the command's output. env as in runGroup.
@@ -93,29 +60,4 @@ func environ(drop []string, extra ...string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// tail keeps the last max bytes written to it, for logs shown when a test fails.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func newTail(max int) *tail { return &tail{max: max} }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
