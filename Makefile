@@ -39,8 +39,8 @@ verify: fmt-check vet staticcheck test
 
 # Wheels for every shipped platform, in dist/: goreleaser cross-compiles the static
 # binaries (.goreleaser.yaml), pywheel wraps each into a wheel (platform read from the
-# binary, version from goreleaser) and verifies them all. A snapshot by default, versioned
-# from the latest tag (next patch, .dev0; 0.0.1.dev0 with no tag); `make wheel
+# binary, version from goreleaser) and verifies them all. A snapshot by default: a
+# development build of pyproject.toml's version (X.dev0, before the X release); `make wheel
 # SNAPSHOT=` on a clean checkout of a release tag builds that release, whose version must
 # equal pyproject.toml's. goreleaser reads tags only when the repository has a remote: a
 # clone without one gets a placeholder origin through git's environment (nothing is
@@ -57,7 +57,7 @@ sdist:
 	$(GO) run ./packaging/sdist -out sdist
 
 wheel:
-	$(GIT_ORIGIN_ENV) $(GORELEASER) build $(SNAPSHOT) --clean
+	REPL_MCP_VERSION=$(VERSION) $(GIT_ORIGIN_ENV) $(GORELEASER) build $(SNAPSHOT) --clean
 	$(GO) build -o bin/pywheel ./pywheel
 	@v=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
 	if [ -z "$(SNAPSHOT)" ] && [ "$$(bin/pywheel pep440 "$$v")" != "$(VERSION)" ]; then \
