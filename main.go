@@ -51,7 +51,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -66,6 +66,7 @@ type options struct {
 	config       string
 	scope        string
 	journal      string
+	oauthLogin   string
 	showVersion  bool
 	doctor       bool
 }
@@ -85,6 +86,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
 	fs.StringVar(&o.scope, "mcp-scope", "project", "registries the broker reads: project, user, local (comma-separated), all, or none")
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
+	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -114,6 +116,14 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	case "http":
 	default:
 		return o, usageError{fmt.Errorf("invalid value %q for --transport: stdio or http", o.transport)}
+	}
+	loginSet := false
+	fs.Visit(func(f *flag.Flag) { loginSet = loginSet || f.Name == "oauth-login" })
+	switch {
+	case loginSet && o.oauthLogin == "":
+		return o, usageError{errors.New("--oauth-login needs a server name")}
+	case loginSet && o.doctor:
+		return o, usageError{errors.New("doctor does not take --oauth-login")}
 	}
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
@@ -167,6 +177,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer closeBrokers()
+	if o.oauthLogin != "" {
+		return oauthLogin(ctx, brokers.Root(), o.oauthLogin, stderr)
+	}
 	cfg.Bridges = server.Bridges(brokers)
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
@@ -184,6 +197,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// oauthLogin runs --oauth-login SERVER against the root broker's registry, read
+// at startup (contract 1.6), and returns once the grant is saved or the login
+// failed; the server does not start.
+func oauthLogin(ctx context.Context, root *broker.Broker, server string, stderr io.Writer) error {
+	entry, err := root.LoginEntry(server)
+	if err != nil {
+		return err
+	}
+	return broker.Login(ctx, broker.LoginConfig{Entry: entry, Stderr: stderr})
 }
 
 // tokenEnv names the environment variable that may hold the HTTP bearer token.

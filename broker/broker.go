@@ -46,7 +46,7 @@ const (
 	msgBadServerName    = "MCP server name must be a string of 1..200 bytes without control characters"
 	msgBadToolName      = "MCP tool name must be a string of 1..400 bytes without control characters"
 	msgToolNotString    = "tool must be a string or omitted"
-	msgAuthentication   = "Explicit headers from the registry (Authorization: Bearer ${VAR}); OAuth grants of the broker's own (client credentials, PKCE browser login) are not available in this build yet; the broker never borrows a client's tokens or approvals"
+	msgAuthentication   = "Explicit headers from the registry (Authorization: Bearer ${VAR}), OAuth client credentials (oauth.grantType client_credentials), and the broker's own PKCE browser grant (repl-mcp --config REGISTRY --oauth-login SERVER, kept in oauth.credentialFile and refreshed as needed); the broker never borrows a client's tokens or approvals"
 	msgHostClientAction = "Servers the MCP client itself connects (claude.ai connectors, plugin servers) are not visible to the broker; export them into an explicit --config registry to grant them"
 )
 

@@ -171,7 +171,12 @@ func validationError(ctx context.Context, err error) error {
 func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 	msg := msgProtocolError
 	var rpcErr *jsonrpc.Error
+	var safe *safeError
 	switch {
+	case errors.Is(err, errCredentialsRequired) && errors.As(err, &safe):
+		// The token could not be renewed: the request never left. The journal still
+		// says outcome_unknown, its most careful status.
+		msg = safe.msg + "; the request was not sent"
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		msg = msgDeadline
 	case ctx.Err() != nil:

@@ -39,7 +39,7 @@ type hostClientRoute struct {
 // The explain statuses, each with its reason and the one action that moves it on.
 var explainTexts = map[string][2]string{
 	"config_invalid":       {"The broker registry is invalid, so no server can be called; values are omitted.", "Repair the registry file, then call mcp.refresh()."},
-	"credentials_missing":  {"Credentials the broker needs are missing: an environment variable, an authorization header or an independent OAuth grant.", "Set the credential explicitly (an environment variable or header in the registry; OAuth grants are not available in this build yet), then call mcp.refresh()."},
+	"credentials_missing":  {"Credentials the broker needs are missing: an environment variable, an authorization header or an independent OAuth grant.", "Set the credential explicitly (an environment variable or header in the registry; for an OAuth authorization_code server run repl-mcp --config REGISTRY --oauth-login SERVER; for client_credentials check oauth.clientId and oauth.clientSecret), then call mcp.refresh()."},
 	"broker_disabled":      {"The broker is disabled by --mcp-scope none or REPL_MCP_NO_BRIDGE=1.", "Restart repl-mcp with --mcp-scope project (or another scope) and without REPL_MCP_NO_BRIDGE=1."},
 	"not_granted":          {"The registry names this server or tool but does not grant it to the broker (disabled, a user/local entry without brokerAllowed: true, or a tool outside allowedTools).", "Grant it explicitly in the registry (brokerAllowed: true, allowedTools), then call mcp.refresh()."},
 	"registry_absent":      {"No broker registry exists for this project.", "Create .mcp.json in the project or pass --config REGISTRY, then call mcp.refresh()."},

@@ -22,13 +22,11 @@ const (
 	httpBodyLimit   = 1 << 20 // a JSON body, and one SSE event
 )
 
-// Messages whose key tokens the contract fixes (reference 8.5, 8.7).
+// Messages whose key tokens the contract fixes (reference 8.5).
 const (
 	msgHTTPInit         = "HTTP MCP initialization failed; configure explicit credentials or run --oauth-login SERVER for an independent broker grant"
 	msgHTTPBodyTooLarge = "MCP HTTP response exceeds 1MiB"
 	msgHTTPSSETooLarge  = "MCP HTTP SSE event exceeds 1MiB"
-	msgOAuthCodeGrant   = "Independent OAuth grant required: run repl-mcp --config REGISTRY --oauth-login SERVER"
-	msgOAuthClientCreds = "OAuth client credentials exchange failed; verify independent broker grant and supported authentication method (OAuth flows are not available in this build yet)"
 )
 
 // errCredentialsRequired marks a server that needs an OAuth grant the broker does
@@ -52,20 +50,26 @@ func (e *safeError) Error() string { return e.msg }
 func (e *safeError) Unwrap() error { return e.cause }
 
 // dialHTTP connects to a Streamable HTTP server and completes the MCP handshake
-// within min(ctx deadline, connectTimeout). An OAuth entry touches no network: the
-// flows are not in this build, so it fails as credentials missing.
+// within min(ctx deadline, connectTimeout). An OAuth entry first gets its bearer
+// token (oauth.go), within the same budget; a missing or refused grant fails here
+// with its own message, before any MCP request.
 func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error) {
-	if e.OAuth != nil {
-		return nil, oauthUnavailable(e.OAuth)
-	}
 	state := &httpState{}
-	client, transport := newHTTPClient(e.Headers, state)
+	client, rt, transport := newHTTPClient(e.Headers, state)
 	budget := connectTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		budget = max(0, min(budget, time.Until(dl)))
 	}
 	hctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if e.OAuth != nil {
+		src := newBearerSource(e, newOAuthClient(transport))
+		if _, err := src.token(hctx); err != nil {
+			transport.CloseIdleConnections()
+			return nil, err
+		}
+		rt.auth = src
+	}
 	state.setHandshake(hctx)
 	mc := mcp.NewClient(&mcp.Implementation{Name: "repl-mcp-broker", Version: version}, nil)
 	session, err := mc.Connect(hctx, &mcp.StreamableClientTransport{
@@ -89,13 +93,6 @@ func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error)
 	return newPeer(session, nil), nil
 }
 
-func oauthUnavailable(o *OAuthConfig) error {
-	if o.GrantType == GrantClientCredentials {
-		return &safeError{msg: msgOAuthClientCreds, cause: errCredentialsRequired}
-	}
-	return &safeError{msg: msgOAuthCodeGrant, cause: errCredentialsRequired}
-}
-
 // httpInitError names why the handshake failed from what the round tripper saw,
 // never from go-sdk's error, whose text embeds the URL.
 func httpInitError(hctx context.Context, budget time.Duration, state *httpState) error {
@@ -110,17 +107,19 @@ func httpInitError(hctx context.Context, budget time.Duration, state *httpState)
 }
 
 // newHTTPClient returns a client that never follows a redirect (a 3xx reaches
-// go-sdk as a failed status), and its transport so idle connections can be closed.
-func newHTTPClient(headers map[string]string, state *httpState) (*http.Client, *http.Transport) {
+// go-sdk as a failed status), its round tripper (to set auth before the first
+// request) and its transport, so idle connections can be closed.
+func newHTTPClient(headers map[string]string, state *httpState) (*http.Client, *httpRoundTripper, *http.Transport) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	rt := &httpRoundTripper{base: base, headers: headers, state: state}
 	client := &http.Client{
-		Transport: &httpRoundTripper{base: base, headers: headers, state: state},
+		Transport: rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
-	return client, base
+	return client, rt, base
 }
 
 // httpState remembers the last thing that went wrong on the wire, so a failed
@@ -169,11 +168,13 @@ func (s *httpState) reason() string {
 	return s.last
 }
 
-// httpRoundTripper adds the configured headers and bounds response bodies.
+// httpRoundTripper adds the configured headers and the OAuth bearer token, and
+// bounds response bodies.
 type httpRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string // validated by the registry; never Accept or session headers
 	state   *httpState
+	auth    bearerSource // nil without oauth; set before the first request
 }
 
 func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -183,10 +184,26 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		return nil, errHandshakeOver
 	}
-	if len(t.headers) > 0 {
+	token := ""
+	if t.auth != nil {
+		// Cached until it expires; then renewed here, mid-session.
+		tok, err := t.auth.token(req.Context())
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			t.state.note(err.Error())
+			return nil, err
+		}
+		token = tok
+	}
+	if len(t.headers) > 0 || token != "" {
 		req = req.Clone(req.Context()) // a RoundTripper must not modify its request
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
@@ -210,9 +227,9 @@ func (t *httpRoundTripper) bound(resp *http.Response) {
 	case resp.ContentLength > httpBodyLimit:
 		resp.Body.Close()
 		t.state.note(msgHTTPBodyTooLarge)
-		resp.Body = &limitedBody{ReadCloser: http.NoBody, read: httpBodyLimit + 1, state: t.state}
+		resp.Body = &limitedBody{ReadCloser: http.NoBody, limit: httpBodyLimit, tooLarge: errHTTPBodyTooLarge, read: httpBodyLimit + 1, state: t.state}
 	default:
-		resp.Body = &limitedBody{ReadCloser: resp.Body, state: t.state}
+		resp.Body = &limitedBody{ReadCloser: resp.Body, limit: httpBodyLimit, tooLarge: errHTTPBodyTooLarge, state: t.state}
 	}
 }
 
@@ -251,25 +268,30 @@ func netReason(err error) string {
 	return "connection failed"
 }
 
-// limitedBody fails once more than httpBodyLimit bytes have been read.
+// limitedBody fails with tooLarge once more than limit bytes have been read,
+// and notes it in state when there is one.
 type limitedBody struct {
 	io.ReadCloser
-	read  int64
-	state *httpState
+	limit    int64
+	tooLarge error
+	read     int64
+	state    *httpState // nil: nothing to note
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.read > httpBodyLimit {
-		return 0, errHTTPBodyTooLarge
+	if b.read > b.limit {
+		return 0, b.tooLarge
 	}
-	if room := httpBodyLimit + 1 - b.read; int64(len(p)) > room {
+	if room := b.limit + 1 - b.read; int64(len(p)) > room {
 		p = p[:room] // one byte past the limit is enough to know
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
-	if b.read > httpBodyLimit {
-		b.state.note(msgHTTPBodyTooLarge)
-		return n - 1, errHTTPBodyTooLarge
+	if b.read > b.limit {
+		if b.state != nil {
+			b.state.note(b.tooLarge.Error())
+		}
+		return n - 1, b.tooLarge
 	}
 	return n, err
 }

@@ -260,29 +260,6 @@ func TestHTTPSSEEventOver1MiBFails(t *testing.T) {
 	}
 }
 
-func TestHTTPOAuthNeedsCredentialsWithoutNetwork(t *testing.T) {
-	var reached atomic.Int32
-	srv := startLoopback(t, countRequests(&reached, echoHandler()))
-	for grant, want := range map[string]string{
-		GrantAuthorizationCode: msgOAuthCodeGrant,
-		GrantClientCredentials: msgOAuthClientCreds,
-	} {
-		e := httpEntry(srv.URL, nil)
-		e.OAuth = &OAuthConfig{GrantType: grant, ClientID: "id", ClientSecret: "s3cret", CredentialFile: "/nonexistent"}
-		p, err := dialHTTP(t.Context(), e, "test")
-		if err == nil {
-			p.close()
-			t.Fatalf("%s: dialHTTP succeeded", grant)
-		}
-		if !errors.Is(err, errCredentialsRequired) || err.Error() != want {
-			t.Errorf("%s: error = %q", grant, err)
-		}
-	}
-	if n := reached.Load(); n != 0 {
-		t.Fatalf("the server received %d requests", n)
-	}
-}
-
 // silentListener accepts connections and never answers them.
 func silentListener(t *testing.T) string {
 	t.Helper()

@@ -746,35 +746,8 @@ func journalDecodeRecord(raw json.RawMessage) (Record, error) {
 	return rec, nil
 }
 
-// journalWriteAtomic replaces path with data: a 0600 temp file in the same
-// directory, fsync, rename over path, fsync the directory.
+// journalWriteAtomic replaces path with data through a `<path>.<uuid>.new`
+// temp file (see writeFileAtomic).
 func journalWriteAtomic(path string, data []byte) error {
-	tmp := path + "." + ids.UUID() + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = dir.Sync()
-	if cerr := dir.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeFileAtomic(path, path+"."+ids.UUID()+".new", data)
 }
