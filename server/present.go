@@ -23,10 +23,7 @@ const (
 // present turns a tool's value into a CallToolResult: the value as structuredContent
 // and one text block, with isError by the generic rule.
 func present(value any) *mcp.CallToolResult {
-	structured, err := json.Marshal(value)
-	if err != nil {
-		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
-	}
+	structured, failed := encodeValue(value)
 	text := presentationText(value, structured)
 	if len(text) > textLimit {
 		text = repl.CutUTF8(text, textLimit) + textCutNote
@@ -41,8 +38,37 @@ func present(value any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(structured),
-		IsError:           isError(structured),
+		IsError:           failed,
 	}
+}
+
+// encodedResult is a tool value already encoded as a compact JSON object, with its
+// isError flag: an artifact range carries up to 87 KB, and encoding or scanning it
+// again costs more than the read itself.
+type encodedResult struct {
+	JSON    json.RawMessage
+	IsError bool
+}
+
+// encodeValue encodes a tool's value and says whether it is an error, reading the
+// flag from the typed value where it can instead of decoding what it just encoded.
+func encodeValue(value any) (structured []byte, failed bool) {
+	switch v := value.(type) {
+	case encodedResult:
+		return v.JSON, v.IsError
+	case *repl.Result:
+		structured, err := json.Marshal(v)
+		if err == nil {
+			return structured, !v.Success || v.Error != nil
+		}
+	default:
+		structured, err := json.Marshal(value)
+		if err == nil {
+			return structured, isError(structured)
+		}
+	}
+	structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded"})
+	return structured, true
 }
 
 // presentationText is the human text of a value: an execution result reads like a

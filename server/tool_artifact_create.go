@@ -50,7 +50,11 @@ func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, ru
 	}{{"server_id", h.ServerID}, {"session_id", h.SessionID}, {"generation", h.Generation}} {
 		out = withField(out, f.name, f.value)
 	}
-	return out
+	failed := false
+	if op == "artifact.forward" {
+		failed = isError(out) // the downstream envelope's own isError
+	}
+	return encodedResult{JSON: out, IsError: failed}
 }
 
 func (s *Server) artifactCreateTool() tool {
