@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,7 +186,7 @@ func (c *stdioConn) drain(ctx context.Context) error {
 }
 
 func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeLine(msg)
 	if err != nil {
 		return err
 	}
@@ -203,8 +204,34 @@ func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
 func (c *stdioConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.out.Write(append(data, '\n'))
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		data = append(data, '\n')
+	}
+	_, err := c.out.Write(data)
 	return err
+}
+
+// encodeLine encodes msg as one line. A successful response is assembled around
+// its result, which go-sdk has just encoded compactly: encoding the message again
+// would scan the whole result once more, and results reach hundreds of kilobytes.
+func encodeLine(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || !resp.ID.IsValid() {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	var idBuf bytes.Buffer
+	enc := json.NewEncoder(&idBuf)
+	enc.SetEscapeHTML(false) // as go-sdk encodes
+	if err := enc.Encode(resp.ID.Raw()); err != nil {
+		return nil, err
+	}
+	id := bytes.TrimRight(idBuf.Bytes(), "\n")
+	line := make([]byte, 0, len(resp.Result)+len(id)+len(`{"jsonrpc":"2.0","id":,"result":}`)+1)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	line = append(line, id...)
+	line = append(line, `,"result":`...)
+	line = append(line, resp.Result...)
+	return append(line, '}', '\n'), nil
 }
 
 // writeError replies to a line that could not be read as a message; its id is

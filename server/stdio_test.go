@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,4 +108,22 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestEncodeLineMatchesGoSDK(t *testing.T) {
+	for _, id := range []any{float64(7), "a<b>&c"} {
+		jid, err := jsonrpc.MakeID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := &jsonrpc.Response{ID: jid, Result: json.RawMessage(`{"text":"<x> & y","n":1}`)}
+		want, err := jsonrpc.EncodeMessage(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeLine(resp)
+		if err != nil || string(got) != string(want)+"\n" {
+			t.Errorf("encodeLine = %q, %v; want %q", got, err, want)
+		}
+	}
 }
