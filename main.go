@@ -289,12 +289,17 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 	}
 	exe, _ := os.Executable()
 	python, chosenBy := repl.DefaultInterpreter(o.python, os.Getenv("REPL_MCP_PYTHON"), exe, project)
+	cache := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(dir, "repl-mcp")
+	}
 	return repl.Config{
 		Python:       python,
 		PythonSource: chosenBy,
 		Project:      project,
 		Env:          os.Environ(),
 		MaxMemoryMiB: o.maxMemoryMiB,
+		CodeCache:    cache,
 		Version:      version,
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil

@@ -19,6 +19,9 @@ type Config struct {
 	Project string
 	// Env is the environment workers inherit (plus their own variables).
 	Env []string
+	// CodeCache is a private directory where workers keep their compiled code between
+	// starts (a cold start then skips compiling the worker); "" disables it.
+	CodeCache string
 	// MaxMemoryMiB is the worker RSS budget; zero disables it.
 	MaxMemoryMiB int
 	// Executable is the repl-mcp binary the guardian is started from; empty means

@@ -30,6 +30,7 @@ type spawnSpec struct {
 	dir    string
 	env    []string
 	exe    string // the repl-mcp binary, for the guardian
+	cache  string // the code cache directory; "" for none
 	logger *slog.Logger
 	events workerEvents
 }
@@ -95,7 +96,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		Spec: guardian.Spec{
 			Program: python,
 			Args:    []string{"-u", "-c", bootstrap},
-			Env:     workerEnv(spec.env),
+			Env:     workerEnv(spec.env, spec.cache),
 			Dir:     spec.dir,
 		},
 		Output:     nativeW,
@@ -149,15 +150,20 @@ func spawn(spec spawnSpec) (*process, error) {
 }
 
 // workerEnv is the server's environment plus the worker's own variables.
-func workerEnv(base []string) []string {
-	env := make([]string, 0, len(base)+2)
+func workerEnv(base []string, cache string) []string {
+	env := make([]string, 0, len(base)+3)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") {
+		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
+			strings.HasPrefix(kv, "REPL_MCP_WORKER_CACHE=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
+	if cache != "" {
+		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
+	}
+	return env
 }
 
 // handshake waits for the ready frame, at most handshakeTimeout.

@@ -403,6 +403,7 @@ func (s *Session) spawn() (*process, error) {
 		dir:    s.env.project,
 		env:    s.cfg.Env,
 		exe:    s.cfg.Executable,
+		cache:  s.cfg.CodeCache,
 		logger: s.logger,
 		events: s,
 	})

@@ -100,7 +100,7 @@ func TestOldPythonRefused(t *testing.T) {
 // TestGarbageAfterReadyKillsWorker: a worker that breaks the protocol mid-run is
 // killed and the run says why.
 func TestGarbageAfterReadyKillsWorker(t *testing.T) {
-	script := `read n <&3; head -c $n <&3 >/dev/null
+	script := `read n digest <&3; head -c $n <&3 >/dev/null
 echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; read line <&3; echo 'garbage' >&4; sleep 30`
 	m := newTestManager(t, fakePython(t, script))
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})

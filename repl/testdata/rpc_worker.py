@@ -9,7 +9,7 @@ read_fd, write_fd = map(int, os.environ["REPL_MCP_WORKER_FDS"].split(","))
 header = b""
 while not header.endswith(b"\n"):
     header += os.read(read_fd, 1)
-remaining = int(header)
+remaining = int(header.split()[0])  # "SIZE DIGEST"
 while remaining:
     remaining -= len(os.read(read_fd, remaining))
 commands = os.fdopen(read_fd, "rb")
