@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
 	"io"
 	"os"
 	"os/exec"
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	text := rep.String()
 	fmt.Fprint(stdout, text)
 	if cfg.Out != "" {
-		if err := writeFileAtomic(cfg.Out, []byte(text)); err != nil {
+		if err := atomicfile.WriteFile(cfg.Out, []byte(text), 0o644); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 	}
@@ -231,38 +232,4 @@ func output(ctx context.Context, program string, args ...string) (string, error)
 		return "", err
 	}
 	return stdout.String(), nil
-}
-
-// writeFileAtomic writes through a temporary file in the same directory, synced and
-// renamed into place, so a reader never sees half a report.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }

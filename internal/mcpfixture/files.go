@@ -3,6 +3,7 @@ package mcpfixture
 import (
 	"errors"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,37 +41,7 @@ func countEffect(marker string) (int, error) {
 	return n, writeFileAtomic(marker, []byte(strconv.Itoa(n)))
 }
 
-// writeFileAtomic replaces path with data: a temp file in the same directory,
-// fsync, rename, fsync the directory. Readers see the old file or the whole new one.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+// writeFileAtomic replaces path with data, private to us, as markers always were.
+func writeFileAtomic(path string, data []byte) error {
+	return atomicfile.WriteFile(path, data, 0o600)
 }

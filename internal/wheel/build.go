@@ -8,6 +8,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func Build(cfg Config) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(cfg.OutDir, fmt.Sprintf("%s-%s-py3-none-%s.whl", dist, v, cfg.Platform))
-	if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return "", err
 	}
 	return out, nil
@@ -159,30 +160,4 @@ func recordFile(files []file, self string) ([]byte, error) {
 func digest(data []byte) string {
 	sum := sha256.Sum256(data)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same directory,
-// so a reader never sees half a wheel.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".wheel-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
 	"io"
 	"os"
 	"path"
@@ -246,18 +247,11 @@ func readRegular(p string) ([]byte, error) {
 	return os.ReadFile(p)
 }
 
-// writeArchive writes files under base/ as a gzipped tar at out, through a temporary
-// file in the same directory.
+// writeArchive writes files under base/ as a gzipped tar at out, atomically.
 func writeArchive(out, base string, files []entry, mtime time.Time) error {
-	dir := filepath.Dir(out)
-	tmp, err := os.CreateTemp(dir, ".sdist-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	gz := gzip.NewWriter(tmp)
-	tw := tar.NewWriter(gz)
-	err = func() error {
+	return atomicfile.Write(out, 0o644, func(w io.Writer) error {
+		gz := gzip.NewWriter(w)
+		tw := tar.NewWriter(gz)
 		for _, f := range files {
 			hdr := &tar.Header{
 				Typeflag: tar.TypeReg,
@@ -276,27 +270,6 @@ func writeArchive(out, base string, files []entry, mtime time.Time) error {
 		if err := tw.Close(); err != nil {
 			return err
 		}
-		if err := gz.Close(); err != nil {
-			return err
-		}
-		if err := tmp.Chmod(0o644); err != nil {
-			return err
-		}
-		return tmp.Sync()
-	}()
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+		return gz.Close()
+	})
 }
