@@ -699,13 +699,19 @@ func (s *Session) Inspect(ctx context.Context, namespace bool) (Health, json.Raw
 	return s.Health(), res.Value, nil
 }
 
+// ProjectPath is path as the session's tools take it: a relative path is against
+// the session's project.
+func (s *Session) ProjectPath(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(s.env.project, path)
+}
+
 // ExecuteFile runs a saved Python file; a relative path is taken against the
 // session's project.
 func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) *Result {
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(s.env.project, path)
-	}
-	req.SourcePath = path
+	req.SourcePath = s.ProjectPath(path)
 	req.Code = ""
 	return s.Execute(ctx, req)
 }

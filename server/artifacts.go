@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -177,12 +176,4 @@ func (a artifactOps) forward(ctx context.Context, sessionID, project, runID stri
 		return nil, err
 	}
 	return b.Serve(ctx, broker.Request{SessionID: sessionID, Project: project, RunID: runID, Op: "call", Params: params})
-}
-
-// projectPath resolves a tool's path argument against the session's project.
-func projectPath(project, path string) string {
-	if filepath.IsAbs(path) {
-		return filepath.Clean(path)
-	}
-	return filepath.Join(project, path)
 }

@@ -35,7 +35,7 @@ func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, ru
 	decodeArgs(call.args, &args)
 	h := call.session.Health()
 	if args.Path != "" {
-		args.Path = projectPath(h.Project, args.Path)
+		args.Path = call.session.ProjectPath(args.Path)
 	}
 	params, _ := json.Marshal(args)
 	out, err := s.artifacts.Serve(ctx, repl.BridgeRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: op, Params: params})
