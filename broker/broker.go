@@ -292,11 +292,8 @@ func (b *Broker) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// entry finds a configured server, checking the name first.
+// entry finds a configured server; its name was checked when the params were read.
 func (b *Broker) entry(reg *Registry, server string) (ServerEntry, error) {
-	if !validRegName(server, MaxServerNameBytes) {
-		return ServerEntry{}, errors.New(msgBadServerName)
-	}
 	if reg.Disabled {
 		return ServerEntry{}, errors.New(msgDisabled)
 	}
