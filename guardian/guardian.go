@@ -144,6 +144,7 @@ func Start(cfg Config) (*Process, error) {
 		close(p.watched)
 		p.Kill()
 		<-p.waited
+		p.control.Close() // nothing else will: the caller gets no Process
 		return nil, err
 	}
 	p.pid = pid
