@@ -18,6 +18,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -180,15 +181,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.oauthLogin != "" {
 		return oauthLogin(ctx, brokers.Root(), o.oauthLogin, stderr)
 	}
-	cfg.Bridges = server.Bridges(brokers)
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
-	cfg.Artifacts = server.Artifacts(store, brokers)
+	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store})
+	cfg.Services = ops
 	if o.doctor {
-		return doctor(ctx, cfg, brokers, stdout)
+		return doctor(ctx, cfg, brokers, ops, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: cfg.Artifacts, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: ops, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		if errors.Is(err, server.ErrTokenRequired) {

@@ -86,7 +86,7 @@ func (s *Session) Health() Health {
 		h.Environment.Validated = true
 	}
 	if s.lastReady != nil {
-		running := s.proc != nil && s.proc.alive()
+		running := (s.state == workerReady || s.state == workerBusy) && s.proc.alive()
 		h.Python = &PythonState{Ready: *s.lastReady, Running: running}
 		h.Environment.Validated = true
 		h.Environment.Version = s.lastReady.PythonVersion

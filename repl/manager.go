@@ -29,11 +29,9 @@ type Config struct {
 	Executable string
 	// Version is the server version, reported in health.
 	Version string
-	// Bridges serves cell code's calls to other MCP servers; nil means none.
-	Bridges Bridges
-	// Artifacts serves cell code's artifact ops; nil means none.
-	Artifacts Artifacts
-	Logger    *slog.Logger
+	// Services answer cell code's ops (the mcp bridge, artifacts); nil means none.
+	Services Services
+	Logger   *slog.Logger
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.

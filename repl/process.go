@@ -64,6 +64,10 @@ type process struct {
 	dead     chan struct{} // closed when the protocol channel is gone
 	deathErr error         // why, when it was not a plain EOF
 	readerWG sync.WaitGroup
+
+	stopOnce sync.Once
+	stopping chan struct{} // closed when stop begins
+	stopped  chan struct{} // closed when stop has reaped everything
 }
 
 type resultFrame struct {
@@ -71,77 +75,57 @@ type resultFrame struct {
 	result *workerResult
 }
 
-// spawn starts a worker through a guardian and waits for its ready frame.
+// spawn starts a worker through a guardian and waits for its ready frame. The
+// worker's fd 3 is the protocol pipe from the server, fd 4 the one to it, and fd 1
+// and 2 share the native-output pipe.
 func spawn(spec spawnSpec) (*process, error) {
 	python, err := exec.LookPath(spec.python)
 	if err != nil {
 		return nil, fmt.Errorf("Python interpreter %q cannot be run: %w", spec.python, err)
 	}
-	toR, toW, err := os.Pipe()
+	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
+		Program: python,
+		Args:    []string{"-u", "-c", bootstrap},
+		Env:     workerEnv(spec.env, spec.cache),
+		Dir:     spec.dir,
+	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})
 	if err != nil {
-		return nil, err
-	}
-	fromR, fromW, err := os.Pipe()
-	if err != nil {
-		closeAll(toR, toW)
-		return nil, err
-	}
-	nativeR, nativeW, err := os.Pipe()
-	if err != nil {
-		closeAll(toR, toW, fromR, fromW)
-		return nil, err
-	}
-	gp, err := guardian.Start(guardian.Config{
-		Executable: spec.exe,
-		Spec: guardian.Spec{
-			Program: python,
-			Args:    []string{"-u", "-c", bootstrap},
-			Env:     workerEnv(spec.env, spec.cache),
-			Dir:     spec.dir,
-		},
-		Output:     nativeW,
-		ExtraFiles: []*os.File{toR, fromW},
-	})
-	// The child has its copies; ours would hide the worker's death from the readers.
-	closeAll(toR, fromW, nativeW)
-	if err != nil {
-		closeAll(toW, fromR, nativeR)
 		return nil, fmt.Errorf("Python worker could not start (%s): %w", spec.python, err)
 	}
 	p := &process{
-		proc:    gp,
-		toWork:  toW,
-		fromR:   fromR,
-		nativeR: nativeR,
-		native:  newNativeOutput(),
-		results: make(chan resultFrame, 4),
-		jobs:    map[int]bool{},
-		logger:  spec.logger,
-		dead:    make(chan struct{}),
+		proc:     gp.Process,
+		toWork:   gp.Extra[0],
+		fromR:    gp.Extra[1],
+		nativeR:  gp.Output,
+		native:   newNativeOutput(),
+		results:  make(chan resultFrame, 4),
+		jobs:     map[int]bool{},
+		logger:   spec.logger,
+		dead:     make(chan struct{}),
+		stopping: make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
-	go func() { defer p.readerWG.Done(); p.native.drain(nativeR) }()
+	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR) }()
 	sent := make(chan error, 1)
 	go func() {
 		p.writeMu.Lock()
 		defer p.writeMu.Unlock()
-		sent <- sendSource(toW)
+		sent <- sendSource(p.toWork)
 	}()
-	frames := newFrameReader(fromR)
+	frames := newFrameReader(p.fromR)
 	ready, err := p.handshake(frames)
 	if err != nil {
-		p.kill()
+		p.proc.Kill()
 	}
 	if sendErr := <-sent; err == nil && sendErr != nil {
 		// Only an impostor says ready without having read the source.
-		p.kill()
 		err = fmt.Errorf("Invalid Python worker handshake: the worker did not read its source: %w", sendErr)
 	}
 	if err != nil {
-		p.kill()
 		p.readerWG.Done() // the frame reader never started
-		p.wait()
+		p.stop()
 		return nil, err
 	}
 	p.ready = ready
@@ -181,7 +165,7 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		p.kill()
+		p.proc.Kill()
 		<-got
 		return Ready{}, errors.New("Python worker startup timed out" + p.startupOutput())
 	case g := <-got:
@@ -191,7 +175,7 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 			case <-p.proc.Exited():
 			case <-time.After(barrierWait):
 			}
-			p.kill()
+			p.proc.Kill()
 			p.native.wait(barrierWait)
 			if errors.Is(g.err, errFrameTooLarge) || strings.Contains(g.err.Error(), "not JSON") {
 				return Ready{}, errors.New("Invalid Python worker handshake: " + g.err.Error() + p.startupOutput())
@@ -201,13 +185,10 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		f := g.f
 		switch {
 		case f.Type != "ready":
-			p.kill()
 			return Ready{}, fmt.Errorf("Invalid Python worker handshake: first frame was %q, not ready", f.Type)
 		case f.Protocol != protocolVersion:
-			p.kill()
 			return Ready{}, fmt.Errorf("Invalid Python worker handshake: protocol %d, server speaks %d", f.Protocol, protocolVersion)
 		case f.Pid <= 0:
-			p.kill()
 			return Ready{}, errors.New("Worker handshake omitted real PID")
 		}
 		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid}, nil
@@ -291,7 +272,7 @@ func (p *process) die(err error) {
 		if err != nil && !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
 			p.deathErr = err
 			p.logger.Warn("worker protocol failure", "pid", p.ready.Pid, "err", err)
-			p.kill()
+			p.proc.Kill() // the supervisor stops and reaps it when it sees the death
 		}
 		close(p.dead)
 	})
@@ -311,7 +292,7 @@ func (p *process) send(frame any) error {
 	defer p.writeMu.Unlock()
 	p.toWork.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 	if _, err := p.toWork.Write(append(line, '\n')); err != nil {
-		p.kill()
+		p.proc.Kill() // a partial frame poisons the channel; the supervisor reaps
 		return fmt.Errorf("Worker frame queue/write deadline exceeded: %w", err)
 	}
 	return nil
@@ -324,38 +305,35 @@ func (p *process) interrupt() {
 	_ = p.proc.Signal(syscall.SIGINT)
 }
 
-// kill ends the worker's group and its detached jobs at once.
-func (p *process) kill() {
-	p.killJobs()
-	p.proc.Close()
-	p.proc.Kill()
-}
-
-// stop hangs up on the worker (EOF on its protocol channel and the guardian's control
-// socket), then reaps everything. The guardian kills the group on hang-up; the
-// escalation is for a guardian that does not answer.
+// stop is the one way a worker is stopped. It kills the worker's detached job
+// groups, hangs up the protocol channel and the guardian's control socket (the
+// guardian then SIGKILLs the worker's whole process group), SIGKILLs the group
+// itself if the guardian has not gone within workerStopGrace, reaps the guardian,
+// lets the readers drain the pipes (cut off after barrierWait when a descendant
+// that escaped the group keeps them open), and closes the server's ends. It is
+// idempotent and safe from any goroutine but the worker's own readers; every
+// caller returns once the worker is reaped.
 func (p *process) stop() {
-	p.writeMu.Lock()
-	p.toWork.Close()
-	p.writeMu.Unlock()
-	p.proc.Stop(workerStopGrace)
-	p.wait()
-}
-
-// wait reaps the guardian and the reader goroutines. A descendant that escaped the
-// group (a new session, a fork) may still hold the worker's pipes open; after a short
-// wait the readers are cut off rather than left waiting for it.
-func (p *process) wait() {
-	p.proc.Wait()
-	done := make(chan struct{})
-	go func() { p.readerWG.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(barrierWait):
+	p.stopOnce.Do(func() {
+		close(p.stopping)
+		p.killJobs()
+		p.proc.Close()
+		// Not under writeMu: a write blocked on a worker that no longer reads ends
+		// with the close (the frame no longer matters).
+		p.toWork.Close()
+		p.proc.Stop(workerStopGrace)
+		done := make(chan struct{})
+		go func() { p.readerWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(barrierWait):
+			closeAll(p.fromR, p.nativeR)
+			<-done
+		}
 		closeAll(p.fromR, p.nativeR)
-		<-done
-	}
-	closeAll(p.fromR, p.nativeR, p.toWork)
+		close(p.stopped)
+	})
+	<-p.stopped
 }
 
 // alive reports whether the protocol channel is still open.

@@ -4,42 +4,33 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 )
 
-// Bridge serves the bridge requests of cell code (the mcp helper): calls to other
-// MCP servers, their catalogues, the journal, explain. Package broker implements it;
-// repl only routes requests to it and answers the worker.
-type Bridge interface {
-	Serve(ctx context.Context, req BridgeRequest) (json.RawMessage, error)
+// Services are what cell code reaches beyond Python: the ops its helpers send over
+// the worker protocol (the mcp bridge's calls to other MCP servers, the artifact
+// store), and the session and run lifetimes that bind them. Package cellops
+// implements them over the broker and the artifact store and is the only Go code
+// that knows op names; repl routes rpc frames to Serve and reports lifetimes.
+type Services interface {
+	// SessionOpened is called once when a session is made, SessionClosed once it
+	// has closed, after its runs and their rpcs have ended.
+	SessionOpened(sessionID, project string)
+	SessionClosed(sessionID, project string)
+	// RunStarted and RunEnded bracket one run on a worker; what a run began (an
+	// unfinished upload) ends with it.
+	RunStarted(sessionID, runID string)
+	RunEnded(sessionID, runID string)
+	// Serve answers one rpc of the active run. An error is a message for the cell.
+	Serve(ctx context.Context, rpc RPC) (json.RawMessage, error)
 }
 
-// BridgeRequest is one rpc from a cell, with the provenance the broker records.
-type BridgeRequest struct {
+// RPC is one op from cell code, with the provenance the services record.
+type RPC struct {
 	SessionID string
 	Project   string
 	RunID     string
 	Op        string
 	Params    json.RawMessage
-}
-
-// Artifacts serves cell code's artifact ops ("artifact.*": uploads, imports,
-// reads, saves, forwards) and binds uploads to the run that began them. Package
-// artifacts implements the store; repl only routes and reports lifetimes.
-type Artifacts interface {
-	Serve(ctx context.Context, req BridgeRequest) (json.RawMessage, error)
-	Register(sessionID string)
-	DropSession(sessionID string) // the session closed: its artifacts go
-	StartRun(sessionID, runID string)
-	EndRun(sessionID, runID string) // the run ended: its unfinished uploads go
-}
-
-// Bridges hands each session the bridge of its project. A session acquires its
-// bridge when it is made and releases it once it has closed and its calls have
-// ended, so the owner can shut a project's broker down with its last session.
-type Bridges interface {
-	Acquire(sessionID, project string) Bridge // nil: no broker serves the session
-	Release(sessionID, project string)
 }
 
 // RPC limits and messages (reference sections 5.2 and 13.2).
@@ -48,8 +39,7 @@ const (
 	msgTooManyRPCs     = "Too many outstanding MCP calls"
 	msgRPCNotActive    = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
 	msgIPCLimit        = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
-	msgNoArtifacts     = "No artifact store serves this session; cell code cannot create or read artifacts"
-	msgNoBridge        = "No MCP broker serves this session (the server is shutting down); cell code cannot call other MCP servers"
+	msgNoServices      = "Neither an MCP broker nor an artifact store serves this session; cell code cannot call other MCP servers or use artifacts"
 )
 
 // rpcResultFrame answers one rpc.
@@ -66,7 +56,7 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	s.mu.Lock()
 	r := s.active
 	s.mu.Unlock()
-	if r == nil || r.id != f.RunID || r.isStopping() {
+	if r == nil || r.id != f.RunID || r.isLeaving() {
 		s.answerRPC(p, f.ID, nil, errors.New(msgRPCNotActive))
 		return
 	}
@@ -79,7 +69,7 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	go func() {
 		defer s.rpcs.Done()
 		defer r.finishRPC(f.ID)
-		result, err := s.serveRPC(ctx, BridgeRequest{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
+		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
 		if ctx.Err() != nil {
 			// The cell gave up on this call or its run ended: nobody waits for the
 			// reply, and a late frame could be mistaken for the next cell's traffic.
@@ -89,17 +79,11 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	}()
 }
 
-func (s *Session) serveRPC(ctx context.Context, req BridgeRequest) (json.RawMessage, error) {
-	if strings.HasPrefix(req.Op, "artifact.") {
-		if s.cfg.Artifacts == nil {
-			return nil, errors.New(msgNoArtifacts)
-		}
-		return s.cfg.Artifacts.Serve(ctx, req)
+func (s *Session) serveRPC(ctx context.Context, rpc RPC) (json.RawMessage, error) {
+	if s.cfg.Services == nil {
+		return nil, errors.New(msgNoServices)
 	}
-	if s.bridge == nil {
-		return nil, errors.New(msgNoBridge)
-	}
-	return s.bridge.Serve(ctx, req)
+	return s.cfg.Services.Serve(ctx, rpc)
 }
 
 // onRPCCancel cancels one rpc the cell gave up on; other calls go on.

@@ -10,14 +10,20 @@ import (
 	"time"
 )
 
-// fakeBridges serves every session with one bridge that answers op "servers".
-type fakeBridges struct{ seen chan BridgeRequest }
+// fakeServices answer every rpc as op "servers" would, and record the lifetimes
+// they are told about.
+type fakeServices struct {
+	seen   chan RPC
+	events chan string
+}
 
-func (f fakeBridges) Acquire(string, string) Bridge { return f }
-func (f fakeBridges) Release(string, string)        {}
+func (f fakeServices) SessionOpened(id, project string) { f.events <- "opened " + id }
+func (f fakeServices) SessionClosed(id, project string) { f.events <- "closed " + id }
+func (f fakeServices) RunStarted(id, run string)        { f.events <- "started " + run }
+func (f fakeServices) RunEnded(id, run string)          { f.events <- "ended " + run }
 
-func (f fakeBridges) Serve(_ context.Context, req BridgeRequest) (json.RawMessage, error) {
-	f.seen <- req
+func (f fakeServices) Serve(_ context.Context, rpc RPC) (json.RawMessage, error) {
+	f.seen <- rpc
 	return json.RawMessage(`{"servers":["fixture"]}`), nil
 }
 
@@ -30,11 +36,10 @@ func rpcWorker(t *testing.T) string {
 	return fakePython(t, "exec "+realPython(t)+" "+script)
 }
 
-func TestRPCRoutedToTheBridgeOfTheActiveRun(t *testing.T) {
-	bridges := fakeBridges{seen: make(chan BridgeRequest, 4)}
+func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
+	services := fakeServices{seen: make(chan RPC, 4), events: make(chan string, 16)}
 	project := t.TempDir()
-	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: project, Env: os.Environ(), Bridges: bridges})
-	t.Cleanup(func() { m.Close(time.Second) })
+	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: project, Env: os.Environ(), Services: services})
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	if !res.Success {
 		t.Fatalf("run failed: %v", *res.Error)
@@ -51,19 +56,28 @@ func TestRPCRoutedToTheBridgeOfTheActiveRun(t *testing.T) {
 	if !strings.Contains(replies["foreign"].Error, "originating active cell") {
 		t.Fatalf("foreign rpc: %+v", replies["foreign"])
 	}
-	req := <-bridges.seen
+	req := <-services.seen
 	if req.RunID != res.RunID || req.SessionID != res.SessionID || req.Project != project || req.Op != "servers" {
-		t.Fatalf("bridge saw %+v", req)
+		t.Fatalf("services saw %+v", req)
+	}
+	m.Close(time.Second)
+	var events []string
+	for len(services.events) > 0 {
+		events = append(events, <-services.events)
+	}
+	want := []string{"opened " + res.SessionID, "started " + res.RunID, "ended " + res.RunID, "closed " + res.SessionID}
+	if strings.Join(events, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("lifetimes %q, want %q", events, want)
 	}
 }
 
-func TestRPCWithoutBridgeSaysSo(t *testing.T) {
+func TestRPCWithoutServicesSaysSo(t *testing.T) {
 	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: t.TempDir(), Env: os.Environ()})
 	t.Cleanup(func() { m.Close(time.Second) })
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	var replies map[string]rpcResultFrame
 	json.Unmarshal([]byte(res.Stdout), &replies)
-	if replies["mine"].Error != msgNoBridge {
+	if replies["mine"].Error != msgNoServices {
 		t.Fatalf("own rpc without a bridge: %+v", replies["mine"])
 	}
 }

@@ -6,13 +6,36 @@ import (
 	"time"
 )
 
-// RunStatus is the phase of an active run.
+// RunStatus is an active run's phase as python_run reports it.
 type RunStatus string
 
 const (
 	RunStarting RunStatus = "starting"
 	RunRunning  RunStatus = "running"
 )
+
+// runPhase is where a run is in its life; it only moves forward.
+type runPhase int
+
+const (
+	// phaseStarting: admitted; its worker is being made ready.
+	phaseStarting runPhase = iota
+	// phaseRunning: its cell is on the worker.
+	phaseRunning
+	// phaseLeaving: cancelled, timed out, or its result is being recorded: a call
+	// that finds it busy may wait for the slot instead of failing.
+	phaseLeaving
+	// phaseDone: its result is recorded.
+	phaseDone
+)
+
+// status is the phase as python_run reports it: a leaving run still runs.
+func (p runPhase) status() RunStatus {
+	if p == phaseStarting {
+		return RunStarting
+	}
+	return RunRunning
+}
 
 // run is one execution holding the session's slot.
 type run struct {
@@ -27,12 +50,12 @@ type run struct {
 	ctx context.Context
 
 	mu         sync.Mutex
-	status     RunStatus
+	phase      runPhase
+	leaving    chan struct{} // closed when the phase reaches phaseLeaving
 	generation uint64
 	stdout     liveStream
 	stderr     liveStream
 	proc       *process // the worker executing it, once dispatched
-	stopping   bool     // an interrupt or the result is being handled
 
 	done   chan struct{} // closed once result is set
 	result *Result
@@ -50,7 +73,8 @@ func newRun(ctx context.Context, req ExecRequest) *run {
 		id:        newUUID(),
 		req:       req,
 		started:   time.Now(),
-		status:    RunStarting,
+		phase:     phaseStarting,
+		leaving:   make(chan struct{}),
 		cancelled: make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -107,29 +131,54 @@ func (r *run) finishRPC(id string) {
 	}
 }
 
-func (r *run) setStopping() {
-	r.mu.Lock()
-	r.stopping = true
-	r.mu.Unlock()
-}
-
-// isStopping reports whether the run is already on its way out, so a caller may wait
-// for the slot instead of failing as busy.
-func (r *run) isStopping() bool {
+// enter moves the run forward to phase; a run never moves back.
+func (r *run) enter(phase runPhase) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	select {
-	case <-r.cancelled:
-		return true
-	case <-r.ctx.Done():
-		return true
-	default:
+	if phase <= r.phase {
+		return
 	}
-	return r.stopping
+	if r.phase < phaseLeaving && phase >= phaseLeaving {
+		close(r.leaving)
+	}
+	r.phase = phase
+}
+
+// leavingSoon waits, at most d, until the run is on its way out: leaving, cancelled
+// by python_cancel or a session close, or cancelled by its caller. A client's
+// notifications/cancelled reaches the run's context asynchronously (go-sdk cancels
+// the handler from a goroutine), so a call sent right after a cancel may arrive
+// first; waiting a moment tells the two apart.
+func (r *run) leavingSoon(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-r.leaving:
+	case <-r.cancelled:
+	case <-r.ctx.Done():
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// isLeaving reports, without waiting, whether the run is on its way out.
+func (r *run) isLeaving() bool {
+	select {
+	case <-r.leaving:
+	case <-r.cancelled:
+	case <-r.ctx.Done():
+	default:
+		return false
+	}
+	return true
 }
 
 func (r *run) finish(res *Result) {
 	r.result = res
+	r.enter(phaseDone)
 	close(r.done)
 }
 
@@ -178,7 +227,7 @@ func (r *run) snapshot() Snapshot {
 	defer r.mu.Unlock()
 	s := Snapshot{
 		RunID:         r.id,
-		Status:        r.status,
+		Status:        r.phase.status(),
 		Generation:    r.generation,
 		ElapsedMS:     msSince(r.started),
 		Stdout:        string(r.stdout.text),

@@ -122,14 +122,69 @@ func TestGenerationGuard(t *testing.T) {
 	code := "open(" + quote(marker) + ", 'w').write('x')"
 	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &stale}), "STATE_CHANGED", StatePreserved)
 	s.Execute(t.Context(), ExecRequest{Code: "import os; os._exit(7)"})
+	// After the crash the guarded call starts the replacement first and is refused
+	// with the replacement's generation; nothing ran, so its own state is preserved.
 	one := uint64(1)
-	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one}), "STATE_CHANGED: worker restarted", StateCleared)
+	res := s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one})
+	mustFail(t, res, "STATE_CHANGED: worker restarted", StatePreserved)
+	if res.Generation != 2 || res.StateReset == nil || !*res.StateReset {
+		t.Fatalf("refusal after the crash: generation %d, state_reset %v", res.Generation, res.StateReset)
+	}
+	if h := s.Health(); h.Generation != 2 || h.Python == nil || !h.Python.Running {
+		t.Fatalf("health after the refusal: generation %d, python %+v", h.Generation, h.Python)
+	}
+	// The old generation stays stale, and starts no second replacement.
+	res = s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one})
+	mustFail(t, res, "STATE_CHANGED: stale expected_generation", StatePreserved)
+	if res.Generation != 2 {
+		t.Fatalf("second refusal: generation %d", res.Generation)
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a rejected run wrote its marker")
 	}
-	res := s.Execute(t.Context(), ExecRequest{Code: "1"})
-	if !res.Success || res.Generation != 2 || res.StateReset == nil || !*res.StateReset {
-		t.Fatalf("recovery run: %+v", res)
+	// The generation the refusal named runs.
+	two := uint64(2)
+	res = s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &two})
+	if !res.Success || res.Generation != 2 || res.StateReset == nil || *res.StateReset {
+		t.Fatalf("retry with the new generation: %+v", res)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the accepted retry did not run: %v", err)
+	}
+}
+
+// TestStartGuardsAtTheCall: python_start refuses a stale generation when called,
+// not when polled, and a refused start leaves the session free.
+func TestStartGuardsAtTheCall(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	if res := s.Execute(t.Context(), ExecRequest{Code: "x = 1"}); !res.Success {
+		t.Fatalf("first run: %+v", res)
+	}
+	stale := uint64(7)
+	info, failed := s.Start(ExecRequest{Code: "x = 2", ExpectedGeneration: &stale})
+	if info != nil || failed == nil {
+		t.Fatalf("stale start accepted: %+v", info)
+	}
+	mustFail(t, failed, "STATE_CHANGED: stale expected_generation", StatePreserved)
+	s.Execute(t.Context(), ExecRequest{Code: "import os; os._exit(3)"})
+	one := uint64(1)
+	info, failed = s.Start(ExecRequest{Code: "x = 3", ExpectedGeneration: &one})
+	if info != nil || failed == nil {
+		t.Fatalf("start after the crash accepted: %+v", info)
+	}
+	mustFail(t, failed, "STATE_CHANGED: worker restarted", StatePreserved)
+	if failed.Generation != 2 {
+		t.Fatalf("refused start reports generation %d, want 2", failed.Generation)
+	}
+	two := uint64(2)
+	info, failed = s.Start(ExecRequest{Code: "y = 4", ExpectedGeneration: &two})
+	if failed != nil {
+		t.Fatalf("start with the new generation: %s", *failed.Error)
+	}
+	waitFor(t, func() bool { _, res, _ := s.Lookup(info.RunID); return res != nil })
+	if _, res, _ := s.Lookup(info.RunID); !res.Success || res.Generation != 2 {
+		t.Fatalf("started run: %+v", res)
 	}
 }
 

@@ -22,9 +22,9 @@ type Config struct {
 	// Brokers are the downstream brokers the Manager's sessions use (see Bridges);
 	// health reports the root one. Nil reports a disabled broker.
 	Brokers *broker.Set
-	// Artifacts serves the artifact tools (see Artifacts); nil reports that no
-	// store is configured.
-	Artifacts repl.Artifacts
+	// Artifacts serves the artifact tools; nil reports that no store is
+	// configured.
+	Artifacts ArtifactOps
 	Logger    *slog.Logger
 }
 
@@ -33,7 +33,7 @@ type Server struct {
 	mcp       *mcp.Server
 	repl      *repl.Manager
 	brokers   *broker.Set
-	artifacts repl.Artifacts
+	artifacts ArtifactOps
 	logger    *slog.Logger
 }
 

@@ -38,7 +38,7 @@ func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, ru
 		args.Path = call.session.ProjectPath(args.Path)
 	}
 	params, _ := json.Marshal(args)
-	out, err := s.artifacts.Serve(ctx, repl.BridgeRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: op, Params: params})
+	out, err := s.artifacts.Serve(ctx, repl.RPC{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: op, Params: params})
 	if err != nil {
 		return identified(call.session, map[string]any{"error": err.Error()})
 	}

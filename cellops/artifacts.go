@@ -1,0 +1,184 @@
+package cellops
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// Limits of the artifact ops (docs/contract.md §9.2).
+const (
+	maxChunkBase64  = 43692 // base64 of one 32 KiB chunk
+	maxReadBytes    = 65536 // one range read
+	forwardTimeout  = 120.0 // seconds, the broker's default call timeout
+	msgChunkTooLong = "Artifact upload chunk exceeds 32 KiB; send smaller appends"
+)
+
+// The params of the artifact ops, as the worker's helpers send them.
+type (
+	uploadParams struct {
+		Format   string `json:"format"`
+		UploadID string `json:"upload_id"`
+	}
+	appendParams struct {
+		UploadID string `json:"upload_id"`
+		Offset   int64  `json:"offset"`
+		Data     string `json:"data"` // standard base64
+	}
+	createParams struct {
+		Path   string `json:"path"`
+		Format string `json:"format"`
+	}
+	readParams struct {
+		ID       string `json:"id"`
+		Offset   int64  `json:"offset"`
+		Length   *int64 `json:"length"` // nil: a whole range
+		Encoding string `json:"encoding"`
+	}
+	idParams struct {
+		ID string `json:"id"`
+	}
+	saveParams struct {
+		ID        string `json:"id"`
+		Path      string `json:"path"`
+		Overwrite bool   `json:"overwrite"`
+	}
+	forwardParams struct {
+		ID        string                     `json:"id"`
+		Server    string                     `json:"server"`
+		Tool      string                     `json:"tool"`
+		Argument  string                     `json:"argument"`
+		Format    string                     `json:"format"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+)
+
+// artifactOps are the artifact helpers' ops, each answered by the store for the
+// session that sent it (its owner).
+func (o *Ops) artifactOps() map[string]opFunc {
+	return map[string]opFunc{
+		"artifact.begin":   withStore(o, o.begin),
+		"artifact.append":  withStore(o, o.appendChunk),
+		"artifact.commit":  withStore(o, o.commit),
+		"artifact.abort":   withStore(o, o.abort),
+		"artifact.create":  withStore(o, o.create),
+		"artifact.read":    withStore(o, o.read),
+		"artifact.save":    withStore(o, o.save),
+		"artifact.delete":  withStore(o, o.remove),
+		"artifact.forward": withStore(o, o.forward),
+	}
+}
+
+// withStore decodes an op's params into P and answers it, or says that no store
+// serves the session.
+func withStore[P any](o *Ops, f func(ctx context.Context, rpc repl.RPC, p P) (any, error)) opFunc {
+	return func(ctx context.Context, rpc repl.RPC) (json.RawMessage, error) {
+		if o.store == nil {
+			return nil, errors.New(msgNoStore)
+		}
+		var p P
+		if err := decode(rpc.Params, &p); err != nil {
+			return nil, err
+		}
+		return encode(f(ctx, rpc, p))
+	}
+}
+
+func (o *Ops) begin(_ context.Context, rpc repl.RPC, p uploadParams) (any, error) {
+	f, err := artifacts.ParseFormat(p.Format)
+	if err != nil {
+		return nil, err
+	}
+	return o.store.Begin(rpc.SessionID, rpc.RunID, f)
+}
+
+func (o *Ops) appendChunk(_ context.Context, rpc repl.RPC, p appendParams) (any, error) {
+	if len(p.Data) > maxChunkBase64 {
+		return nil, errors.New(msgChunkTooLong)
+	}
+	data, err := base64.StdEncoding.DecodeString(p.Data)
+	if err != nil {
+		return nil, fmt.Errorf(msgBadParams, "data is not standard base64")
+	}
+	size, err := o.store.Append(rpc.SessionID, p.UploadID, p.Offset, data)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"upload_id": p.UploadID, "size": size}, nil
+}
+
+func (o *Ops) commit(ctx context.Context, rpc repl.RPC, p uploadParams) (any, error) {
+	return o.store.Commit(ctx, rpc.SessionID, p.UploadID)
+}
+
+func (o *Ops) abort(_ context.Context, rpc repl.RPC, p uploadParams) (any, error) {
+	if err := o.store.Abort(rpc.SessionID, p.UploadID); err != nil {
+		return nil, err
+	}
+	return map[string]any{"upload_id": p.UploadID, "aborted": true}, nil
+}
+
+func (o *Ops) create(ctx context.Context, rpc repl.RPC, p createParams) (any, error) {
+	f, err := artifacts.ParseFormat(p.Format)
+	if err != nil {
+		return nil, err
+	}
+	return o.store.Create(ctx, rpc.SessionID, p.Path, f)
+}
+
+func (o *Ops) read(ctx context.Context, rpc repl.RPC, p readParams) (any, error) {
+	length := int64(maxReadBytes)
+	if p.Length != nil {
+		length = *p.Length
+	}
+	encoding := p.Encoding
+	if encoding == "" {
+		encoding = "text"
+	}
+	return o.store.Read(ctx, rpc.SessionID, p.ID, p.Offset, length, encoding)
+}
+
+func (o *Ops) save(ctx context.Context, rpc repl.RPC, p saveParams) (any, error) {
+	return o.store.Save(ctx, rpc.SessionID, p.ID, p.Path, p.Overwrite)
+}
+
+func (o *Ops) remove(_ context.Context, rpc repl.RPC, p idParams) (any, error) {
+	if err := o.store.Delete(rpc.SessionID, p.ID); err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": p.ID, "deleted": true}, nil
+}
+
+// forward places an artifact as one argument of a downstream call, through the
+// session's broker: its allowlist, schema check and journal apply as to any call.
+func (o *Ops) forward(ctx context.Context, rpc repl.RPC, p forwardParams) (any, error) {
+	format := p.Format
+	if format == "" {
+		format = "json"
+	}
+	value, err := o.store.ForwardValue(ctx, rpc.SessionID, p.ID, format)
+	if err != nil {
+		return nil, err
+	}
+	b := o.broker(rpc.SessionID)
+	if b == nil {
+		return nil, errors.New(msgNoForwarder)
+	}
+	args := make(map[string]json.RawMessage, len(p.Arguments)+1)
+	for k, v := range p.Arguments {
+		args[k] = v
+	}
+	args[p.Argument] = value
+	params, err := json.Marshal(map[string]any{"server": p.Server, "tool": p.Tool, "arguments": args, "timeout": forwardTimeout})
+	if err != nil {
+		return nil, err
+	}
+	// The downstream envelope, already encoded: encode passes it on as it is.
+	return b.Serve(ctx, broker.Request{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID, Op: "call", Params: params})
+}

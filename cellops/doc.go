@@ -1,0 +1,16 @@
+// Package cellops answers the ops that cell code sends over the worker protocol: the
+// mcp helper's calls to other MCP servers (answered by the session's project broker)
+// and the artifact helpers' uploads, imports, reads, saves, deletes and forwards
+// (answered by the artifact store). It is the one Go place that knows op names: the
+// table in [New] maps each name to a function that decodes the op's JSON params
+// into a typed request, makes the typed call and encodes the result. The worker's
+// side of each op is in repl/worker; the frames that carry them are package repl's.
+//
+// [Ops] implements repl.Services. main makes one with [New] over the server's
+// broker Set and artifact store and hands it to repl.Config; package repl calls it
+// when a session opens and closes (the session's project broker is acquired and
+// released, its artifacts registered and dropped), around every run (uploads live
+// no longer than the run that began them), and for every rpc of the active run.
+// Ops starts no goroutine and owns neither the brokers nor the store: main closes
+// those after the sessions.
+package cellops

@@ -1,0 +1,453 @@
+package repl
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// The supervisor: how a run gets a worker, what it waits for there, and how the
+// worker is stopped when the run ends badly. Every function here runs on the
+// goroutine of the run that holds the session's slot, except watch and
+// stopWorker, which any goroutine may call.
+
+// dispatch checks the generation guard, makes sure a worker runs, sends the cell and
+// waits for its outcome.
+func (s *Session) dispatch(ctx context.Context, r *run) *Result {
+	if res := s.guard(r); res != nil {
+		return res
+	}
+	if r.req.Fresh {
+		return s.dispatchFresh(ctx, r)
+	}
+	p, fresh, res := s.claimWorker(ctx, r)
+	if res != nil {
+		return res
+	}
+	s.mu.Lock()
+	gen := s.generation
+	s.mu.Unlock()
+	res = s.runOn(ctx, r, p, gen)
+	s.mu.Lock()
+	if s.proc == p && s.state == workerBusy {
+		s.setState(workerReady)
+	}
+	s.mu.Unlock()
+	res.StateReset = &fresh
+	res.ExecutionMode = "persistent"
+	return res
+}
+
+// guard enforces expected_generation before any source runs. A stale generation
+// is refused with the namespace untouched. After the worker was lost (a crash, a
+// kill), the replacement is started first, so that the refusal reports the
+// generation a retry must name and that retry runs: refusing without a new worker
+// would leave the caller no generation that can ever match. A reset or a fresh
+// run that names the current generation goes ahead: it needs no old state.
+func (s *Session) guard(r *run) *Result {
+	want := r.req.ExpectedGeneration
+	if want == nil {
+		return nil
+	}
+	state, _ := s.settled(nil)
+	gen, p := s.generation, s.proc
+	if state == workerReady && !p.alive() {
+		// Died idle, before its watcher has caught up: the same as dead.
+		s.mu.Unlock()
+		s.stopWorker(p, workerDead)
+		state, _ = s.settled(nil)
+	}
+	s.mu.Unlock()
+	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
+		return nil
+	}
+	msg, replaced := msgStaleGeneration, false
+	if state == workerDead && !r.req.Reset && !r.req.Fresh {
+		if res := s.startWorker(r); res != nil {
+			return res
+		}
+		replaced = true
+		if *want == gen {
+			msg = msgWorkerRestarted
+		}
+	}
+	res := failure(r.id, msg, StatePreserved)
+	if replaced {
+		res.StateReset = &replaced
+	}
+	s.mu.Lock()
+	res.Generation = s.generation
+	s.mu.Unlock()
+	return res
+}
+
+// claimWorker returns the session's worker for r, now busy: the live one, or a new
+// one after a reset, a loss, or on the first run. fresh reports a new worker.
+func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Result) {
+	beforeDispatch := func() (*process, bool, *Result) {
+		return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+	}
+	state, ok := s.settled(ctx.Done())
+	if !ok {
+		return beforeDispatch()
+	}
+	if state == workerReady && (r.req.Reset || !s.proc.alive()) {
+		p := s.proc
+		s.mu.Unlock()
+		after := workerStopped // a reset is the caller's own choice
+		if !r.req.Reset {
+			after = workerDead // died idle before its watcher caught up
+		}
+		s.stopWorker(p, after)
+		if state, ok = s.settled(ctx.Done()); !ok {
+			return beforeDispatch()
+		}
+	}
+	fresh := false
+	if state == workerStopped || state == workerDead {
+		s.mu.Unlock()
+		if ctx.Err() != nil {
+			return beforeDispatch()
+		}
+		if res := s.startWorker(r); res != nil {
+			return nil, false, res
+		}
+		fresh = true
+		if state, ok = s.settled(ctx.Done()); !ok {
+			return beforeDispatch()
+		}
+	}
+	if state != workerReady {
+		// The new worker died at once (and its watcher stopped it), or the
+		// supervisor is broken (busy: only the slot's holder claims, and that is us).
+		s.mu.Unlock()
+		return nil, false, failure(r.id, msgCrashed+" (it ended right after it started)", StateCleared)
+	}
+	p := s.proc
+	s.setState(workerBusy)
+	s.mu.Unlock()
+	return p, fresh, nil
+}
+
+// startWorker starts the session's worker: stopped or dead, then starting, then
+// ready with the next generation. A start that fails leaves no worker, and says
+// that no Python state exists.
+func (s *Session) startWorker(r *run) *Result {
+	s.mu.Lock()
+	before := s.state
+	if !s.setState(workerStarting) {
+		s.mu.Unlock()
+		return failure(r.id, msgCrashed, StateCleared)
+	}
+	s.mu.Unlock()
+	p, err := s.spawn()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.setState(before)
+		return failure(r.id, err.Error()+"; no Python state exists", StateCleared)
+	}
+	s.proc = p
+	s.generation++
+	ready := p.ready
+	s.lastReady = &ready
+	s.setState(workerReady)
+	s.watchers.Add(1)
+	go s.watch(p)
+	return nil
+}
+
+// watch notices the death of an idle worker (a thread that called os._exit after
+// its cell, an outside kill) and stops it, so that the session reports it dead
+// and the next run knows its variables are gone. A busy worker's death is its
+// run's to handle; watch waits for the run to end and looks again.
+func (s *Session) watch(p *process) {
+	defer s.watchers.Done()
+	select {
+	case <-p.dead:
+	case <-p.proc.Exited():
+	case <-p.stopping:
+		return
+	}
+	for {
+		s.mu.Lock()
+		if s.proc != p {
+			s.mu.Unlock()
+			return
+		}
+		if s.state == workerReady {
+			s.mu.Unlock()
+			s.stopWorker(p, workerDead)
+			return
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-p.stopped:
+			return
+		}
+	}
+}
+
+// stopWorker stops p, the one way a worker is stopped: the session's own worker
+// goes through stopping to after (stopped on purpose, dead when its variables are
+// lost); any other worker (a fresh-mode one, or one already replaced) is simply
+// stopped. It returns once p is reaped.
+func (s *Session) stopWorker(p *process, after workerState) {
+	s.mu.Lock()
+	for s.proc == p && s.state == workerStopping {
+		// Another goroutine is stopping it: wait for the outcome.
+		changed := s.changed
+		s.mu.Unlock()
+		<-changed
+		s.mu.Lock()
+	}
+	if s.proc != p || !s.setState(workerStopping) {
+		s.mu.Unlock()
+		p.stop()
+		return
+	}
+	s.mu.Unlock()
+	p.stop()
+	s.mu.Lock()
+	s.proc = nil
+	s.setState(after)
+	s.mu.Unlock()
+}
+
+// spawn starts a worker for this session's environment.
+func (s *Session) spawn() (*process, error) {
+	return spawn(spawnSpec{
+		python: s.env.python,
+		dir:    s.env.project,
+		env:    s.cfg.Env,
+		exe:    s.cfg.Executable,
+		cache:  s.cfg.CodeCache,
+		logger: s.logger,
+		events: s,
+	})
+}
+
+// onOutput routes a live output frame to the run it belongs to.
+func (s *Session) onOutput(runID, stream, text string) {
+	s.mu.Lock()
+	r := s.active
+	s.mu.Unlock()
+	if r != nil && r.id == runID {
+		r.appendOutput(stream, text)
+	}
+}
+
+// dispatchFresh runs a file in a worker of its own, stopped afterwards. Whatever
+// happens to that worker, the persistent namespace is untouched.
+func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
+	s.mu.Lock()
+	gen := s.generation
+	s.mu.Unlock()
+	p, err := s.spawn()
+	if err != nil {
+		res := failure(r.id, err.Error(), StatePreserved)
+		res.Generation = gen
+		return res
+	}
+	defer p.stop()
+	res := s.runOn(ctx, r, p, gen)
+	res.State = StatePreserved
+	res.ExecutionMode = "fresh"
+	noReset := false
+	res.StateReset = &noReset
+	return res
+}
+
+// runOn sends r to worker p and waits for its outcome.
+func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Result {
+	r.mu.Lock()
+	r.proc, r.generation = p, gen
+	r.mu.Unlock()
+	r.enter(phaseRunning)
+	token := newToken()
+	p.native.reset(token)
+	frame := executeFrame{
+		Type: "execute", ID: r.id, Code: r.req.Code, Timeout: r.req.Timeout.Seconds(), Barrier: token,
+		SourcePath: r.req.SourcePath, Argv: r.req.Argv, Inventory: r.req.inventory,
+	}
+	r.startRPCs(ctx)
+	defer r.endRPCs()
+	if svc := s.cfg.Services; svc != nil {
+		svc.RunStarted(s.id, r.id)
+		defer svc.RunEnded(s.id, r.id) // ends the run's unfinished uploads
+	}
+	var res *Result
+	if err := p.send(frame); err != nil {
+		if err.Error() == msgFrameTooLarge {
+			res = failure(r.id, msgFrameTooLarge, StatePreserved)
+		} else {
+			res = s.crashed(p, r, "")
+		}
+	} else {
+		res = s.await(ctx, r, p)
+	}
+	res.Generation = gen
+	return res
+}
+
+// await waits for the run's outcome: its result, the worker's death, a cancel, the
+// deadline, or the end of the session.
+func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
+	deadline := time.NewTimer(r.req.Timeout)
+	defer deadline.Stop()
+	rss := s.rssSampler()
+	defer rss.Stop()
+	for {
+		select {
+		case <-rss.C:
+			if s.overBudget(p) {
+				return s.lost(p, r, msgRSS)
+			}
+		case rf := <-p.results:
+			if rf.id != r.id {
+				continue // a stale result of an earlier run; it cannot be this one's
+			}
+			return s.complete(p, r, rf.result)
+		case <-p.dead:
+			return s.crashed(p, r, "")
+		case <-p.proc.Exited():
+			return s.crashed(p, r, "")
+		case <-r.cancelled:
+			return s.interrupt(ctx, r, p, msgCancelled)
+		case <-deadline.C:
+			return s.interrupt(ctx, r, p, msgTimedOut)
+		case <-s.lifetime.Done():
+			return s.lost(p, r, msgAbandoned)
+		case <-ctx.Done():
+			return s.interrupt(ctx, r, p, msgCancelled)
+		}
+	}
+}
+
+// rssSampler ticks every rssInterval while a cell runs; with no budget it never ticks.
+func (s *Session) rssSampler() *time.Ticker {
+	t := time.NewTicker(rssInterval)
+	if s.cfg.MaxMemoryMiB <= 0 {
+		t.Stop()
+	}
+	return t
+}
+
+// overBudget reports a worker whose own resident memory (not its descendants')
+// exceeds the budget.
+func (s *Session) overBudget(p *process) bool {
+	rss, err := residentBytes(p.ready.Pid)
+	return err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
+}
+
+// complete turns the worker's result into the run's result, with the native output
+// the worker wrote before it.
+func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
+	p.native.wait(barrierWait)
+	native, nativeCut := p.native.take()
+	res := &Result{
+		Success:                  wr.Success,
+		Stdout:                   wr.Stdout,
+		Stderr:                   wr.Stderr + native,
+		ReturnValue:              wr.ReturnValue,
+		Value:                    wr.Value,
+		Error:                    wr.Error,
+		Truncated:                wr.Truncated,
+		State:                    wr.State,
+		BackgroundTasksCancelled: wr.BackgroundTasksCancelled,
+		ExitCode:                 wr.ExitCode,
+		Artifact:                 wr.Artifact,
+		ArtifactError:            wr.ArtifactError,
+	}
+	if nativeCut {
+		res.Truncated.Stderr = true
+	}
+	if string(res.Value) == "null" {
+		res.Value = nil // None has no value beyond return_value: null
+	}
+	if res.State == StateCleared {
+		// The worker ended its own state and exits; do not hand it another cell.
+		s.stopWorker(p, workerDead)
+	}
+	return res
+}
+
+// interrupt stops a run: SIGINT to the worker's group, then the grace period, then
+// the worker is stopped. It reports which of those ended the run.
+func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason string) *Result {
+	r.enter(phaseLeaving)
+	r.endRPCs() // downstream calls are cancelled before the cell is
+	p.interrupt()
+	grace := time.NewTimer(interruptGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case rf := <-p.results:
+			if rf.id != r.id {
+				continue
+			}
+			res := s.complete(p, r, rf.result)
+			if !res.Success {
+				res.Error = strPtr(interruptedError(reason, res.Error))
+			}
+			return res
+		case <-p.dead:
+			return s.crashed(p, r, reason+msgExited)
+		case <-p.proc.Exited():
+			return s.crashed(p, r, reason+msgExited)
+		case <-s.lifetime.Done():
+			return s.lost(p, r, msgAbandoned)
+		case <-grace.C:
+			return s.lost(p, r, reason+msgDidNotStop)
+		}
+	}
+}
+
+// interruptedError is the error of a run the worker stopped on our interrupt: the
+// reason, plus the worker's own report when it says more than "interrupted".
+func interruptedError(reason string, workerErr *string) string {
+	if workerErr == nil || *workerErr == "" || strings.HasPrefix(*workerErr, "Execution interrupted") {
+		return reason
+	}
+	return reason + "\n" + *workerErr
+}
+
+// crashed reports a worker that died under a run. A result the worker managed to
+// send before it exited still wins.
+func (s *Session) crashed(p *process, r *run, msg string) *Result {
+	select {
+	case <-p.dead:
+	case <-time.After(barrierWait / 2):
+	}
+	select {
+	case rf := <-p.results:
+		if rf.id == r.id {
+			return s.complete(p, r, rf.result)
+		}
+	default:
+	}
+	if msg == "" {
+		msg = msgCrashed + " (" + p.proc.ExitStatus().String() + ")"
+		if p.deathErr != nil {
+			msg = msgCrashed + " (" + p.deathErr.Error() + ")"
+		}
+	}
+	return s.lost(p, r, msg)
+}
+
+// lost stops a worker whose variables can no longer be trusted and reports the run
+// with whatever output it produced.
+func (s *Session) lost(p *process, r *run, msg string) *Result {
+	s.stopWorker(p, workerDead)
+	res := failure(r.id, msg, StateCleared)
+	r.mu.Lock()
+	res.Stdout, res.Stderr = string(r.stdout.text), string(r.stderr.text)
+	res.Truncated = Truncated{Stdout: r.stdout.truncated, Stderr: r.stderr.truncated}
+	r.mu.Unlock()
+	native, cut := p.native.take()
+	res.Stderr += native
+	res.Truncated.Stderr = res.Truncated.Stderr || cut
+	return res
+}
