@@ -2,18 +2,27 @@ package repl
 
 import "time"
 
-// The limits of the contract (reference section 13.1). They are constants because
-// clients rely on them; health reports them.
+// The limits of the supervisor, in one table (docs/contract.md §13.1). The exported
+// ones are the contract's: clients rely on them and health reports them. Limits the
+// worker enforces on its side have twins in repl/worker's limits table, and a test
+// fails when the two differ.
 const (
-	MaxCodeBytes      = 262144
-	MaxFrameBytes     = 1 << 20
-	MinTimeout        = 10 * time.Millisecond
-	MaxTimeout        = 3600 * time.Second
-	DefaultTimeout    = 120 * time.Second
-	HistoryRuns       = 64
-	StreamLimit       = 50000 // final stdout/stderr bytes
-	PreviewLimit      = 20000 // return_value and error bytes
-	LiveLimit         = 65536 // live stream and native output bytes per run
+	// Cells and results.
+	MaxCodeBytes   = 262144
+	MaxFrameBytes  = 1 << 20
+	MinTimeout     = 10 * time.Millisecond
+	MaxTimeout     = 3600 * time.Second
+	DefaultTimeout = 120 * time.Second
+	HistoryRuns    = 64
+	StreamLimit    = 50000 // final stdout/stderr bytes
+	PreviewLimit   = 20000 // return_value and error bytes
+	LiveLimit      = 65536 // live stream and native output bytes per run
+	// maxArtifactRefBytes bounds a result's artifact reference (a few small keys);
+	// maxArtifactErrorBytes its artifact_error.
+	maxArtifactRefBytes   = 1024
+	maxArtifactErrorBytes = 1000
+
+	// The worker's life.
 	DefaultMaxRSSMiB  = 2048
 	handshakeTimeout  = 10 * time.Second
 	interruptGrace    = 2 * time.Second
@@ -24,4 +33,22 @@ const (
 	workerStopGrace   = 3 * time.Second
 	abandonWait       = 5 * time.Second
 	rssInterval       = 250 * time.Millisecond
+
+	// Cell code's rpcs in flight per run.
+	maxOutstandingRPCs = 64
+
+	// Sessions (docs/contract.md §6.6).
+	MaxSessions    = 32
+	maxOpening     = 4
+	maxNameBytes   = 128
+	prepareTimeout = 10 * time.Second
+	closeGrace     = abandonWait
+
+	// Interpreter probes (docs/contract.md §6.2).
+	probeTimeout     = 10 * time.Second
+	probeOutputLimit = 4096
+
+	// Namespace inventories: time, and the size of their JSON.
+	inventoryTimeout = 5 * time.Second
+	inventoryLimit   = 65536
 )

@@ -35,7 +35,7 @@ type Config struct {
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.
-var ErrSessionNotFound = errors.New("Session not found or closed; open a new session")
+var ErrSessionNotFound = errors.New(msgSessionNotFound)
 
 // Manager holds the sessions of one server lifetime.
 type Manager struct {

@@ -12,38 +12,14 @@ import (
 	"time"
 )
 
-// Session limits (reference section 6.6).
-const (
-	MaxSessions     = 32
-	maxOpening      = 4
-	maxNameBytes    = 128
-	prepareTimeout  = 10 * time.Second
-	closeGrace      = abandonWait
-	defaultSessName = "default"
-)
+// defaultSessName is the default session's name.
+const defaultSessName = "default"
 
 // Where a session's interpreter comes from.
 const (
 	SourceExplicit      = "explicit"
 	SourceProjectVenv   = "project_venv"
 	SourceServerDefault = "server_default"
-)
-
-// Messages of session management (reference section 13.2).
-const (
-	msgBadName           = "Session name must contain 1..128 bytes"
-	msgOpeningFull       = "Session opening capacity exhausted; wait for active interpreter probes"
-	msgPrepareTimeout    = "Session filesystem preparation timed out"
-	msgNoProject         = "Project directory does not exist"
-	msgProjectNotDir     = "Project must be a directory"
-	msgVenvUninspectable = "Cannot inspect the project .venv environment"
-	msgNotOnPath         = "Requested Python executable was not found on PATH"
-	msgNoSuchPython      = "Requested Python executable does not exist"
-	msgNotExecutable     = "Requested Python executable is not executable"
-	msgSessionLimit      = "Session limit reached (32); close unused sessions"
-	msgDefaultClose      = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
-	msgNoSuchSession     = "Session not found or already closed"
-	msgOpenCancelled     = "Session opening cancelled before publication"
 )
 
 // OpenRequest is python_session_open's input.

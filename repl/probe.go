@@ -12,12 +12,6 @@ import (
 	"github.com/iota-uz/repl-mcp/guardian"
 )
 
-// Probe limits (reference section 6.2).
-const (
-	probeTimeout     = 10 * time.Second
-	probeOutputLimit = 4096
-)
-
 // probeScript prints what the server needs to know about an interpreter, on one line.
 const probeScript = `import json, platform, sys
 print(json.dumps({"version": platform.python_version(), "executable": sys.executable, "major": sys.version_info[0], "minor": sys.version_info[1]}))`
@@ -29,14 +23,6 @@ type ProbeInfo struct {
 	Major      int    `json:"major"`
 	Minor      int    `json:"minor"`
 }
-
-// Messages of the probe (reference section 13.2).
-const (
-	msgProbeTimeout  = "Interpreter probe timed out"
-	msgProbeTooLarge = "Interpreter probe output exceeded limit"
-	msgNotPython     = "Requested executable is not a supported Python interpreter"
-	msgTooOld        = "Python 3.10 or newer is required"
-)
 
 // probe runs python under a guardian in dir and reads its self-description. The
 // probe must also exit: one that prints valid JSON and then hangs is killed and

@@ -81,7 +81,7 @@ type resultFrame struct {
 func spawn(spec spawnSpec) (*process, error) {
 	python, err := exec.LookPath(spec.python)
 	if err != nil {
-		return nil, fmt.Errorf("Python interpreter %q cannot be run: %w", spec.python, err)
+		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
 	}
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
@@ -90,7 +90,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		Dir:     spec.dir,
 	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})
 	if err != nil {
-		return nil, fmt.Errorf("Python worker could not start (%s): %w", spec.python, err)
+		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
 		proc:     gp.Process,
@@ -121,7 +121,7 @@ func spawn(spec spawnSpec) (*process, error) {
 	}
 	if sendErr := <-sent; err == nil && sendErr != nil {
 		// Only an impostor says ready without having read the source.
-		err = fmt.Errorf("Invalid Python worker handshake: the worker did not read its source: %w", sendErr)
+		err = fmt.Errorf(msgHandshake+": the worker did not read its source: %w", sendErr)
 	}
 	if err != nil {
 		p.readerWG.Done() // the frame reader never started
@@ -167,7 +167,7 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 	case <-timer.C:
 		p.proc.Kill()
 		<-got
-		return Ready{}, errors.New("Python worker startup timed out" + p.startupOutput())
+		return Ready{}, errors.New(msgStartupTimeout + p.startupOutput())
 	case g := <-got:
 		if g.err != nil {
 			// Let the guardian report how the child ended before it is torn down.
@@ -178,18 +178,18 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 			p.proc.Kill()
 			p.native.wait(barrierWait)
 			if errors.Is(g.err, errFrameTooLarge) || strings.Contains(g.err.Error(), "not JSON") {
-				return Ready{}, errors.New("Invalid Python worker handshake: " + g.err.Error() + p.startupOutput())
+				return Ready{}, errors.New(msgHandshake + ": " + g.err.Error() + p.startupOutput())
 			}
-			return Ready{}, fmt.Errorf("Python worker exited during startup (%s)%s", p.proc.ExitStatus(), p.startupOutput())
+			return Ready{}, fmt.Errorf(msgStartupExit+" (%s)%s", p.proc.ExitStatus(), p.startupOutput())
 		}
 		f := g.f
 		switch {
 		case f.Type != "ready":
-			return Ready{}, fmt.Errorf("Invalid Python worker handshake: first frame was %q, not ready", f.Type)
+			return Ready{}, fmt.Errorf(msgHandshake+": first frame was %q, not ready", f.Type)
 		case f.Protocol != protocolVersion:
-			return Ready{}, fmt.Errorf("Invalid Python worker handshake: protocol %d, server speaks %d", f.Protocol, protocolVersion)
+			return Ready{}, fmt.Errorf(msgHandshake+": protocol %d, server speaks %d", f.Protocol, protocolVersion)
 		case f.Pid <= 0:
-			return Ready{}, errors.New("Worker handshake omitted real PID")
+			return Ready{}, errors.New(msgNoPid)
 		}
 		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid}, nil
 	}
@@ -293,7 +293,7 @@ func (p *process) send(frame any) error {
 	p.toWork.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 	if _, err := p.toWork.Write(append(line, '\n')); err != nil {
 		p.proc.Kill() // a partial frame poisons the channel; the supervisor reaps
-		return fmt.Errorf("Worker frame queue/write deadline exceeded: %w", err)
+		return fmt.Errorf(msgWriteDeadline+": %w", err)
 	}
 	return nil
 }

@@ -13,26 +13,6 @@ const (
 	StateCleared   State = "cleared"
 )
 
-// Messages clients and tests rely on (reference section 13.2). Keep their tokens.
-const (
-	msgBusy            = "A cell is already running; inspect python_run or cancel it"
-	msgLimits          = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
-	msgTimedOut        = "Execution timed out"
-	msgCancelled       = "Execution cancelled"
-	msgBeforeDispatch  = "Execution cancelled before dispatch"
-	msgDidNotStop      = "; worker did not stop; variables cleared"
-	msgExited          = "; worker exited; variables cleared"
-	msgCrashed         = "Python worker crashed; variables cleared"
-	msgRSS             = "Python worker exceeded RSS budget; variables cleared"
-	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
-	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
-	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"
-	msgSessionClosed   = "Session is closed"
-	msgRunNotFound     = "Run not found; history retains last 64 runs"
-	msgNoActiveRun     = "No matching active run"
-	msgFrameTooLarge   = "Worker command exceeds 1 MiB; reduce code"
-)
-
 // Truncated says which fields of a result were bounded.
 type Truncated struct {
 	Stdout bool `json:"stdout"`
@@ -82,13 +62,6 @@ type workerResult struct {
 	Artifact                 json.RawMessage `json:"artifact"`
 	ArtifactError            *string         `json:"artifact_error"`
 }
-
-// Bounds of the artifact fields: a reference is a few small keys, and the
-// contract bounds artifact_error to 1000 characters.
-const (
-	maxArtifactRefBytes   = 1024
-	maxArtifactErrorBytes = 1000
-)
 
 // failure is a result for a run that failed with msg and left the namespace in state.
 func failure(runID, msg string, state State) *Result {

@@ -33,15 +33,6 @@ type RPC struct {
 	Params    json.RawMessage
 }
 
-// RPC limits and messages (reference sections 5.2 and 13.2).
-const (
-	maxOutstandingRPCs = 64
-	msgTooManyRPCs     = "Too many outstanding MCP calls"
-	msgRPCNotActive    = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
-	msgIPCLimit        = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
-	msgNoServices      = "Neither an MCP broker nor an artifact store serves this session; cell code cannot call other MCP servers or use artifacts"
-)
-
 // rpcResultFrame answers one rpc.
 type rpcResultFrame struct {
 	Type   string          `json:"type"`

@@ -343,12 +343,6 @@ func (s *Session) Close(grace time.Duration) {
 	s.watchers.Wait()
 }
 
-// Inventory bounds (reference section 6.6): time, and the size of its JSON.
-const (
-	inventoryTimeout = 5 * time.Second
-	inventoryLimit   = 65536
-)
-
 // Inspect returns the session's metadata and, when namespace is set, the bounded
 // inventory of its variables (names and exact builtin types; no user code runs). The
 // inventory needs an idle session and starts the worker if none runs; it is not

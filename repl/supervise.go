@@ -121,7 +121,7 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Res
 		// The new worker died at once (and its watcher stopped it), or the
 		// supervisor is broken (busy: only the slot's holder claims, and that is us).
 		s.mu.Unlock()
-		return nil, false, failure(r.id, msgCrashed+" (it ended right after it started)", StateCleared)
+		return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
 	}
 	p := s.proc
 	s.setState(workerBusy)
@@ -145,7 +145,7 @@ func (s *Session) startWorker(r *run) *Result {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.setState(before)
-		return failure(r.id, err.Error()+"; no Python state exists", StateCleared)
+		return failure(r.id, err.Error()+msgNoState, StateCleared)
 	}
 	s.proc = p
 	s.generation++

@@ -1,0 +1,63 @@
+package repl
+
+// The messages package repl gives users, in one table (docs/contract.md §13.2).
+// Clients and tests rely on their tokens: change the words around a token, never the
+// token.
+const (
+	// Runs.
+	msgBusy            = "A cell is already running; inspect python_run or cancel it"
+	msgLimits          = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
+	msgTimedOut        = "Execution timed out"
+	msgCancelled       = "Execution cancelled"
+	msgBeforeDispatch  = "Execution cancelled before dispatch"
+	msgDidNotStop      = "; worker did not stop; variables cleared"
+	msgExited          = "; worker exited; variables cleared"
+	msgCrashed         = "Python worker crashed; variables cleared"
+	msgRSS             = "Python worker exceeded RSS budget; variables cleared"
+	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
+	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
+	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"
+	msgRunNotFound     = "Run not found; history retains last 64 runs"
+	msgNoActiveRun     = "No matching active run"
+	msgFrameTooLarge   = "Worker command exceeds 1 MiB; reduce code"
+
+	// Starting a worker.
+	msgCannotRun      = "Python interpreter %q cannot be run: %w"
+	msgCouldNotStart  = "Python worker could not start (%s): %w"
+	msgHandshake      = "Invalid Python worker handshake"
+	msgStartupTimeout = "Python worker startup timed out"
+	msgStartupExit    = "Python worker exited during startup"
+	msgNoPid          = "Worker handshake omitted real PID"
+	msgWriteDeadline  = "Worker frame queue/write deadline exceeded"
+	msgNoState        = "; no Python state exists"
+	msgEndedAtStart   = " (it ended right after it started)"
+
+	// Cell code's rpcs.
+	msgTooManyRPCs  = "Too many outstanding MCP calls"
+	msgRPCNotActive = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
+	msgIPCLimit     = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
+	msgNoServices   = "Neither an MCP broker nor an artifact store serves this session; cell code cannot call other MCP servers or use artifacts"
+
+	// Sessions.
+	msgSessionClosed     = "Session is closed"
+	msgSessionNotFound   = "Session not found or closed; open a new session"
+	msgBadName           = "Session name must contain 1..128 bytes"
+	msgOpeningFull       = "Session opening capacity exhausted; wait for active interpreter probes"
+	msgPrepareTimeout    = "Session filesystem preparation timed out"
+	msgNoProject         = "Project directory does not exist"
+	msgProjectNotDir     = "Project must be a directory"
+	msgVenvUninspectable = "Cannot inspect the project .venv environment"
+	msgNotOnPath         = "Requested Python executable was not found on PATH"
+	msgNoSuchPython      = "Requested Python executable does not exist"
+	msgNotExecutable     = "Requested Python executable is not executable"
+	msgSessionLimit      = "Session limit reached (32); close unused sessions"
+	msgDefaultClose      = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
+	msgNoSuchSession     = "Session not found or already closed"
+	msgOpenCancelled     = "Session opening cancelled before publication"
+
+	// Interpreter probes.
+	msgProbeTimeout  = "Interpreter probe timed out"
+	msgProbeTooLarge = "Interpreter probe output exceeded limit"
+	msgNotPython     = "Requested executable is not a supported Python interpreter"
+	msgTooOld        = "Python 3.10 or newer is required"
+)
