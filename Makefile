@@ -65,8 +65,10 @@ wheel:
 	for b in dist/*/repl-mcp; do bin/pywheel build --binary "$$b" --version "$$v" --out dist || exit 1; done
 	bin/pywheel verify dist/*.whl
 
+# The race detector is on for every Go test: the contract scripts then run a
+# race-instrumented server, guardian and client against real Python.
 unit: interop-deps
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
 
 # The interop suite alone (interop/doc.go says what it runs).
 interop: interop-deps
