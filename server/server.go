@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -108,7 +109,7 @@ func unknownToolMessage(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		var rpcErr *jsonrpc.Error
 		if method == "tools/call" && errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
-			return nil, invalidParams(msgUnknownTool + strings.TrimPrefix(rpcErr.Message, "unknown tool"))
+			return nil, protocolError(fmt.Errorf("%w%s", errUnknownTool, strings.TrimPrefix(rpcErr.Message, "unknown tool")))
 		}
 		return res, err
 	}

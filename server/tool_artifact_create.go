@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -25,22 +27,27 @@ func artifactIDParam() param {
 	return param{name: "id", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "The artifact id (from a result's artifact.id or artifact_create)."}
 }
 
-// artifactCall runs one artifact op for a tool: the session's own op, answered as
-// the op's result with the identity fields, or as an error result.
-func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, runID string) any {
+type artifactCreateParams struct {
+	SessionID string `json:"session_id"`
+	Path      string `json:"path"`
+	Format    string `json:"format"`
+}
+
+// artifactCall runs one artifact op for a tool: the session's own op with params
+// (the tool's decoded params, which name the op's fields), answered as the op's
+// result with the identity fields.
+func (s *Server) artifactCall(ctx context.Context, sess *repl.Session, op, runID string, params any) (any, error) {
 	if s.artifacts == nil {
-		return identified(call.session, map[string]any{"error": msgNoArtifactStore})
+		return nil, errors.New(msgNoArtifactStore)
 	}
-	var args artifactParams
-	decodeArgs(call.args, &args)
-	h := call.session.Health()
-	if args.Path != "" {
-		args.Path = call.session.ProjectPath(args.Path)
-	}
-	params, _ := json.Marshal(args)
-	out, err := s.artifacts.Serve(ctx, repl.BridgeRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: op, Params: params})
+	raw, err := json.Marshal(params)
 	if err != nil {
-		return identified(call.session, map[string]any{"error": err.Error()})
+		return nil, fmt.Errorf("encode the artifact op: %w", err)
+	}
+	h := sess.Health()
+	out, err := s.artifacts.Serve(ctx, repl.BridgeRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: op, Params: raw})
+	if err != nil {
+		return nil, err
 	}
 	// A read carries up to 87 KB of content: add the identity fields to the
 	// encoded object rather than decoding and encoding it again.
@@ -52,9 +59,16 @@ func (s *Server) artifactCall(ctx context.Context, call *toolCall, op string, ru
 	}
 	failed := false
 	if op == "artifact.forward" {
-		failed = isError(out) // the downstream envelope's own isError
+		// The downstream envelope's own isError.
+		var envelope struct {
+			IsError bool `json:"isError"`
+		}
+		if err := json.Unmarshal(out, &envelope); err != nil {
+			return nil, fmt.Errorf("the downstream result is not a result envelope: %w", err)
+		}
+		failed = envelope.IsError
 	}
-	return encodedResult{JSON: out, IsError: failed}
+	return encodedResult{JSON: out, IsError: failed}, nil
 }
 
 func (s *Server) artifactCreateTool() tool {
@@ -73,8 +87,9 @@ func (s *Server) artifactCreateTool() tool {
 		annotations:     annotations(false, false, false, false),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			return s.artifactCall(ctx, call, "artifact.create", "")
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactCreateParams) (any, error) {
+			p.Path = sess.ProjectPath(p.Path)
+			return s.artifactCall(ctx, sess, "artifact.create", "", p)
+		}),
 	}
 }

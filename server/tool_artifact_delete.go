@@ -1,8 +1,17 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const artifactDeletedSchema = `{"required": ["id", "deleted"], "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}}}`
+
+type artifactDeleteParams struct {
+	SessionID string `json:"session_id"`
+	ID        string `json:"id"`
+}
 
 func (s *Server) artifactDeleteTool() tool {
 	return tool{
@@ -13,8 +22,8 @@ func (s *Server) artifactDeleteTool() tool {
 		annotations:     annotations(false, true, true, false),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			return s.artifactCall(ctx, call, "artifact.delete", "")
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactDeleteParams) (any, error) {
+			return s.artifactCall(ctx, sess, "artifact.delete", "", p)
+		}),
 	}
 }

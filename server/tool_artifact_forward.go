@@ -2,15 +2,28 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/repl"
 )
 
 // The downstream envelope, with the session's identity fields added.
 const artifactForwardSchema = `{"required": ["content"],
   "properties": {"content": {"type": "array"}, "structuredContent": {}, "isError": {"type": "boolean"}, "_meta": {"type": "object"}}}`
 
-const msgForwardCancelled = "Forwarding cancelled; external effects may already have occurred; inspect the broker journal"
+var errForwardCancelled = errors.New("Forwarding cancelled; external effects may already have occurred; inspect the broker journal")
+
+type artifactForwardParams struct {
+	SessionID string                     `json:"session_id"`
+	ID        string                     `json:"id"`
+	Server    string                     `json:"server"`
+	Tool      string                     `json:"tool"`
+	Argument  string                     `json:"argument"`
+	Format    string                     `json:"format"`
+	Arguments map[string]json.RawMessage `json:"arguments"`
+}
 
 func (s *Server) artifactForwardTool() tool {
 	return tool{
@@ -32,12 +45,17 @@ func (s *Server) artifactForwardTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			out := s.artifactCall(ctx, call, "artifact.forward", ids.UUID())
-			if ctx.Err() != nil {
-				return identified(call.session, map[string]any{"error": msgForwardCancelled})
-			}
-			return out
-		},
+		handler:         handle(s.artifactForward),
 	}
+}
+
+// artifactForward forwards through the session's own op; the downstream envelope's
+// isError becomes the result's.
+func (s *Server) artifactForward(ctx context.Context, sess *repl.Session, p artifactForwardParams) (any, error) {
+	// Each forward is its own run in the broker's journal.
+	out, err := s.artifactCall(ctx, sess, "artifact.forward", ids.UUID(), p)
+	if ctx.Err() != nil {
+		return nil, errForwardCancelled
+	}
+	return out, err
 }

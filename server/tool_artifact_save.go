@@ -1,9 +1,20 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const artifactSavedSchema = `{"required": ["artifact", "saved", "path"],
   "properties": {"artifact": ` + artifactRefSchema + `, "saved": {"type": "boolean"}, "path": {"type": "string"}}}`
+
+type artifactSaveParams struct {
+	SessionID string `json:"session_id"`
+	ID        string `json:"id"`
+	Path      string `json:"path"`
+	Overwrite bool   `json:"overwrite"`
+}
 
 func (s *Server) artifactSaveTool() tool {
 	return tool{
@@ -21,8 +32,9 @@ func (s *Server) artifactSaveTool() tool {
 		annotations:     annotations(false, true, false, false),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			return s.artifactCall(ctx, call, "artifact.save", "")
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactSaveParams) (any, error) {
+			p.Path = sess.ProjectPath(p.Path)
+			return s.artifactCall(ctx, sess, "artifact.save", "", p)
+		}),
 	}
 }

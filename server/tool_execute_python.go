@@ -1,6 +1,11 @@
 package server
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 // executionResultSchema is the output schema of an execution result (reference 3.1).
 const executionResultSchema = `{
@@ -30,6 +35,26 @@ const executionResultSchema = `{
   }
 }`
 
+// execParams are the arguments of execute_python and python_start (executionInput).
+type execParams struct {
+	Code               string  `json:"code"`
+	SessionID          string  `json:"session_id"`
+	ExpectedGeneration *uint64 `json:"expected_generation"`
+	Reset              bool    `json:"reset"`
+	Timeout            float64 `json:"timeout"`
+}
+
+func (p execParams) request() repl.ExecRequest {
+	return repl.ExecRequest{
+		Code:               p.Code,
+		Reset:              p.Reset,
+		ExpectedGeneration: p.ExpectedGeneration,
+		Timeout:            seconds(p.Timeout),
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
 func (s *Server) executePythonTool() tool {
 	return tool{
 		name: "execute_python",
@@ -47,10 +72,8 @@ func (s *Server) executePythonTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			var args execArgs
-			decodeArgs(call.args, &args)
-			return call.session.Execute(ctx, args.request())
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
+			return sess.Execute(ctx, p.request()), nil
+		}),
 	}
 }
