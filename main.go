@@ -185,10 +185,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer store.Close()
 	cfg.Artifacts = server.Artifacts(store, brokers)
 	if o.doctor {
-		return doctor(ctx, cfg, brokers, stdout)
+		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: cfg.Artifacts, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		if errors.Is(err, server.ErrTokenRequired) {

@@ -43,8 +43,8 @@ func present(value any) *mcp.CallToolResult {
 }
 
 // encodedResult is a tool value already encoded as a compact JSON object, with its
-// isError flag: an artifact range carries up to 87 KB, and encoding or scanning it
-// again costs more than the read itself.
+// isError flag: artifact_forward's downstream envelope, which arrives encoded and
+// carries its own isError.
 type encodedResult struct {
 	JSON    json.RawMessage
 	IsError bool

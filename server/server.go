@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,9 +24,10 @@ type Config struct {
 	// Brokers are the downstream brokers the Manager's sessions use (see Bridges);
 	// health reports the root one. Nil reports a disabled broker.
 	Brokers *broker.Set
-	// Artifacts serves the artifact tools (see Artifacts); nil reports that no
+	// Artifacts is the store the artifact tools read and write, the one the
+	// Manager's sessions reach through their repl.Artifacts; nil reports that no
 	// store is configured.
-	Artifacts repl.Artifacts
+	Artifacts *artifacts.Store
 	Logger    *slog.Logger
 }
 
@@ -34,7 +36,7 @@ type Server struct {
 	mcp       *mcp.Server
 	repl      *repl.Manager
 	brokers   *broker.Set
-	artifacts repl.Artifacts
+	artifacts *artifacts.Store
 	logger    *slog.Logger
 }
 

@@ -13,6 +13,13 @@ type artifactDeleteParams struct {
 	ID        string `json:"id"`
 }
 
+// artifactDeleted is artifact_delete's answer.
+type artifactDeleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+	identity
+}
+
 func (s *Server) artifactDeleteTool() tool {
 	return tool{
 		name:            "artifact_delete",
@@ -22,8 +29,15 @@ func (s *Server) artifactDeleteTool() tool {
 		annotations:     annotations(false, true, true, false),
 		routed:          true,
 		sessionRequired: true,
-		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactDeleteParams) (any, error) {
-			return s.artifactCall(ctx, sess, "artifact.delete", "", p)
+		handler: handle(func(_ context.Context, sess *repl.Session, p artifactDeleteParams) (any, error) {
+			store, err := s.store()
+			if err != nil {
+				return nil, err
+			}
+			if err := store.Delete(sess.ID(), p.ID); err != nil {
+				return nil, err
+			}
+			return artifactDeleted{ID: p.ID, Deleted: true, identity: identify(sess)}, nil
 		}),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 
 	"github.com/iota-uz/repl-mcp/internal/ids"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -49,13 +51,45 @@ func (s *Server) artifactForwardTool() tool {
 	}
 }
 
-// artifactForward forwards through the session's own op; the downstream envelope's
-// isError becomes the result's.
+// artifactForward places the artifact as one argument of a downstream call and
+// answers with the downstream envelope, whose own isError becomes the result's.
 func (s *Server) artifactForward(ctx context.Context, sess *repl.Session, p artifactForwardParams) (any, error) {
-	// Each forward is its own run in the broker's journal.
-	out, err := s.artifactCall(ctx, sess, "artifact.forward", ids.UUID(), p)
+	out, err := s.forward(ctx, sess, p)
 	if ctx.Err() != nil {
 		return nil, errForwardCancelled
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	var envelope struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &envelope); err != nil {
+		return nil, fmt.Errorf("the downstream result is not a result envelope: %w", err)
+	}
+	// The envelope carries up to 512 KiB of content: add the identity fields to
+	// the encoded object rather than decoding and encoding it again.
+	id := identify(sess)
+	out = withField(out, "server_id", id.ServerID)
+	out = withField(out, "session_id", id.SessionID)
+	out = withField(out, "generation", id.Generation)
+	return encodedResult{JSON: out, IsError: envelope.IsError}, nil
+}
+
+func (s *Server) forward(ctx context.Context, sess *repl.Session, p artifactForwardParams) (json.RawMessage, error) {
+	store, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	value, err := store.ForwardValue(ctx, sess.ID(), p.ID, p.Format)
+	if err != nil {
+		return nil, err
+	}
+	args := maps.Clone(p.Arguments)
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	args[p.Argument] = value // the artifact wins a clash with the extra arguments
+	// Each forward is its own run in the broker's journal.
+	return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, args)
 }

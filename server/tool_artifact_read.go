@@ -20,6 +20,12 @@ type artifactReadParams struct {
 	Encoding  string `json:"encoding"`
 }
 
+// artifactRange is artifact_read's answer: one range of the artifact.
+type artifactRange struct {
+	artifacts.Range
+	identity
+}
+
 func (s *Server) artifactReadTool() tool {
 	return tool{
 		name: "artifact_read",
@@ -37,10 +43,18 @@ func (s *Server) artifactReadTool() tool {
 		routed:          true,
 		sessionRequired: true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactReadParams) (any, error) {
-			// An offset beyond int64 is beyond any artifact: the op answers it as
+			store, err := s.store()
+			if err != nil {
+				return nil, err
+			}
+			// An offset beyond int64 is beyond any artifact: the store answers it as
 			// the range error it is.
-			p.Offset = min(p.Offset, math.MaxInt64)
-			return s.artifactCall(ctx, sess, "artifact.read", "", p)
+			offset := int64(min(p.Offset, math.MaxInt64))
+			r, err := store.Read(ctx, sess.ID(), p.ID, offset, int64(p.Length), p.Encoding)
+			if err != nil {
+				return nil, err
+			}
+			return artifactRange{Range: r, identity: identify(sess)}, nil
 		}),
 	}
 }

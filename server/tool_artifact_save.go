@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -14,6 +15,12 @@ type artifactSaveParams struct {
 	ID        string `json:"id"`
 	Path      string `json:"path"`
 	Overwrite bool   `json:"overwrite"`
+}
+
+// artifactSaved is artifact_save's answer.
+type artifactSaved struct {
+	artifacts.Saved
+	identity
 }
 
 func (s *Server) artifactSaveTool() tool {
@@ -33,8 +40,15 @@ func (s *Server) artifactSaveTool() tool {
 		routed:          true,
 		sessionRequired: true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactSaveParams) (any, error) {
-			p.Path = sess.ProjectPath(p.Path)
-			return s.artifactCall(ctx, sess, "artifact.save", "", p)
+			store, err := s.store()
+			if err != nil {
+				return nil, err
+			}
+			saved, err := store.Save(ctx, sess.ID(), p.ID, sess.ProjectPath(p.Path), p.Overwrite)
+			if err != nil {
+				return nil, err
+			}
+			return artifactSaved{Saved: saved, identity: identify(sess)}, nil
 		}),
 	}
 }
