@@ -77,7 +77,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder)
+	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -131,6 +131,32 @@ func (s *Server) toolOrder(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// explicitIsError puts isError on every tools/call result, false on success:
+// go-sdk's CallToolResult drops a false isError (omitempty), and clients that read
+// the raw JSON index result.isError. It wraps the result in a type that encodes it
+// with the flag, whatever transport writes it.
+func explicitIsError(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && method == "tools/call" {
+			return flaggedResult{r}, nil
+		}
+		return res, err
+	}
+}
+
+// flaggedResult is a CallToolResult that always encodes isError. Embedding the
+// pointer keeps every method go-sdk calls on a result (its _meta, its result type).
+type flaggedResult struct{ *mcp.CallToolResult }
+
+func (r flaggedResult) MarshalJSON() ([]byte, error) {
+	out, err := r.CallToolResult.MarshalJSON()
+	if err != nil || r.IsError {
+		return out, err
+	}
+	return withField(out, "isError", false), nil
 }
 
 // MCP exposes the underlying go-sdk server, for in-process connections (doctor).
