@@ -7,7 +7,8 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// executionResultSchema is the output schema of an execution result (reference 3.1).
+// executionResultSchema is the output schema of an execution result (reference 3.1,
+// and 3.8's exit_code; 4.1's artifact of a large trailing value).
 const executionResultSchema = `{
   "type": "object",
   "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
@@ -28,6 +29,9 @@ const executionResultSchema = `{
     "state_reset": {"type": "boolean"},
     "execution_mode": {"type": "string", "enum": ["persistent", "fresh"]},
     "background_tasks_cancelled": {"type": "integer"},
+    "exit_code": {"type": "integer"},
+    "artifact": ` + artifactRefSchema + `,
+    "artifact_error": {"type": "string"},
     "text_truncated": {"type": "boolean"},
     "server_id": {"type": "string"},
     "session_id": {"type": "string"},

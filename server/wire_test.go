@@ -330,6 +330,10 @@ func TestToolResultsOnTheWire(t *testing.T) {
 		if sc := w.fail(t, "execute_python", map[string]any{"code": "1/0"}); sc["success"] != false {
 			t.Fatalf("1/0: %v", sc)
 		}
+		// A large trailing value becomes an artifact, declared in the schema too.
+		if sc := w.succeed(t, "execute_python", map[string]any{"code": "'Ж' * 100000"}); sc["artifact"] == nil {
+			t.Fatalf("a large value: %v", sc["artifact_error"])
+		}
 	})
 	t.Run("python_execute_file", func(t *testing.T) {
 		w.write("script.py", "import sys\nprint(sys.argv[1:])\n")
@@ -339,6 +343,10 @@ func TestToolResultsOnTheWire(t *testing.T) {
 		}
 		w.succeed(t, "python_execute_file", map[string]any{"session_id": sid, "path": "script.py", "mode": "fresh"})
 		w.fail(t, "python_execute_file", map[string]any{"session_id": sid, "path": "missing.py"})
+		w.write("exit.py", "raise SystemExit(3)\n")
+		if sc := w.fail(t, "python_execute_file", map[string]any{"session_id": sid, "path": "exit.py"}); sc["exit_code"] != 3.0 {
+			t.Fatalf("SystemExit(3): %v", sc)
+		}
 	})
 	t.Run("python_start", func(t *testing.T) {
 		sc := w.succeed(t, "python_start", map[string]any{"code": "import time\ntime.sleep(60)"})
