@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -22,7 +23,7 @@ const warmCells = 20
 // doctor runs the real server in-process over an in-memory MCP connection, executes
 // real cells on the selected interpreter and reports what it found. It fails with
 // the reason when Python cannot serve.
-func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, artifactOps server.ArtifactOps, out io.Writer) error {
+func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *artifacts.Store, out io.Writer) error {
 	fmt.Fprintf(out, "repl-mcp %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(out, "python:   %s (chosen by %s)\n", cfg.Python, cfg.PythonSource)
 	fmt.Fprintf(out, "limits:   code %d KiB, timeout 0.01..%d s (default %d), output %d bytes per stream, history %d runs, worker RSS %s\n",
@@ -32,7 +33,7 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, artifactO
 	start := time.Now()
 	manager := repl.NewManager(ctx, cfg)
 	defer manager.Close(time.Second)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: artifactOps, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, serverT, nil)
 	if err != nil {

@@ -186,10 +186,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store})
 	cfg.Services = ops
 	if o.doctor {
-		return doctor(ctx, cfg, brokers, ops, stdout)
+		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: ops, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		if errors.Is(err, server.ErrTokenRequired) {

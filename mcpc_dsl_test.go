@@ -114,3 +114,70 @@ func TestMCPCSplitWords(t *testing.T) {
 		t.Errorf("splitWords(list) = %q, %q", w, rest)
 	}
 }
+
+// TestMCPCStableReply pins save-reply's stable form: sorted, indented, numbers as
+// written, and every volatile value a placeholder (mcpc_test.go, Goldens).
+func TestMCPCStableReply(t *testing.T) {
+	sc := `{"session_id":"0b7e2c1a-5d1f-4c3e-9a2b-6f8e1d2c3b4a","run_id":"11111111-2222-4333-8444-555555555555",` +
+		`"other":"0b7e2c1a-5d1f-4c3e-9a2b-6f8e1d2c3b4a","python":{"pid":4242,"python_version":"3.11.7"},` +
+		`"elapsed_ms":12.5,"version":"0.1.0","major":3,"minor":11,"max":18446744073709551615,"ratio":0.10,` +
+		`"project":"/work/dir/sub","exe":"/py/bin/python","html":"<&>","gone":null,"pid_list":[1,2]}`
+	reply := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + strconvQuote(sc) + `}],"structuredContent":` + sc + `,"isError":false}}`
+	got, err := stableReply([]byte(reply), []goldenPath{{"/work/dir", "$WORK"}, {"/py/bin/python", "$PYTHON"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+  "id": 7,
+  "jsonrpc": "2.0",
+  "result": {
+    "content": [
+      {
+        "text": "<structuredContent as JSON>",
+        "type": "text"
+      }
+    ],
+    "isError": false,
+    "structuredContent": {
+      "elapsed_ms": "<elapsed_ms>",
+      "exe": "$PYTHON",
+      "gone": null,
+      "html": "<&>",
+      "major": "<major>",
+      "max": 18446744073709551615,
+      "minor": "<minor>",
+      "other": "<uuid-1>",
+      "pid_list": [
+        1,
+        2
+      ],
+      "project": "$WORK/sub",
+      "python": {
+        "pid": "<pid>",
+        "python_version": "<python_version>"
+      },
+      "ratio": 0.10,
+      "run_id": "<uuid-2>",
+      "session_id": "<uuid-1>",
+      "version": "<version>"
+    }
+  }
+}
+`
+	if string(got) != want {
+		t.Errorf("stable reply:\n%s\nwant:\n%s", got, want)
+	}
+	// A text that is not the value stays, with its ids and paths replaced.
+	got, err = stableReply([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"run 0b7e2c1a-5d1f-4c3e-9a2b-6f8e1d2c3b4a in /work/dir"}],"structuredContent":{"a":1}}}`), []goldenPath{{"/work/dir", "$WORK"}})
+	if err != nil || !strings.Contains(string(got), `"text": "run <uuid-1> in $WORK"`) {
+		t.Errorf("a plain text: %s, %v", got, err)
+	}
+	if _, err := stableReply([]byte(`not json`), nil); err == nil {
+		t.Error("a reply that is not JSON was accepted")
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -78,6 +78,28 @@ package main
 // bytes of a string, elements of an array, keys of an object). A "*" segment
 // matches every element: the assertion must hold for each, and for at least one.
 //
+// Goldens:
+//
+//	save-reply FILE         write the last reply to FILE (relative to the working
+//	                        dir) in a stable form, for `cmp FILE golden` in the
+//	                        script; run the script's test with -update to rewrite
+//	                        the golden file inside the archive
+//
+// The stable form is the reply as indented JSON (two spaces), keys sorted, numbers
+// as the server wrote them, no HTML escaping, ending in a newline, with the
+// volatile values replaced by placeholders:
+//
+//   - each distinct UUID in a string becomes <uuid-1>, <uuid-2>, ... in order of
+//     first appearance (keys in sorted order), so equal ids stay visibly equal;
+//   - the values of the keys pid, elapsed_ms, version, python_version, major and
+//     minor become "<pid>", "<elapsed_ms>", ... (processes, timings, versions);
+//   - $PYTHON and $WORK (and their real paths) inside strings become "$PYTHON" and
+//     "$WORK";
+//   - result.content.0.text that is result.structuredContent as JSON becomes
+//     "<structuredContent as JSON>" (it repeats the value, volatile parts and all).
+//
+// A golden compares the same under every interpreter.
+//
 // Variables and processes:
 //
 //	save VAR PATH           VAR = the value at PATH (strings raw, others JSON)
@@ -104,6 +126,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -854,6 +877,19 @@ func (c *mcpClient) step(line string) error {
 		}
 		return nil
 
+	case "save-reply":
+		if rest == "" {
+			return errors.New("usage: save-reply FILE")
+		}
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		stable, err := stableReply(c.last.raw, goldenPaths())
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(rest, stable, 0o644)
+
 	case "server-pid":
 		if rest == "" {
 			return errors.New("usage: server-pid VAR")
@@ -1283,4 +1319,114 @@ func abbrev(s string, n int) string {
 		return s
 	}
 	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// volatileKeys are the keys whose values change from run to run or from one
+// interpreter to another; save-reply replaces their values by "<key>".
+var volatileKeys = map[string]bool{"pid": true, "elapsed_ms": true, "version": true, "python_version": true, "major": true, "minor": true}
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+const structuredText = "<structuredContent as JSON>"
+
+// goldenPath is a path that stands for itself in a golden reply.
+type goldenPath struct{ path, placeholder string }
+
+// goldenPaths are $PYTHON and $WORK and their real paths, longest first, so that a
+// path inside another is replaced after it.
+func goldenPaths() []goldenPath {
+	var paths []goldenPath
+	for _, name := range []string{"PYTHON", "WORK"} {
+		p := os.Getenv(name)
+		if p == "" {
+			continue
+		}
+		paths = append(paths, goldenPath{p, "$" + name})
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			paths = append(paths, goldenPath{real, "$" + name})
+		}
+	}
+	sort.SliceStable(paths, func(i, j int) bool { return len(paths[i].path) > len(paths[j].path) })
+	return paths
+}
+
+// stableReply is raw in the stable form save-reply writes (see the header).
+func stableReply(raw []byte, paths []goldenPath) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("the reply is not JSON: %v", err)
+	}
+	if result, ok := v.(map[string]any)["result"].(map[string]any); ok {
+		if content, ok := result["content"].([]any); ok && len(content) > 0 {
+			if block, ok := content[0].(map[string]any); ok {
+				if text, ok := block["text"].(string); ok && jsonEqual(text, result["structuredContent"]) {
+					block["text"] = structuredText
+				}
+			}
+		}
+	}
+	n := &normalizer{paths: paths, uuids: map[string]string{}}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(n.value(v)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// jsonEqual reports whether text is JSON for the value v (decoded with UseNumber).
+func jsonEqual(text string, v any) bool {
+	if v == nil {
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var t any
+	return dec.Decode(&t) == nil && !dec.More() && reflect.DeepEqual(t, v)
+}
+
+type normalizer struct {
+	paths []goldenPath
+	uuids map[string]string
+}
+
+func (n *normalizer) value(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(map[string]any, len(x))
+		for _, k := range keys {
+			if volatileKeys[k] && x[k] != nil {
+				out[k] = "<" + k + ">"
+				continue
+			}
+			out[k] = n.value(x[k])
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = n.value(e)
+		}
+		return out
+	case string:
+		for _, p := range n.paths {
+			x = strings.ReplaceAll(x, p.path, p.placeholder)
+		}
+		return uuidRE.ReplaceAllStringFunc(x, func(id string) string {
+			if _, ok := n.uuids[id]; !ok {
+				n.uuids[id] = fmt.Sprintf("<uuid-%d>", len(n.uuids)+1)
+			}
+			return n.uuids[id]
+		})
+	}
+	return v
 }

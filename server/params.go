@@ -1,8 +1,6 @@
 package server
 
 import (
-	"time"
-
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -47,7 +45,7 @@ func resetParam() param {
 
 func timeoutParam() param {
 	return param{
-		name: "timeout", typ: "number", min: bound(0.01), max: bound(3600), def: 120,
+		name: "timeout", typ: "number", min: bound(0.01), max: bound(3600), def: repl.DefaultTimeout.Seconds(),
 		desc: "Seconds before the cell is interrupted (SIGINT, then SIGKILL after 2 s). 0.01 to 3600, default 120.",
 	}
 }
@@ -56,25 +54,7 @@ func executionInput() inputSchema {
 	return inputSchema{codeParam(), sessionIDParam(), expectedGenerationParam(), resetParam(), timeoutParam()}
 }
 
-// execArgs are the arguments of execute_python and python_start.
-type execArgs struct {
-	Code               string   `json:"code"`
-	SessionID          string   `json:"session_id"`
-	ExpectedGeneration *uint64  `json:"expected_generation"`
-	Reset              bool     `json:"reset"`
-	Timeout            *float64 `json:"timeout"`
-}
-
-func (a execArgs) request() repl.ExecRequest {
-	req := repl.ExecRequest{Code: a.Code, Reset: a.Reset, ExpectedGeneration: a.ExpectedGeneration}
-	if a.Timeout != nil {
-		req.Timeout = time.Duration(*a.Timeout * float64(time.Second))
-	}
-	return req
-}
-
-// runArgs are the arguments of python_run and python_cancel.
-type runArgs struct {
-	SessionID string `json:"session_id"`
-	RunID     string `json:"run_id"`
+func withRequired(p param) param {
+	p.required = true
+	return p
 }

@@ -21,7 +21,7 @@ const (
 )
 
 // present turns a tool's value into a CallToolResult: the value as structuredContent
-// and one text block, with isError by the generic rule.
+// and one text block, with isError read from the value's type (see encodeValue).
 func present(value any) *mcp.CallToolResult {
 	structured, failed := encodeValue(value)
 	text := presentationText(value, structured)
@@ -43,32 +43,32 @@ func present(value any) *mcp.CallToolResult {
 }
 
 // encodedResult is a tool value already encoded as a compact JSON object, with its
-// isError flag: an artifact range carries up to 87 KB, and encoding or scanning it
-// again costs more than the read itself.
+// isError flag: artifact_forward's downstream envelope, which arrives encoded and
+// carries its own isError.
 type encodedResult struct {
 	JSON    json.RawMessage
 	IsError bool
 }
 
-// encodeValue encodes a tool's value and says whether it is an error, reading the
-// flag from the typed value where it can instead of decoding what it just encoded.
-func encodeValue(value any) (structured []byte, failed bool) {
+// encodeValue encodes a tool's value and says whether it is an error. Only three
+// kinds of value are errors, each known by its type: a failure (a handler's error),
+// a failed execution result, and an encoded result that says so. Nothing is guessed
+// from the encoded JSON.
+func encodeValue(value any) (structured []byte, isError bool) {
+	var err error
 	switch v := value.(type) {
 	case encodedResult:
 		return v.JSON, v.IsError
 	case *repl.Result:
-		structured, err := json.Marshal(v)
-		if err == nil {
-			return structured, !v.Success || v.Error != nil
-		}
-	default:
-		structured, err := json.Marshal(value)
-		if err == nil {
-			return structured, isError(structured)
-		}
+		isError = !v.Success || v.Error != nil
+	case failed:
+		isError = true
 	}
-	structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded"})
-	return structured, true
+	if structured, err = json.Marshal(value); err != nil {
+		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded"})
+		return structured, true
+	}
+	return structured, isError
 }
 
 // presentationText is the human text of a value: an execution result reads like a
@@ -96,21 +96,6 @@ func presentationText(value any, structured []byte) string {
 		return "Execution completed."
 	}
 	return b.String()
-}
-
-// isError is the generic rule: isError true, success false, or a non-null error.
-func isError(structured []byte) bool {
-	var v struct {
-		IsError *bool           `json:"isError"`
-		Success *bool           `json:"success"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(structured, &v) != nil {
-		return false
-	}
-	return (v.IsError != nil && *v.IsError) ||
-		(v.Success != nil && !*v.Success) ||
-		(len(v.Error) > 0 && !bytes.Equal(v.Error, []byte("null")))
 }
 
 // withField adds one field to an encoded JSON object.

@@ -71,16 +71,26 @@ func TestPresentStaysUnderResultLimit(t *testing.T) {
 	}
 }
 
-func TestIsErrorRule(t *testing.T) {
-	for in, want := range map[string]bool{
-		`{"success":true,"error":null}`: false,
-		`{"success":false}`:             true,
-		`{"error":"x"}`:                 true,
-		`{"isError":true}`:              true,
-		`{"cancel_requested":true}`:     false,
+// TestIsErrorByType pins where isError comes from: the value's type, never the
+// look of its JSON (a value with an "error" key or success false is no error unless
+// it is a failure or an execution result).
+func TestIsErrorByType(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		value any
+		want  bool
+	}{
+		{"execution success", &repl.Result{Success: true}, false},
+		{"execution failure", &repl.Result{Success: false}, true},
+		{"execution with an error", &repl.Result{Success: true, Error: ptr("x")}, true},
+		{"failure", failed{"error": "x"}, true},
+		{"encoded error", encodedResult{JSON: json.RawMessage(`{"content":[]}`), IsError: true}, true},
+		{"encoded success", encodedResult{JSON: json.RawMessage(`{"content":[],"error":"x"}`), IsError: false}, false},
+		{"plain value shaped like an error", map[string]any{"success": false, "error": "x", "isError": true}, false},
+		{"unencodable", map[string]any{"x": func() {}}, true},
 	} {
-		if got := isError([]byte(in)); got != want {
-			t.Errorf("isError(%s) = %v", in, got)
+		if got := present(c.value).IsError; got != c.want {
+			t.Errorf("%s: isError = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

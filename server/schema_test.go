@@ -2,8 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 func TestValidateArguments(t *testing.T) {
@@ -32,7 +37,7 @@ func TestValidateArguments(t *testing.T) {
 		{`{"code":"` + strings.Repeat("é", 262145) + `"}`, "/code"},
 	}
 	for _, c := range cases {
-		_, err := in.validate(json.RawMessage(c.args))
+		_, err := in.parse(json.RawMessage(c.args))
 		if c.pointer == "" {
 			if err != nil {
 				t.Errorf("%.60s: unexpected error %v", c.args, err)
@@ -54,7 +59,7 @@ func TestValidateArguments(t *testing.T) {
 }
 
 func TestExpectedGenerationMessage(t *testing.T) {
-	_, err := executionInput().validate(json.RawMessage(`{"code":"x","expected_generation":-2}`))
+	_, err := executionInput().parse(json.RawMessage(`{"code":"x","expected_generation":-2}`))
 	if err == nil || !strings.Contains(err.Error(), "expected_generation must be a nonnegative integral u64") {
 		t.Fatalf("got %v", err)
 	}
@@ -74,5 +79,239 @@ func TestSchemaIsClosedObject(t *testing.T) {
 	}
 	if req := s["required"].([]any); len(req) != 1 || req[0] != "code" {
 		t.Fatalf("required = %v", req)
+	}
+}
+
+func TestWholeNumber(t *testing.T) {
+	for _, c := range []struct {
+		text              string
+		n                 uint64
+		integral, inRange bool
+	}{
+		{"0", 0, true, true},
+		{"-0", 0, true, true},
+		{"-0.0e7", 0, true, true},
+		{"5", 5, true, true},
+		{"5.0", 5, true, true},
+		{"5e0", 5, true, true},
+		{"5E+0", 5, true, true},
+		{"0.5e1", 5, true, true},
+		{"50e-1", 5, true, true},
+		{"500.00e-2", 5, true, true},
+		{"1e3", 1000, true, true},
+		{"18446744073709551615", math.MaxUint64, true, true},
+		{"1.8446744073709551615e19", math.MaxUint64, true, true},
+		{"18446744073709551616", 0, true, false},
+		{"1e20", 0, true, false},
+		{"1e99999999999999999999", 0, true, false},
+		{"-1", 0, true, false},
+		{"-1.0", 0, true, false},
+		{"1.5", 0, false, false},
+		{"5e-1", 0, false, false},
+		{"1e-99999999999999999999", 0, false, false},
+		{"0.0000000000000000000000001", 0, false, false},
+	} {
+		n, integral, inRange := wholeNumber(c.text)
+		if n != c.n || integral != c.integral || inRange != c.inRange {
+			t.Errorf("wholeNumber(%s) = %d, %v, %v; want %d, %v, %v", c.text, n, integral, inRange, c.n, c.integral, c.inRange)
+		}
+	}
+}
+
+// TestDecodeMeansWhatTheSchemaSays: whole-number floats decode as the integers they
+// are, absent properties as their published defaults, and null is refused wherever
+// a type is declared.
+func TestDecodeMeansWhatTheSchemaSays(t *testing.T) {
+	in := executionInput()
+	b, err := in.bind(reflect.TypeFor[execParams]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(raw string) (execParams, error) {
+		args, err := in.parse(json.RawMessage(raw))
+		if err != nil {
+			return execParams{}, err
+		}
+		return *b.decode(in, args).(*execParams), nil
+	}
+	for _, raw := range []string{`1.0`, `1e0`, `0.1e1`, `1`} {
+		p, err := decode(`{"code":"x","expected_generation":` + raw + `}`)
+		if err != nil || p.ExpectedGeneration == nil || *p.ExpectedGeneration != 1 {
+			t.Errorf("expected_generation %s: %+v, %v; want generation 1", raw, p.ExpectedGeneration, err)
+		}
+	}
+	p, err := decode(`{"code":"x"}`)
+	if err != nil || p.ExpectedGeneration != nil || p.Timeout != 120 || p.Reset {
+		t.Errorf("defaults: %+v, %v; want no generation, timeout 120, reset false", p, err)
+	}
+	p, err = decode(`{"code":"x","timeout":5e0,"reset":true}`)
+	if err != nil || p.Timeout != 5 || !p.Reset {
+		t.Errorf("timeout 5e0, reset true: %+v, %v", p, err)
+	}
+	for raw, want := range map[string]string{
+		`{"code":null}`:                           "Invalid arguments at /code: expected a string",
+		`{"code":"x","session_id":null}`:          "Invalid arguments at /session_id: expected a string",
+		`{"code":"x","reset":null}`:               "Invalid arguments at /reset: expected a boolean",
+		`{"code":"x","timeout":null}`:             "Invalid arguments at /timeout: expected a number",
+		`{"code":"x","timeout":"5"}`:              "Invalid arguments at /timeout: expected a number",
+		`{"code":"x","expected_generation":null}`: "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
+		`{"code":"x","expected_generation":"1"}`:  "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
+	} {
+		if _, err := decode(raw); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+
+	file := (&Server{}).pythonExecuteFileTool().input
+	fb, err := file.bind(reflect.TypeFor[fileParams]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := file.parse(json.RawMessage(`{"session_id":"s","path":"p"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := decodedFile(fb.decode(file, args)); fp.Argv == nil || len(fp.Argv) != 0 || fp.Mode != "persistent" {
+		t.Errorf("file defaults: %+v; want argv [] and mode persistent", fp)
+	}
+	if _, err := file.parse(json.RawMessage(`{"session_id":"s","path":"p","argv":["a",null]}`)); err == nil || err.Error() != "Invalid arguments at /argv: item 1: expected a string" {
+		t.Errorf("argv with null: %v", err)
+	}
+}
+
+func decodedFile(p any) fileParams { return *p.(*fileParams) }
+
+// TestBindRefusesAMismatch: a params struct that does not match its declaration is
+// found when the server is built, whichever way it differs.
+func TestBindRefusesAMismatch(t *testing.T) {
+	in := inputSchema{
+		{name: "code", typ: "string", required: true},
+		{name: "n", typ: "integer"},
+		{name: "timeout", typ: "number", def: 5},
+	}
+	type good struct {
+		Code    string  `json:"code"`
+		N       *uint64 `json:"n"`
+		Timeout float64 `json:"timeout"`
+	}
+	if _, err := in.bind(reflect.TypeFor[good]()); err != nil {
+		t.Fatalf("a matching struct: %v", err)
+	}
+	for name, typ := range map[string]reflect.Type{
+		"a missing field": reflect.TypeFor[struct {
+			Code string  `json:"code"`
+			N    *uint64 `json:"n"`
+		}](),
+		"an undeclared field": reflect.TypeFor[struct {
+			good
+			Extra string `json:"extra"`
+		}](),
+		"a field of the wrong type": reflect.TypeFor[struct {
+			Code    string  `json:"code"`
+			N       *int64  `json:"n"`
+			Timeout float64 `json:"timeout"`
+		}](),
+		"a pointer where a default always fills the value": reflect.TypeFor[struct {
+			Code    string   `json:"code"`
+			N       *uint64  `json:"n"`
+			Timeout *float64 `json:"timeout"`
+		}](),
+		"a field without a json name": reflect.TypeFor[struct {
+			Code    string `json:"code"`
+			N       *uint64
+			Timeout float64 `json:"timeout"`
+		}](),
+		"not a struct": reflect.TypeFor[map[string]any](),
+	} {
+		if _, err := in.bind(typ); err == nil {
+			t.Errorf("%s: bound", name)
+		}
+	}
+	bad := inputSchema{{name: "timeout", typ: "number", max: bound(10), def: 50}}
+	if _, err := bad.bind(reflect.TypeFor[struct {
+		Timeout float64 `json:"timeout"`
+	}]()); err == nil {
+		t.Error("a default outside its own bounds: bound")
+	}
+}
+
+// TestEveryToolBinds: each tool's params struct matches its declaration.
+func TestEveryToolBinds(t *testing.T) {
+	for _, tl := range (&Server{}).tools() {
+		if _, err := tl.input.bind(tl.handler.paramsType()); err != nil {
+			t.Errorf("%s: %v", tl.name, err)
+		}
+	}
+}
+
+// TestPublishedSchemaAgreesWithValidation is the rule of the declaration: what the
+// published input schema accepts, validation accepts, and what it rejects, validation
+// rejects. Every property of every tool is tried with values of every JSON type,
+// whole-number floats, bounds and lengths, judged by an independent JSON Schema
+// validator. (Numbers beyond float64, such as 1e400 and 1e-400, are left out: the
+// validator holds numbers as float64, rounding 1e-400 to the integer 0, and cannot
+// hold 1e400; TestNumbersBeyondFloat64 covers them.)
+func TestPublishedSchemaAgreesWithValidation(t *testing.T) {
+	candidates := []string{
+		`null`, `true`, `false`, `""`, `"a"`, `"json"`, `"text"`, `"fresh"`, `"persistent"`, `"base64"`,
+		`0`, `-0`, `1`, `5`, `5.0`, `5e0`, `0.5e1`, `-1`, `-1.0`, `1.5`, `0.001`, `0.01`, `3600`, `3600.5`,
+		`65536`, `65536.0`, `65537`, `1e19`, `2e19`,
+		`[]`, `["a"]`, `[null]`, `[1]`, `["a","b"]`, `{}`, `{"a":1}`,
+		`"` + strings.Repeat("x", 129) + `"`, `"` + strings.Repeat("é", 128) + `"`, `"` + strings.Repeat("é", 4097) + `"`,
+	}
+	many, _ := json.Marshal(make([]string, 129))
+	candidates = append(candidates, string(many))
+	for _, tl := range (&Server{}).tools() {
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(tl.input.jsonSchema(), &schema); err != nil {
+			t.Fatalf("%s: %v", tl.name, err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tl.name, err)
+		}
+		// The arguments that satisfy every required property but the one tried.
+		base := map[string]json.RawMessage{}
+		for _, p := range tl.input {
+			if p.required {
+				base[p.name] = json.RawMessage(`"x"`)
+				if len(p.enum) > 0 {
+					base[p.name] = json.RawMessage(`"` + p.enum[0] + `"`)
+				}
+			}
+		}
+		for _, p := range tl.input {
+			for _, v := range candidates {
+				args := maps.Clone(base)
+				args[p.name] = json.RawMessage(v)
+				raw, _ := json.Marshal(args)
+				var instance any
+				if err := json.Unmarshal(raw, &instance); err != nil {
+					t.Fatal(err)
+				}
+				schemaErr := resolved.Validate(instance)
+				_, parseErr := tl.input.parse(raw)
+				if (schemaErr == nil) != (parseErr == nil) {
+					t.Errorf("%s %s=%.40s: the schema says %v, validation says %v", tl.name, p.name, v, schemaErr, parseErr)
+				}
+			}
+		}
+		if _, err := tl.input.parse(json.RawMessage(`{"no_such_property":1}`)); err == nil {
+			t.Errorf("%s: an unknown property passed", tl.name)
+		}
+	}
+}
+
+func TestNumbersBeyondFloat64(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"code":"x","timeout":1e400}`:              "Invalid arguments at /timeout: must be at most 3600",
+		`{"code":"x","timeout":-1e400}`:             "Invalid arguments at /timeout: must be at least 0.01",
+		`{"code":"x","expected_generation":1e400}`:  "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
+		`{"code":"x","expected_generation":1e-400}`: "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
+		`{"code":"x","timeout":1e-400}`:             "Invalid arguments at /timeout: must be at least 0.01",
+	} {
+		if _, err := executionInput().parse(json.RawMessage(raw)); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
 	}
 }

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,12 +21,13 @@ import (
 type Config struct {
 	Version string
 	Repl    *repl.Manager
-	// Brokers are the downstream brokers the Manager's sessions use (see Bridges);
+	// Brokers are the downstream brokers the Manager's sessions use (through cellops);
 	// health reports the root one. Nil reports a disabled broker.
 	Brokers *broker.Set
-	// Artifacts serves the artifact tools; nil reports that no store is
-	// configured.
-	Artifacts ArtifactOps
+	// Artifacts is the store the artifact tools read and write, the one the
+	// Manager's sessions reach through their repl.Services; nil reports that no
+	// store is configured.
+	Artifacts *artifacts.Store
 	Logger    *slog.Logger
 }
 
@@ -33,7 +36,7 @@ type Server struct {
 	mcp       *mcp.Server
 	repl      *repl.Manager
 	brokers   *broker.Set
-	artifacts ArtifactOps
+	artifacts *artifacts.Store
 	logger    *slog.Logger
 }
 
@@ -74,7 +77,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder)
+	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -108,7 +111,7 @@ func unknownToolMessage(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		var rpcErr *jsonrpc.Error
 		if method == "tools/call" && errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
-			return nil, invalidParams(msgUnknownTool + strings.TrimPrefix(rpcErr.Message, "unknown tool"))
+			return nil, protocolError(fmt.Errorf("%w%s", errUnknownTool, strings.TrimPrefix(rpcErr.Message, "unknown tool")))
 		}
 		return res, err
 	}
@@ -128,6 +131,32 @@ func (s *Server) toolOrder(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// explicitIsError puts isError on every tools/call result, false on success:
+// go-sdk's CallToolResult drops a false isError (omitempty), and clients that read
+// the raw JSON index result.isError. It wraps the result in a type that encodes it
+// with the flag, whatever transport writes it.
+func explicitIsError(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && method == "tools/call" {
+			return flaggedResult{r}, nil
+		}
+		return res, err
+	}
+}
+
+// flaggedResult is a CallToolResult that always encodes isError. Embedding the
+// pointer keeps every method go-sdk calls on a result (its _meta, its result type).
+type flaggedResult struct{ *mcp.CallToolResult }
+
+func (r flaggedResult) MarshalJSON() ([]byte, error) {
+	out, err := r.CallToolResult.MarshalJSON()
+	if err != nil || r.IsError {
+		return out, err
+	}
+	return withField(out, "isError", false), nil
 }
 
 // MCP exposes the underlying go-sdk server, for in-process connections (doctor).

@@ -1,8 +1,24 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const artifactDeletedSchema = `{"required": ["id", "deleted"], "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}}}`
+
+type artifactDeleteParams struct {
+	SessionID string `json:"session_id"`
+	ID        string `json:"id"`
+}
+
+// artifactDeleted is artifact_delete's answer.
+type artifactDeleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+	identity
+}
 
 func (s *Server) artifactDeleteTool() tool {
 	return tool{
@@ -13,8 +29,15 @@ func (s *Server) artifactDeleteTool() tool {
 		annotations:     annotations(false, true, true, false),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			return s.artifactCall(ctx, call, "artifact.delete", "")
-		},
+		handler: handle(func(_ context.Context, sess *repl.Session, p artifactDeleteParams) (any, error) {
+			store, err := s.store()
+			if err != nil {
+				return nil, err
+			}
+			if err := store.Delete(sess.ID(), p.ID); err != nil {
+				return nil, err
+			}
+			return artifactDeleted{ID: p.ID, Deleted: true, identity: identify(sess)}, nil
+		}),
 	}
 }

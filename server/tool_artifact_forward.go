@@ -2,15 +2,30 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/repl"
 )
 
 // The downstream envelope, with the session's identity fields added.
 const artifactForwardSchema = `{"required": ["content"],
   "properties": {"content": {"type": "array"}, "structuredContent": {}, "isError": {"type": "boolean"}, "_meta": {"type": "object"}}}`
 
-const msgForwardCancelled = "Forwarding cancelled; external effects may already have occurred; inspect the broker journal"
+var errForwardCancelled = errors.New("Forwarding cancelled; external effects may already have occurred; inspect the broker journal")
+
+type artifactForwardParams struct {
+	SessionID string                     `json:"session_id"`
+	ID        string                     `json:"id"`
+	Server    string                     `json:"server"`
+	Tool      string                     `json:"tool"`
+	Argument  string                     `json:"argument"`
+	Format    string                     `json:"format"`
+	Arguments map[string]json.RawMessage `json:"arguments"`
+}
 
 func (s *Server) artifactForwardTool() tool {
 	return tool{
@@ -32,12 +47,49 @@ func (s *Server) artifactForwardTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			out := s.artifactCall(ctx, call, "artifact.forward", ids.UUID())
-			if ctx.Err() != nil {
-				return identified(call.session, map[string]any{"error": msgForwardCancelled})
-			}
-			return out
-		},
+		handler:         handle(s.artifactForward),
 	}
+}
+
+// artifactForward places the artifact as one argument of a downstream call and
+// answers with the downstream envelope, whose own isError becomes the result's.
+func (s *Server) artifactForward(ctx context.Context, sess *repl.Session, p artifactForwardParams) (any, error) {
+	out, err := s.forward(ctx, sess, p)
+	if ctx.Err() != nil {
+		return nil, errForwardCancelled
+	}
+	if err != nil {
+		return nil, err
+	}
+	var envelope struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &envelope); err != nil {
+		return nil, fmt.Errorf("the downstream result is not a result envelope: %w", err)
+	}
+	// The envelope carries up to 512 KiB of content: add the identity fields to
+	// the encoded object rather than decoding and encoding it again.
+	id := identify(sess)
+	out = withField(out, "server_id", id.ServerID)
+	out = withField(out, "session_id", id.SessionID)
+	out = withField(out, "generation", id.Generation)
+	return encodedResult{JSON: out, IsError: envelope.IsError}, nil
+}
+
+func (s *Server) forward(ctx context.Context, sess *repl.Session, p artifactForwardParams) (json.RawMessage, error) {
+	store, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	value, err := store.ForwardValue(ctx, sess.ID(), p.ID, p.Format)
+	if err != nil {
+		return nil, err
+	}
+	args := maps.Clone(p.Arguments)
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	args[p.Argument] = value // the artifact wins a clash with the extra arguments
+	// Each forward is its own run in the broker's journal.
+	return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, args)
 }

@@ -1,9 +1,27 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const artifactSavedSchema = `{"required": ["artifact", "saved", "path"],
   "properties": {"artifact": ` + artifactRefSchema + `, "saved": {"type": "boolean"}, "path": {"type": "string"}}}`
+
+type artifactSaveParams struct {
+	SessionID string `json:"session_id"`
+	ID        string `json:"id"`
+	Path      string `json:"path"`
+	Overwrite bool   `json:"overwrite"`
+}
+
+// artifactSaved is artifact_save's answer.
+type artifactSaved struct {
+	artifacts.Saved
+	identity
+}
 
 func (s *Server) artifactSaveTool() tool {
 	return tool{
@@ -21,8 +39,16 @@ func (s *Server) artifactSaveTool() tool {
 		annotations:     annotations(false, true, false, false),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			return s.artifactCall(ctx, call, "artifact.save", "")
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p artifactSaveParams) (any, error) {
+			store, err := s.store()
+			if err != nil {
+				return nil, err
+			}
+			saved, err := store.Save(ctx, sess.ID(), p.ID, sess.ProjectPath(p.Path), p.Overwrite)
+			if err != nil {
+				return nil, err
+			}
+			return artifactSaved{Saved: saved, identity: identify(sess)}, nil
+		}),
 	}
 }

@@ -1,8 +1,14 @@
 package server
 
-import "context"
+import (
+	"context"
+	"time"
 
-// executionResultSchema is the output schema of an execution result (reference 3.1).
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// executionResultSchema is the output schema of an execution result (reference 3.1,
+// and 3.8's exit_code; 4.1's artifact of a large trailing value).
 const executionResultSchema = `{
   "type": "object",
   "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
@@ -23,12 +29,35 @@ const executionResultSchema = `{
     "state_reset": {"type": "boolean"},
     "execution_mode": {"type": "string", "enum": ["persistent", "fresh"]},
     "background_tasks_cancelled": {"type": "integer"},
+    "exit_code": {"type": "integer"},
+    "artifact": ` + artifactRefSchema + `,
+    "artifact_error": {"type": "string"},
     "text_truncated": {"type": "boolean"},
     "server_id": {"type": "string"},
     "session_id": {"type": "string"},
     "generation": {"type": "integer", "minimum": 0}
   }
 }`
+
+// execParams are the arguments of execute_python and python_start (executionInput).
+type execParams struct {
+	Code               string  `json:"code"`
+	SessionID          string  `json:"session_id"`
+	ExpectedGeneration *uint64 `json:"expected_generation"`
+	Reset              bool    `json:"reset"`
+	Timeout            float64 `json:"timeout"`
+}
+
+func (p execParams) request() repl.ExecRequest {
+	return repl.ExecRequest{
+		Code:               p.Code,
+		Reset:              p.Reset,
+		ExpectedGeneration: p.ExpectedGeneration,
+		Timeout:            seconds(p.Timeout),
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func (s *Server) executePythonTool() tool {
 	return tool{
@@ -47,10 +76,8 @@ func (s *Server) executePythonTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			var args execArgs
-			decodeArgs(call.args, &args)
-			return call.session.Execute(ctx, args.request())
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
+			return sess.Execute(ctx, p.request()), nil
+		}),
 	}
 }

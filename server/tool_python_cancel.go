@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const cancelSchema = `{
   "type": "object",
@@ -13,6 +17,14 @@ const cancelSchema = `{
   }
 }`
 
+// cancelled is python_cancel's answer when a cancellation was requested.
+type cancelled struct {
+	CancelRequested bool   `json:"cancel_requested"`
+	RunID           string `json:"run_id"`
+	ExternalEffects string `json:"external_effects"`
+	identity
+}
+
 func (s *Server) pythonCancelTool() tool {
 	return tool{
 		name: "python_cancel",
@@ -22,18 +34,18 @@ func (s *Server) pythonCancelTool() tool {
 		output:      cancelSchema,
 		annotations: annotations(false, true, false, true),
 		routed:      true,
-		handle: func(_ context.Context, call *toolCall) any {
-			var args runArgs
-			decodeArgs(call.args, &args)
-			id, err := call.session.Cancel(args.RunID)
+		handler: handle(func(_ context.Context, sess *repl.Session, p runParams) (any, error) {
+			id, err := sess.Cancel(p.RunID)
 			if err != nil {
-				return identified(call.session, map[string]any{"cancel_requested": false, "error": err.Error()})
+				// The output schema requires cancel_requested, failed or not.
+				return nil, failWith(err, "cancel_requested", false)
 			}
-			return identified(call.session, map[string]any{
-				"cancel_requested": true,
-				"run_id":           id,
-				"external_effects": "May already have occurred; never retried automatically",
-			})
-		},
+			return cancelled{
+				CancelRequested: true,
+				RunID:           id,
+				ExternalEffects: "May already have occurred; never retried automatically",
+				identity:        identify(sess),
+			}, nil
+		}),
 	}
 }

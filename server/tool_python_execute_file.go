@@ -1,12 +1,18 @@
 package server
 
-import "context"
+import (
+	"context"
 
-type fileArgs struct {
-	execArgs
-	Path string   `json:"path"`
-	Argv []string `json:"argv"`
-	Mode string   `json:"mode"`
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+type fileParams struct {
+	SessionID          string   `json:"session_id"`
+	Path               string   `json:"path"`
+	Argv               []string `json:"argv"`
+	Mode               string   `json:"mode"`
+	Timeout            float64  `json:"timeout"`
+	ExpectedGeneration *uint64  `json:"expected_generation"`
 }
 
 func (s *Server) pythonExecuteFileTool() tool {
@@ -20,7 +26,7 @@ func (s *Server) pythonExecuteFileTool() tool {
 		input: inputSchema{
 			withRequired(sessionIDParam()),
 			{name: "path", typ: "string", required: true, maxLength: 4096, desc: "The file; relative paths are taken against the session's project."},
-			{name: "argv", typ: "array", items: "string", maxItems: 128, desc: "Arguments after the path, passed literally (no shell quoting)."},
+			{name: "argv", typ: "array", items: "string", maxItems: 128, def: []string{}, desc: "Arguments after the path, passed literally (no shell quoting)."},
 			{name: "mode", typ: "string", enum: []string{"persistent", "fresh"}, def: "persistent", desc: "persistent: the session's namespace; fresh: a separate worker."},
 			timeoutParam(),
 			expectedGenerationParam(),
@@ -28,16 +34,13 @@ func (s *Server) pythonExecuteFileTool() tool {
 		output:      executionResultSchema,
 		annotations: annotations(false, true, false, true),
 		routed:      true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			var args fileArgs
-			decodeArgs(call.args, &args)
-			req := args.request()
-			req.Argv = args.Argv
-			if req.Argv == nil {
-				req.Argv = []string{}
-			}
-			req.Fresh = args.Mode == "fresh"
-			return call.session.ExecuteFile(ctx, args.Path, req)
-		},
+		handler: handle(func(ctx context.Context, sess *repl.Session, p fileParams) (any, error) {
+			return sess.ExecuteFile(ctx, p.Path, repl.ExecRequest{
+				Argv:               p.Argv,
+				Fresh:              p.Mode == "fresh",
+				Timeout:            seconds(p.Timeout),
+				ExpectedGeneration: p.ExpectedGeneration,
+			}), nil
+		}),
 	}
 }

@@ -40,13 +40,13 @@ func (s *Server) pythonHealthTool() tool {
 		input:       inputSchema{},
 		output:      healthSchema,
 		annotations: annotations(true, false, true, false),
-		handle: func(context.Context, *toolCall) any {
+		handler: handle(func(context.Context, *repl.Session, noParams) (any, error) {
 			return healthReport{
 				Server:   s.repl.Default().Health(),
 				Broker:   s.brokerHealth(),
 				Sessions: s.sessionList(),
-			}
-		},
+			}, nil
+		}),
 	}
 }
 

@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const runSchema = `{
   "type": "object",
@@ -10,6 +14,12 @@ const runSchema = `{
     {"required": ["error"], "not": {"required": ["success"]}}
   ]
 }`
+
+// runParams are the arguments of python_run and python_cancel.
+type runParams struct {
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+}
 
 func (s *Server) pythonRunTool() tool {
 	return tool{
@@ -21,17 +31,15 @@ func (s *Server) pythonRunTool() tool {
 		output:      runSchema,
 		annotations: annotations(true, false, true, false),
 		routed:      true,
-		handle: func(_ context.Context, call *toolCall) any {
-			var args runArgs
-			decodeArgs(call.args, &args)
-			snap, res, err := call.session.Lookup(args.RunID)
+		handler: handle(func(_ context.Context, sess *repl.Session, p runParams) (any, error) {
+			snap, res, err := sess.Lookup(p.RunID)
 			switch {
 			case err != nil:
-				return identified(call.session, map[string]any{"error": err.Error()})
+				return nil, err
 			case snap != nil:
-				return snap
+				return snap, nil
 			}
-			return res
-		},
+			return res, nil
+		}),
 	}
 }

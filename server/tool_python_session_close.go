@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const closeSchema = `{
   "type": "object",
@@ -10,6 +14,16 @@ const closeSchema = `{
   ]
 }`
 
+type closeParams struct {
+	SessionID string `json:"session_id"`
+}
+
+// closed is python_session_close's answer: the closed session's last identity.
+type closed struct {
+	Closed bool `json:"closed"`
+	identity
+}
+
 func (s *Server) pythonSessionCloseTool() tool {
 	return tool{
 		name: "python_session_close",
@@ -18,19 +32,12 @@ func (s *Server) pythonSessionCloseTool() tool {
 		input:       inputSchema{withRequired(sessionIDParam())},
 		output:      closeSchema,
 		annotations: annotations(false, true, false, true),
-		handle: func(_ context.Context, call *toolCall) any {
-			var args runArgs
-			decodeArgs(call.args, &args)
-			h, err := s.repl.CloseSession(args.SessionID)
+		handler: handle(func(_ context.Context, _ *repl.Session, p closeParams) (any, error) {
+			h, err := s.repl.CloseSession(p.SessionID)
 			if err != nil {
-				return map[string]any{"error": err.Error()}
+				return nil, err
 			}
-			return map[string]any{"closed": true, "server_id": h.ServerID, "session_id": h.SessionID, "generation": h.Generation}
-		},
+			return closed{Closed: true, identity: identity{ServerID: h.ServerID, SessionID: h.SessionID, Generation: h.Generation}}, nil
+		}),
 	}
-}
-
-func withRequired(p param) param {
-	p.required = true
-	return p
 }

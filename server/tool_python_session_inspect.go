@@ -7,8 +7,9 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-type inspectArgs struct {
-	IncludeNamespace bool `json:"include_namespace"`
+type inspectParams struct {
+	SessionID        string `json:"session_id"`
+	IncludeNamespace bool   `json:"include_namespace"`
 }
 
 // inspection is session metadata plus, on request, the namespace inventory.
@@ -30,14 +31,12 @@ func (s *Server) pythonSessionInspectTool() tool {
 		output:      sessionSchema,
 		annotations: annotations(true, false, false, true),
 		routed:      true,
-		handle: func(ctx context.Context, call *toolCall) any {
-			var args inspectArgs
-			decodeArgs(call.args, &args)
-			h, namespace, err := call.session.Inspect(ctx, args.IncludeNamespace)
+		handler: handle(func(ctx context.Context, sess *repl.Session, p inspectParams) (any, error) {
+			h, namespace, err := sess.Inspect(ctx, p.IncludeNamespace)
 			if err != nil {
-				return identified(call.session, map[string]any{"error": err.Error()})
+				return nil, err
 			}
-			return inspection{Health: h, Namespace: namespace}
-		},
+			return inspection{Health: h, Namespace: namespace}, nil
+		}),
 	}
 }

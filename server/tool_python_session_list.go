@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const listSchema = `{
   "type": "object",
@@ -15,9 +19,9 @@ func (s *Server) pythonSessionListTool() tool {
 		input:       inputSchema{},
 		output:      listSchema,
 		annotations: annotations(true, false, false, true),
-		handle: func(context.Context, *toolCall) any {
-			return s.sessionList()
-		},
+		handler: handle(func(context.Context, *repl.Session, noParams) (any, error) {
+			return s.sessionList(), nil
+		}),
 	}
 }
 

@@ -16,7 +16,7 @@ const sessionSchema = `{
   ]
 }`
 
-type openArgs struct {
+type openParams struct {
 	Name    string `json:"name"`
 	Project string `json:"project"`
 	Python  string `json:"python"`
@@ -37,14 +37,12 @@ func (s *Server) pythonSessionOpenTool() tool {
 		},
 		output:      sessionSchema,
 		annotations: annotations(false, true, false, true),
-		handle: func(ctx context.Context, call *toolCall) any {
-			var args openArgs
-			decodeArgs(call.args, &args)
-			sess, err := s.repl.Open(ctx, repl.OpenRequest{Name: args.Name, Project: args.Project, Python: args.Python})
+		handler: handle(func(ctx context.Context, _ *repl.Session, p openParams) (any, error) {
+			sess, err := s.repl.Open(ctx, repl.OpenRequest{Name: p.Name, Project: p.Project, Python: p.Python})
 			if err != nil {
-				return map[string]any{"error": err.Error()}
+				return nil, err
 			}
-			return sess.Health()
-		},
+			return sess.Health(), nil
+		}),
 	}
 }

@@ -1,6 +1,11 @@
 package server
 
-import "context"
+import (
+	"context"
+	"errors"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
 
 const startSchema = `{
   "type": "object",
@@ -22,16 +27,14 @@ func (s *Server) pythonStartTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handle: func(_ context.Context, call *toolCall) any {
-			var args execArgs
-			decodeArgs(call.args, &args)
-			info, failed := call.session.Start(args.request())
+		handler: handle(func(_ context.Context, sess *repl.Session, p execParams) (any, error) {
+			info, failed := sess.Start(p.request())
 			if failed != nil {
 				// Nothing started: answer with the error alone, so that no run_id
 				// can be mistaken for a run.
-				return identified(call.session, map[string]any{"error": *failed.Error})
+				return nil, errors.New(*failed.Error)
 			}
-			return info
-		},
+			return info, nil
+		}),
 	}
 }

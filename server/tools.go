@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,14 +22,37 @@ type tool struct {
 	routed bool
 	// sessionRequired tools must name their session under stateless protocols.
 	sessionRequired bool
-	handle          func(ctx context.Context, call *toolCall) any
+	// handler receives the call's arguments decoded into the tool's params struct;
+	// build it with handle.
+	handler handler
 }
 
-// toolCall is one validated call.
-type toolCall struct {
-	args    map[string]json.RawMessage
-	session *repl.Session
+// handler is a tool's typed handler with its params type hidden, so that one list
+// can hold every tool.
+type handler interface {
+	paramsType() reflect.Type
+	// serve runs the call; params points to a value of paramsType, and sess is the
+	// routed session (nil for tools that are not routed).
+	serve(ctx context.Context, sess *repl.Session, params any) (any, error)
 }
+
+// handle makes a tool's handler from a function of its params struct P. The function
+// returns the tool's value, or an error: the error table (errors.go) decides whether
+// it is a protocol error or a tool result with isError.
+func handle[P any](f func(ctx context.Context, sess *repl.Session, p P) (any, error)) handler {
+	return typedHandler[P](f)
+}
+
+type typedHandler[P any] func(context.Context, *repl.Session, P) (any, error)
+
+func (typedHandler[P]) paramsType() reflect.Type { return reflect.TypeFor[P]() }
+
+func (h typedHandler[P]) serve(ctx context.Context, sess *repl.Session, params any) (any, error) {
+	return h(ctx, sess, *params.(*P))
+}
+
+// noParams is the params struct of a tool without arguments.
+type noParams struct{}
 
 // tools is the tool list, in the order clients see it.
 func (s *Server) tools() []tool {
@@ -50,8 +76,14 @@ func (s *Server) tools() []tool {
 }
 
 // register adds t to the MCP server behind the generic checks of reference 2.3:
-// schema, session_id under stateless protocols, session routing.
+// schema, session_id under stateless protocols, session routing. It panics when t's
+// params struct does not match its declaration, a programming error that building
+// any Server shows.
 func (s *Server) register(t tool) {
+	b, err := t.input.bind(t.handler.paramsType())
+	if err != nil {
+		panic(fmt.Sprintf("server: tool %s: %v", t.name, err))
+	}
 	def := &mcp.Tool{
 		Name:         t.name,
 		Description:  t.description,
@@ -60,26 +92,35 @@ func (s *Server) register(t tool) {
 		Annotations:  t.annotations,
 	}
 	s.mcp.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := t.input.validate(req.Params.Arguments)
+		value, sess, err := s.call(ctx, t, b, req)
 		if err != nil {
-			return nil, invalidParams(err.Error())
-		}
-		_, named := args["session_id"]
-		if t.sessionRequired && !named && statelessRequest(req) {
-			return nil, invalidParams(msgNeedSessionID)
-		}
-		call := &toolCall{args: args}
-		if t.routed {
-			var id string
-			if named {
-				json.Unmarshal(args["session_id"], &id)
+			if perr := protocolError(err); perr != nil {
+				return nil, perr
 			}
-			if call.session, err = s.repl.Session(id); err != nil {
-				return nil, invalidParams(msgSessionUnknown)
-			}
+			return present(failure(sess, err)), nil
 		}
-		return present(t.handle(ctx, call)), nil
+		return present(value), nil
 	})
+}
+
+// call runs one call of t: its arguments decoded, its session resolved, its handler.
+// sess is the routed session, for the identity fields of a failure.
+func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallToolRequest) (value any, sess *repl.Session, err error) {
+	args, err := t.input.parse(req.Params.Arguments)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, named := args["session_id"].(string)
+	if t.sessionRequired && !named && statelessRequest(req) {
+		return nil, nil, errNeedSessionID
+	}
+	if t.routed {
+		if sess, err = s.repl.Session(id); err != nil {
+			return nil, nil, errSessionUnknown
+		}
+	}
+	value, err = t.handler.serve(ctx, sess, b.decode(t.input, args))
+	return value, sess, err
 }
 
 // statelessRequest reports a request under protocol 2026-07-28 or later, where each
@@ -107,13 +148,35 @@ func annotations(readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnn
 	}
 }
 
-// identified adds the session's identity fields to a tool value that lacks them.
-func identified(sess *repl.Session, value map[string]any) map[string]any {
+// identity is the fields that say which state a routed tool's result is about
+// (contract 2.3, "identify").
+type identity struct {
+	ServerID   string `json:"server_id"`
+	SessionID  string `json:"session_id"`
+	Generation uint64 `json:"generation"`
+}
+
+// identify is sess's identity now.
+func identify(sess *repl.Session) identity {
 	h := sess.Health()
-	for k, v := range map[string]any{"server_id": h.ServerID, "session_id": h.SessionID, "generation": h.Generation} {
-		if _, ok := value[k]; !ok {
+	return identity{ServerID: h.ServerID, SessionID: h.SessionID, Generation: h.Generation}
+}
+
+// failure is the value of a failed call: {"error": message}, with the fields of a
+// fieldsError and, for a routed tool, the session's identity.
+func failure(sess *repl.Session, err error) failed {
+	value := map[string]any{"error": err.Error()}
+	if fe := (*fieldsError)(nil); errors.As(err, &fe) {
+		for k, v := range fe.fields {
 			value[k] = v
 		}
 	}
-	return value
+	if sess != nil {
+		id := identify(sess)
+		value["server_id"], value["session_id"], value["generation"] = id.ServerID, id.SessionID, id.Generation
+	}
+	return failed(value)
 }
+
+// failed is a tool failure's value; present marks it isError.
+type failed map[string]any
