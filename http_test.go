@@ -291,6 +291,10 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o644)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args   []string
 		status int
@@ -300,6 +304,9 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		{[]string{"--transport", "http", "--listen", ":8080"}, 1, "REPL_MCP_HTTP_TOKEN"},
 		{[]string{"--transport", "http", "--http-token-file", open}, 1, "chmod 600"},
 		{[]string{"--transport", "http", "--http-token-file", filepath.Join(dir, "missing")}, 1, "token file"},
+		// At once, in one line, rather than waiting for a writer.
+		{[]string{"--transport", "http", "--http-token-file", fifo}, 1, "is a named pipe (FIFO), not a regular file"},
+		{[]string{"--transport", "http", "--http-token-file", dir}, 1, "is a directory, not a regular file"},
 		{[]string{"--listen", "127.0.0.1:0"}, 2, "--listen requires --transport http"},
 		{[]string{"--transport", "stdio", "--http-token-file", open}, 2, "requires --transport http"},
 		{[]string{"--transport", "sse"}, 2, "stdio or http"},
@@ -323,6 +330,9 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		}
 		if status != c.status || !strings.Contains(stderr.String(), c.stderr) {
 			t.Errorf("%v: status %d, stderr %q; want %d and %q", c.args, status, stderr.String(), c.status, c.stderr)
+		}
+		if c.status == 1 && strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: stderr is not one line: %q", c.args, stderr.String())
 		}
 		if strings.Contains(stderr.String(), "secret-token-value") {
 			t.Errorf("%v: the token appears on stderr", c.args)

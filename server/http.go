@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,7 +15,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -48,8 +46,6 @@ const (
 	httpSessionIdle = time.Hour
 	// readHeaderTimeout bounds a client that opens a connection and stalls.
 	readHeaderTimeout = 10 * time.Second
-	// maxTokenFile bounds what is read of a token file.
-	maxTokenFile = 64 << 10
 )
 
 // ErrTokenRequired is returned when the HTTP transport would listen on an address
@@ -442,49 +438,4 @@ func loopbackOrigin(origins []string) bool {
 		}
 	}
 	return true
-}
-
-// ReadTokenFile reads a bearer token: the first line of a regular file that only
-// its owner may read or write (mode 0600 or 0400). The error never quotes the token.
-func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("token file %s is not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is accessible to group or others (mode %04o); make it private with chmod 600", path, perm)
-	}
-	line, err := bufio.NewReader(io.LimitReader(f, maxTokenFile)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("token file %s: %w", path, err)
-	}
-	token := strings.TrimSpace(line)
-	if token == "" {
-		return "", fmt.Errorf("token file %s: the first line is empty", path)
-	}
-	if err := CheckToken(token); err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, err)
-	}
-	return token, nil
-}
-
-// CheckToken refuses a token that cannot travel in an Authorization header.
-func CheckToken(token string) error {
-	if token == "" {
-		return errors.New("the token is empty")
-	}
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c >= 0x7f {
-			return errors.New("the token must be printable ASCII without spaces")
-		}
-	}
-	return nil
 }

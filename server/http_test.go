@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -634,5 +635,70 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("a missing file was accepted")
+	}
+}
+
+// TestReadTokenFileRefusesSpecialFiles: a FIFO (with no writer), a device, a
+// directory and a symbolic link are refused at once, with an error naming what the
+// path is; none of them is read.
+func TestReadTokenFileRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "real")
+	if err := os.WriteFile(target, []byte("secret-link-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		fifo:        "named pipe",
+		"/dev/null": "device",
+		sub:         "directory",
+		link:        "symbolic link",
+	}
+	if os.Geteuid() == 0 {
+		// Someone else's file: they know the token.
+		foreign := filepath.Join(dir, "foreign")
+		if err := os.WriteFile(foreign, []byte("secret-foreign-token\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases[foreign] = "belongs to uid 65534"
+	} else {
+		t.Log("not root: the case of a file owned by another user is not checked")
+	}
+	for path, want := range cases {
+		got := make(chan error, 1)
+		go func() {
+			_, err := ReadTokenFile(path)
+			got <- err
+		}()
+		select {
+		case err := <-got:
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("ReadTokenFile(%s) = %v, want an error naming the path and %q", path, err, want)
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("ReadTokenFile(%s): the error quotes the token: %v", path, err)
+			}
+		case <-time.After(5 * time.Second):
+			// Unblock the open so the goroutine ends with the test.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			<-got
+			t.Errorf("ReadTokenFile(%s) did not return within 5 s", path)
+		}
 	}
 }
