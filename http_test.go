@@ -308,6 +308,10 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		{[]string{"--transport", "http", "--http-token-file", fifo}, 1, "is a named pipe (FIFO), not a regular file"},
 		{[]string{"--transport", "http", "--http-token-file", dir}, 1, "is a directory, not a regular file"},
 		{[]string{"--listen", "127.0.0.1:0"}, 2, "--listen requires --transport http"},
+		// An address that cannot be parsed is a bad flag value, whatever the token.
+		{[]string{"--transport", "http", "--listen", "garbage"}, 2, `--listen: invalid listen address "garbage": missing port in address`},
+		{[]string{"--transport", "http", "--listen", "127.0.0.1:99999"}, 2, `--listen: invalid listen address "127.0.0.1:99999": invalid port`},
+		{[]string{"--transport", "http", "--listen", "garbage", "--http-token-file", open}, 2, "HOST:PORT"},
 		{[]string{"--transport", "stdio", "--http-token-file", open}, 2, "requires --transport http"},
 		{[]string{"--transport", "sse"}, 2, "stdio or http"},
 	} {

@@ -114,6 +114,10 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 			return o, usageError{fmt.Errorf("%s requires --transport http", strings.Join(httpOnly, " and "))}
 		}
 	case "http":
+		// Before the token is looked at: a typo in the address is the first thing to fix.
+		if err := server.CheckListenAddr(o.listen); err != nil {
+			return o, usageError{fmt.Errorf("--listen: %w", err)}
+		}
 	default:
 		return o, usageError{fmt.Errorf("invalid value %q for --transport: stdio or http", o.transport)}
 	}

@@ -48,6 +48,27 @@ const (
 	readHeaderTimeout = 10 * time.Second
 )
 
+// ErrInvalidAddr is returned for a listen address that is not HOST:PORT.
+var ErrInvalidAddr = errors.New("invalid listen address")
+
+// CheckListenAddr refuses an address that cannot be listened on for its form:
+// not HOST:PORT, or a port that is neither a number up to 65535 nor a service name.
+// The host is resolved only when listening.
+func CheckListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		var addrErr *net.AddrError
+		if errors.As(err, &addrErr) {
+			err = errors.New(addrErr.Err)
+		}
+		return fmt.Errorf("%w %q: %v; want HOST:PORT, such as 127.0.0.1:8080 (port 0 picks a free port)", ErrInvalidAddr, addr, err)
+	}
+	return nil
+}
+
 // ErrTokenRequired is returned when the HTTP transport would listen on an address
 // other than loopback without a bearer token.
 var ErrTokenRequired = errors.New("a bearer token is required to listen on a non-loopback address")
@@ -75,6 +96,9 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultHTTPAddr
+	}
+	if err := CheckListenAddr(addr); err != nil {
+		return err
 	}
 	if cfg.Token == "" && !loopbackHostPort(addr) {
 		return fmt.Errorf("listen on %s: %w", addr, ErrTokenRequired)

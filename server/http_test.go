@@ -579,13 +579,20 @@ func TestHTTPShutdownWithOpenStreams(t *testing.T) {
 	}
 }
 
-// TestHTTPListenPolicy: a non-loopback address needs a token.
+// TestHTTPListenPolicy: an address that is not HOST:PORT is invalid, whatever the
+// token; a non-loopback address needs a token.
 func TestHTTPListenPolicy(t *testing.T) {
 	srv := New(Config{Version: "test", Repl: repl.NewManager(t.Context(), repl.Config{})})
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: addr})
 		if !errors.Is(err, ErrTokenRequired) {
 			t.Fatalf("listen %s without a token: %v, want ErrTokenRequired", addr, err)
+		}
+	}
+	for _, addr := range []string{"garbage", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:-1", "[::1:80"} {
+		err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: addr})
+		if !errors.Is(err, ErrInvalidAddr) || !strings.Contains(err.Error(), "HOST:PORT") {
+			t.Fatalf("listen %s: %v, want ErrInvalidAddr saying HOST:PORT", addr, err)
 		}
 	}
 	for addr, want := range map[string]bool{
