@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -281,6 +282,25 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	}, nil
 }
 
+// serverSecrets are the environment variables that hold secrets of the server's
+// own. They are read from the server's environment and never passed on.
+func serverSecrets() []string { return []string{tokenEnv} }
+
+// scrubEnv is env without the server's secrets: the environment every worker, its
+// subprocesses and every downstream server start from (repl.Config.Env, which the
+// broker inherits), so that code the server runs cannot read them.
+func scrubEnv(env []string) []string {
+	secrets := serverSecrets()
+	kept := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(secrets, name) {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
+}
+
 // replConfig turns options and the environment into the sessions' Config.
 func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 	wd, err := os.Getwd()
@@ -301,7 +321,7 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		Python:       python,
 		PythonSource: chosenBy,
 		Project:      project,
-		Env:          os.Environ(),
+		Env:          scrubEnv(os.Environ()),
 		MaxMemoryMiB: o.maxMemoryMiB,
 		CodeCache:    cache,
 		Version:      version,
