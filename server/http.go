@@ -70,10 +70,16 @@ func CheckListenAddr(addr string) error {
 }
 
 // ErrTokenRequired is returned when the HTTP transport would listen on an address
-// other than loopback without a bearer token.
+// other than loopback without a token of its user's choosing, or would need a
+// generated token and has nowhere private to write it.
 var ErrTokenRequired = errors.New("a bearer token is required to listen on a non-loopback address")
 
-// HTTPConfig configures the streamable HTTP transport.
+// ErrNoAuthLoopbackOnly is returned for NoAuth on an address other than loopback.
+var ErrNoAuthLoopbackOnly = errors.New("serving without a bearer token is allowed on a loopback address only")
+
+// HTTPConfig configures the streamable HTTP transport. Every request must carry a
+// bearer token: Token, or one generated at start and written to a private file,
+// unless NoAuth says otherwise.
 type HTTPConfig struct {
 	// Addr is the host:port to listen on; empty means DefaultHTTPAddr. An address
 	// that is not loopback requires Token.
@@ -81,9 +87,18 @@ type HTTPConfig struct {
 	// Token, when non-empty, must arrive on every request as
 	// "Authorization: Bearer <Token>". It is never logged or echoed.
 	Token string
-	// Listening, if set, is called once with the endpoint URL before the first
-	// request is served.
-	Listening func(url string)
+	// TokenDirs are where a generated token's file may go, in order of preference,
+	// when Token is empty and NoAuth is false: the first directory that is private
+	// (see createTokenFile) is used. The file is removed when ServeStreamableHTTP
+	// returns.
+	TokenDirs []string
+	// NoAuth serves without any token, on loopback only: then every local user and
+	// process that can connect runs code as this one. It excludes Token.
+	NoAuth bool
+	// Listening, if set, is called once before the first request is served, with
+	// the endpoint URL and the path of the generated token's file ("" when the
+	// token was given or NoAuth is set).
+	Listening func(url, tokenFile string)
 }
 
 // ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
@@ -100,7 +115,12 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	if err := CheckListenAddr(addr); err != nil {
 		return err
 	}
-	if cfg.Token == "" && !loopbackHostPort(addr) {
+	switch {
+	case cfg.NoAuth && cfg.Token != "":
+		return errors.New("HTTPConfig: NoAuth excludes a Token")
+	case cfg.NoAuth && !loopbackHostPort(addr):
+		return fmt.Errorf("listen on %s: %w", addr, ErrNoAuthLoopbackOnly)
+	case cfg.Token == "" && !cfg.NoAuth && !loopbackHostPort(addr):
 		return fmt.Errorf("listen on %s: %w", addr, ErrTokenRequired)
 	}
 	var lc net.ListenConfig
@@ -108,19 +128,37 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	if err != nil {
 		return err
 	}
-	bound := ln.Addr().(*net.TCPAddr)
-	if cfg.Token == "" && !bound.IP.IsLoopback() {
+	if bound := ln.Addr().(*net.TCPAddr); cfg.Token == "" && !bound.IP.IsLoopback() {
 		// A host name that resolved to something other than loopback.
 		ln.Close()
+		if cfg.NoAuth {
+			return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrNoAuthLoopbackOnly)
+		}
 		return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrTokenRequired)
 	}
-	return s.serveHTTPListener(ctx, ln, cfg)
+	token, tokenFile := cfg.Token, ""
+	if token == "" && !cfg.NoAuth {
+		// Written once listening: a failed listen leaves no file behind.
+		token = rand.Text()
+		f, err := createTokenFile(cfg.TokenDirs, token)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer f.remove()
+		tokenFile = f.path
+	}
+	return s.serveHTTPListener(ctx, ln, token, func(url string) {
+		if cfg.Listening != nil {
+			cfg.Listening(url, tokenFile)
+		}
+	})
 }
 
 // serveHTTPListener serves on ln, which it closes. It is meant to run once per
 // Server: each call adds the cancellation middleware again.
-func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
-	h := s.httpHandler(cfg.Token)
+func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, listening func(url string)) error {
+	h := s.httpHandler(token)
 	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
@@ -132,9 +170,7 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTT
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	if cfg.Listening != nil {
-		cfg.Listening("http://" + ln.Addr().String() + HTTPPath)
-	}
+	listening("http://" + ln.Addr().String() + HTTPPath)
 
 	var serveErr error
 	select {

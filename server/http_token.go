@@ -2,17 +2,19 @@ package server
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
 
-// The HTTP transport's bearer token: read from a private file, or checked when it
-// comes from elsewhere.
+// The HTTP transport's bearer token: read from a private file, checked when it
+// comes from elsewhere, or generated and written to a private file of its own.
 
 // maxTokenFile bounds what is read of a token file.
 const maxTokenFile = 64 << 10
@@ -83,4 +85,104 @@ func CheckToken(token string) error {
 		}
 	}
 	return nil
+}
+
+// tokenFile is a generated token's file, in a directory held open so that what
+// is removed is what was written, whatever happens to the path meanwhile.
+type tokenFile struct {
+	path string
+	root *os.Root
+	name string
+}
+
+// createTokenFile writes token to a new file, mode 0600, with a name of its own
+// (the server's pid and a random part), in the first of dirs that is private: an
+// absolute path to a directory owned by this user, not a symbolic link, without
+// group or other permissions (created 0700 when missing), whose parent is not
+// writable by group or others. It wraps ErrTokenRequired, with every directory's
+// reason, when none is.
+func createTokenFile(dirs []string, token string) (*tokenFile, error) {
+	var reasons []string
+	for _, dir := range dirs {
+		f, err := createTokenFileIn(dir, token)
+		if err == nil {
+			return f, nil
+		}
+		reasons = append(reasons, err.Error())
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no directory was given")
+	}
+	return nil, fmt.Errorf("%w: no private directory to write a generated one to (%s)", ErrTokenRequired, strings.Join(reasons, "; "))
+}
+
+func createTokenFileIn(dir, token string) (*tokenFile, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("%s is not an absolute path", dir)
+	}
+	parent, err := os.Stat(filepath.Dir(dir))
+	if err == nil && parent.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("%s is writable by group or others (mode %04o)", filepath.Dir(dir), parent.Mode().Perm())
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPrivateDir(dir, info); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	// The directory opened must be the one checked, not one swapped in since.
+	if opened, err := root.Stat("."); err != nil || !os.SameFile(opened, info) {
+		root.Close()
+		return nil, fmt.Errorf("%s changed while it was being opened", dir)
+	}
+	name := fmt.Sprintf("http-token-%d-%s", os.Getpid(), rand.Text()[:10])
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	_, err = f.WriteString(token + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		root.Remove(name)
+		root.Close()
+		return nil, fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	return &tokenFile{path: filepath.Join(dir, name), root: root, name: name}, nil
+}
+
+// checkPrivateDir refuses a directory (info from Lstat) that is a symbolic link,
+// belongs to another user or is open to group or others.
+func checkPrivateDir(dir string, info fs.FileInfo) error {
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link", dir)
+	case !info.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case info.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s is open to group or others (mode %04o)", dir, info.Mode().Perm())
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d)", dir, st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// remove deletes the file; the directory stays for the next server.
+func (f *tokenFile) remove() {
+	f.root.Remove(f.name)
+	f.root.Close()
 }
