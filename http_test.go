@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,6 +49,13 @@ type lineLog struct {
 
 func startHTTPServer(t *testing.T, dir string, env []string, args ...string) *httpServer {
 	t.Helper()
+	return startHTTPServerUnder(t, dir, env, nil, args...)
+}
+
+// startHTTPServerUnder starts the server through wrapper, a command line that
+// execs the program and arguments it is given after its own.
+func startHTTPServerUnder(t *testing.T, dir string, env, wrapper []string, args ...string) *httpServer {
+	t.Helper()
 	exe, err := exec.LookPath("repl-mcp")
 	if err != nil {
 		t.Fatalf("repl-mcp is not on PATH (TestMain puts it there): %v", err)
@@ -56,7 +64,8 @@ func startHTTPServer(t *testing.T, dir string, env []string, args ...string) *ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, append([]string{"--transport", "http"}, args...)...)
+	argv := append(append(append([]string{}, wrapper...), exe, "--transport", "http"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stderr = w
@@ -375,6 +384,71 @@ func TestHTTPBinaryGeneratedToken(t *testing.T) {
 	if filepath.Dir(srv.tokenFile) != filepath.Join(cache, "repl-mcp-http") {
 		t.Fatalf("token file %q, want one in %s/repl-mcp-http", srv.tokenFile, cache)
 	}
+	srv.stop(t)
+}
+
+// TestHTTPBinaryUnauthorizedFlood: 300 connections at once, each sending a request
+// without the token, against a server limited to 256 open files: each is answered
+// 401 or closed to make room, none stays open; then 300 that send nothing and stay
+// open; and a client with the token is served within a bound, a cell included.
+func TestHTTPBinaryUnauthorizedFlood(t *testing.T) {
+	dir := t.TempDir()
+	limited := []string{"sh", "-c", `ulimit -n 256 && exec "$@"`, "sh"}
+	srv := startHTTPServerUnder(t, dir, testEnv(t), limited)
+	addr := strings.TrimSuffix(strings.TrimPrefix(srv.url, "http://"), "/mcp")
+	request := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{}", addr)
+	conns := make([]net.Conn, 0, 300)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range 300 {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, conn)
+		if _, err := io.WriteString(conn, request); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	end := time.Now().Add(15 * time.Second)
+	unauthorized := 0
+	for i, conn := range conns {
+		conn.SetReadDeadline(end)
+		data, err := io.ReadAll(conn) // to the server's close
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection %d is still open 15 s after its request (read %q)", i, data)
+		}
+		if strings.HasPrefix(string(data), "HTTP/1.1 401 ") {
+			unauthorized++
+		} else if len(data) > 0 {
+			t.Fatalf("connection %d: reply %q, want a 401 or none", i, data)
+		}
+	}
+	if unauthorized == 0 {
+		t.Fatal("no connection got a 401")
+	}
+	t.Logf("%d of 300 got a 401, the others were closed to make room", unauthorized)
+	// Then 300 that send nothing at all, and stay open on the client's side.
+	for i := range 300 {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("silent connection %d: %v", i, err)
+		}
+		conns = append(conns, conn)
+	}
+	begin := time.Now()
+	cs := httpClient(t, srv.url, "2025-11-25", srv.token)
+	if v := toolSC(t, cs, "execute_python", map[string]any{"code": "6 * 7"})["value"]; v != 42.0 {
+		t.Fatalf("6 * 7 = %v", v)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Fatalf("the client with the token was served after %v", d)
+	}
+	cs.Close()
 	srv.stop(t)
 }
 

@@ -46,6 +46,14 @@ const (
 	httpSessionIdle = time.Hour
 	// readHeaderTimeout bounds a client that opens a connection and stalls.
 	readHeaderTimeout = 10 * time.Second
+	// readBodyTimeout bounds reading one request body (at most maxHTTPBody). There
+	// is no whole-request read or write timeout: a GET stream and a long
+	// tools/call reply legitimately last as long as they need.
+	readBodyTimeout = 30 * time.Second
+	// httpIdleTimeout closes a keep-alive connection that carries no request.
+	httpIdleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds the headers read before the token is checked.
+	maxHeaderBytes = 64 << 10
 )
 
 // ErrInvalidAddr is returned for a listen address that is not HOST:PORT.
@@ -99,6 +107,25 @@ type HTTPConfig struct {
 	// the endpoint URL and the path of the generated token's file ("" when the
 	// token was given or NoAuth is set).
 	Listening func(url, tokenFile string)
+
+	// limits are zero but in tests; withDefaults fills them in.
+	limits httpLimits
+}
+
+// httpLimits are the transport's bounds that tests lower.
+type httpLimits struct {
+	maxConns    int
+	bodyTimeout time.Duration
+}
+
+func (l httpLimits) withDefaults() httpLimits {
+	if l.maxConns <= 0 {
+		l.maxConns = connLimit()
+	}
+	if l.bodyTimeout <= 0 {
+		l.bodyTimeout = readBodyTimeout
+	}
+	return l
 }
 
 // ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
@@ -148,23 +175,28 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 		defer f.remove()
 		tokenFile = f.path
 	}
-	return s.serveHTTPListener(ctx, ln, token, func(url string) {
+	return s.serveHTTPListener(ctx, ln, token, cfg.limits.withDefaults(), func(url string) {
 		if cfg.Listening != nil {
 			cfg.Listening(url, tokenFile)
 		}
 	})
 }
 
-// serveHTTPListener serves on ln, which it closes. It is meant to run once per
-// Server: each call adds the cancellation middleware again.
-func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, listening func(url string)) error {
-	h := s.httpHandler(token)
+// serveHTTPListener serves on ln, which it closes, within limits. It is meant to
+// run once per Server: each call adds the cancellation middleware again.
+func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, limits httpLimits, listening func(url string)) error {
+	h := s.httpHandler(token, limits)
 	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
+	gate := newConnGate(limits.maxConns)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       gate.connContext,
+		ConnState:         gate.connState,
 		// Connection-level errors (a client that hangs up) are not ours to report.
 		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
 	}
@@ -227,13 +259,14 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
 
 // httpHandler is the /mcp endpoint: origin check, bearer token, body bound, then
 // routing to the stateful or the stateless go-sdk handler.
-func (s *Server) httpHandler(token string) *httpHandler {
+func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	// go-sdk's logger reports normal disconnects as errors; ours reports what matters.
 	quiet := slog.New(slog.DiscardHandler)
 	h := &httpHandler{
-		mcp:      s.mcp,
-		requests: &requestContexts{m: map[string]context.Context{}},
+		mcp:         s.mcp,
+		bodyTimeout: limits.bodyTimeout,
+		requests:    &requestContexts{m: map[string]context.Context{}},
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: maxHTTPBody,
 			SessionTimeout:      httpSessionIdle,
@@ -255,33 +288,51 @@ func (s *Server) httpHandler(token string) *httpHandler {
 
 type httpHandler struct {
 	mcp                 *mcp.Server
+	bodyTimeout         time.Duration
 	stateful, stateless *mcp.StreamableHTTPHandler
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
 	requests            *requestContexts
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// DNS rebinding: go-sdk refuses a non-loopback Host on a loopback connection;
-	// a browser page from elsewhere is refused by its Origin.
+	// DNS rebinding: a non-loopback Host on a loopback connection (as go-sdk
+	// checks too, but without closing the connection); a browser page from
+	// elsewhere is refused by its Origin.
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackHostPortOrHost(local.String()) && !loopbackHostPortOrHost(r.Host) {
+		refuse(w, http.StatusForbidden, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host))
+		return
+	}
 	if origins := r.Header.Values("Origin"); len(origins) > 0 && !loopbackOrigin(origins) {
-		http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
+		refuse(w, http.StatusForbidden, "Forbidden: cross-origin request")
 		return
 	}
 	if h.tokenSum != nil && !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized, "Unauthorized: a bearer token is required")
 		return
 	}
+	prove(r)
 	var msgs peeked
 	if r.Method == http.MethodPost {
+		// A deadline for the body alone, lifted once it is read: the reply may
+		// take as long as the call.
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+		if err == nil {
+			rc.SetReadDeadline(time.Time{})
+		} else {
+			// Expired, so that net/http does not wait on the rest of the body
+			// before it closes the connection.
+			rc.SetReadDeadline(time.Now())
+		}
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)), http.StatusRequestEntityTooLarge)
+				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)))
 				return
 			}
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+			refuse(w, http.StatusBadRequest, "failed to read body")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -303,6 +354,13 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.stateful.ServeHTTP(w, r)
+}
+
+// refuse answers a request that will not be served and closes its connection
+// after the reply, so that refused clients cannot hold connections open.
+func refuse(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, message, status)
 }
 
 // authorized checks the bearer token in constant time.
@@ -477,6 +535,16 @@ func loopbackHostPort(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
+	}
+	return loopbackHost(host)
+}
+
+// loopbackHostPortOrHost reports a loopback host, with or without a port, as
+// go-sdk judges a Host header.
+func loopbackHostPortOrHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
 	}
 	return loopbackHost(host)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,6 +39,13 @@ func TestMain(m *testing.M) {
 // token serves without one (NoAuth).
 func startHTTP(t *testing.T, token string) string {
 	t.Helper()
+	return startHTTPWith(t, HTTPConfig{Token: token, NoAuth: token == ""})
+}
+
+// startHTTPWith is startHTTP with a config of the test's own (Addr and Listening
+// are set here).
+func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
+	t.Helper()
 	py := pythons.ForTest(t)[0].Path
 	ctx, cancel := context.WithCancel(t.Context())
 	manager := repl.NewManager(ctx, repl.Config{Python: py, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
@@ -45,7 +53,9 @@ func startHTTP(t *testing.T, token string) string {
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeStreamableHTTP(ctx, HTTPConfig{Addr: "127.0.0.1:0", Token: token, NoAuth: token == "", Listening: func(u, _ string) { urls <- u }})
+		cfg.Addr = "127.0.0.1:0"
+		cfg.Listening = func(u, _ string) { urls <- u }
+		done <- srv.ServeStreamableHTTP(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -869,4 +879,232 @@ func TestHTTPGeneratedTokenDirs(t *testing.T) {
 	if filepath.Dir(tokenFile) != good {
 		t.Fatalf("token file %s, want it in %s after the refused directories", tokenFile, good)
 	}
+}
+
+// refusedConn opens a connection, sends one request on it as HTTP/1.1 keep-alive
+// and reads the reply's status line; the connection is returned open on the
+// client's side.
+func refusedConn(t *testing.T, addr, request string) (net.Conn, int, error) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, 0, err
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		conn.Close()
+		return nil, 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		conn.Close()
+		return nil, 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return conn, resp.StatusCode, nil
+}
+
+// closedByServer reports whether the server ends conn (EOF or reset) within d.
+func closedByServer(conn net.Conn, d time.Duration) bool {
+	conn.SetReadDeadline(time.Now().Add(d))
+	var b [1]byte
+	for {
+		_, err := conn.Read(b[:])
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		return !errors.As(err, &ne) || !ne.Timeout()
+	}
+}
+
+// TestHTTPRefusedConnectionsClose: a connection whose request got 401, 403 or
+// 413 is closed by the server, so refused clients cannot hold connections open
+// in numbers; a client with the token is served after 300 of them.
+func TestHTTPRefusedConnectionsClose(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	url := startHTTP(t, token)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+	post := func(header, body string) string {
+		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n%s",
+			HTTPPath, addr, header, len(body), body)
+	}
+	big := strings.Repeat(" ", maxHTTPBody+1)
+	for _, c := range []struct {
+		name, request string
+		status        int
+	}{
+		{"no token", post("", initializeBody), http.StatusUnauthorized},
+		{"wrong token", post("Authorization: Bearer wrong\r\n", initializeBody), http.StatusUnauthorized},
+		{"foreign Origin", post("Origin: https://evil.example\r\n", initializeBody), http.StatusForbidden},
+		{"foreign Host", strings.Replace(post("Authorization: Bearer "+token+"\r\n", initializeBody), "Host: "+addr, "Host: evil.example", 1), http.StatusForbidden},
+		{"oversized body", post("Authorization: Bearer "+token+"\r\n", big), http.StatusRequestEntityTooLarge},
+	} {
+		conn, status, err := refusedConn(t, addr, c.request)
+		if err != nil || status != c.status {
+			t.Fatalf("%s: status %d, %v; want %d", c.name, status, err, c.status)
+		}
+		if !closedByServer(conn, 5*time.Second) {
+			t.Errorf("%s: the connection is still open 5 s after the %d", c.name, status)
+		}
+		conn.Close()
+	}
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range 300 {
+		conn, status, err := refusedConn(t, addr, post("", initializeBody))
+		if err != nil || status != http.StatusUnauthorized {
+			t.Fatalf("connection %d: status %d, %v; want 401", i, status, err)
+		}
+		conns = append(conns, conn)
+	}
+	for i, conn := range conns {
+		if !closedByServer(conn, 5*time.Second) {
+			t.Fatalf("connection %d is still open 5 s after its 401", i)
+		}
+	}
+	begin := time.Now()
+	cs := connect(t, url, "2025-11-25", token)
+	callTool(t, cs, "python_health", map[string]any{})
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("the client with the token was served after %v", d)
+	}
+}
+
+// TestHTTPConnectionCap: with every connection slot held by clients that send
+// nothing, a client with the token still gets in, and its connections are not
+// the ones closed for the next flood.
+func TestHTTPConnectionCap(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	const slots = 16
+	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{maxConns: slots}})
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	flood := func() {
+		t.Helper()
+		for range 3 * slots {
+			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, conn)
+		}
+	}
+	flood()
+	begin := time.Now()
+	cs := connect(t, url, "2025-11-25", token) // its standalone GET stream stays open
+	callTool(t, cs, "python_health", map[string]any{})
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("the client with the token was served after %v", d)
+	}
+	// The flood's connections were closed to make room, all but the newest.
+	open := 0
+	for _, c := range conns {
+		if !closedByServer(c, 50*time.Millisecond) {
+			open++
+		}
+	}
+	if open >= slots {
+		t.Fatalf("%d of the flood's connections are still open; at most %d slots", open, slots)
+	}
+	flood()
+	callTool(t, cs, "python_health", map[string]any{})
+}
+
+// TestConnGate: past the bound the oldest connection without an authorized
+// request goes first, then the oldest idle one; a connection busy for a client
+// with the token is never closed, and a new one is refused when only those remain.
+func TestConnGate(t *testing.T) {
+	g := newConnGate(3)
+	type pipe struct {
+		server, client net.Conn
+		gc             *gatedConn
+	}
+	admit := func() *pipe {
+		s, c := net.Pipe()
+		ctx := g.connContext(t.Context(), s)
+		gc, _ := ctx.Value(gatedConnKey{}).(*gatedConn)
+		t.Cleanup(func() { s.Close(); c.Close() })
+		return &pipe{s, c, gc}
+	}
+	closed := func(p *pipe) bool {
+		p.client.SetReadDeadline(time.Now().Add(time.Second))
+		_, err := p.client.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
+	}
+	a, b, c := admit(), admit(), admit()
+	for _, p := range []*pipe{b, c} {
+		p.gc.proven.Store(true)
+		g.connState(p.server, http.StateActive)
+	}
+	d := admit() // a: the only one without an authorized request
+	if !closed(a) || d.gc == nil {
+		t.Fatal("the unproven connection was not the one closed")
+	}
+	d.gc.proven.Store(true)
+	g.connState(d.server, http.StateActive)
+	g.connState(c.server, http.StateIdle)
+	e := admit() // c: the only idle one
+	if !closed(c) || e.gc == nil {
+		t.Fatal("the idle connection was not the one closed")
+	}
+	e.gc.proven.Store(true)
+	g.connState(e.server, http.StateActive)
+	f := admit() // every slot busy for a client with the token: f is refused
+	if f.gc != nil || !closed(f) {
+		t.Fatal("a new connection was admitted over busy authorized ones")
+	}
+	for _, p := range []*pipe{b, d, e} {
+		p.client.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := p.client.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a busy authorized connection was closed: %v", err)
+		}
+	}
+	// A closed connection frees its slot.
+	g.connState(b.server, http.StateClosed)
+	if admit().gc == nil {
+		t.Fatal("no slot after a connection closed")
+	}
+}
+
+// TestHTTPTimeoutsSpareLongReplies: a body that stalls is cut off after the body
+// timeout, while a call that runs far longer than it, beside an open GET stream,
+// gets its reply.
+func TestHTTPTimeoutsSpareLongReplies(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	const bodyTimeout = 300 * time.Millisecond
+	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{bodyTimeout: bodyTimeout}})
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", HTTPPath, addr, token)
+	begin := time.Now()
+	if !closedByServer(conn, 5*time.Second) {
+		t.Fatal("a stalled body still holds its connection 5 s on")
+	}
+	if d := time.Since(begin); d < bodyTimeout/2 {
+		t.Fatalf("the stalled body was cut after %v, before the %v timeout", d, bodyTimeout)
+	}
+
+	cs := connect(t, url, "2025-11-25", token) // with its standalone GET stream
+	sc := callTool(t, cs, "execute_python", map[string]any{"code": "import time\ntime.sleep(5 * 0.3)\n'late'"})
+	if sc["value"] != "late" {
+		t.Fatalf("a call 5 times longer than the body timeout: %v", sc)
+	}
+	callTool(t, cs, "python_health", map[string]any{})
 }
