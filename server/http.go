@@ -38,12 +38,6 @@ const DefaultHTTPAddr = "127.0.0.1:0"
 const (
 	// maxHTTPBody bounds one request body, as maxLine bounds a stdio line.
 	maxHTTPBody = maxLine
-	// maxHTTPSessions bounds the stateful MCP sessions open at once; an initialize
-	// beyond it is refused with 503 (REPL sessions are bounded by package repl).
-	maxHTTPSessions = 256
-	// httpSessionIdle closes a stateful MCP session that sees no request for this
-	// long. Only the MCP session goes: REPL sessions and their state stay.
-	httpSessionIdle = time.Hour
 	// readHeaderTimeout bounds a client that opens a connection and stalls.
 	readHeaderTimeout = 10 * time.Second
 	// readBodyTimeout bounds reading one request body (at most maxHTTPBody). There
@@ -80,7 +74,7 @@ func CheckListenAddr(addr string) error {
 // ErrTokenRequired is returned when the HTTP transport would listen on an address
 // other than loopback without a token of its user's choosing, or would need a
 // generated token and has nowhere private to write it.
-var ErrTokenRequired = errors.New("a bearer token is required to listen on a non-loopback address")
+var ErrTokenRequired = errors.New("a bearer token is required")
 
 // ErrNoAuthLoopbackOnly is returned for NoAuth on an address other than loopback.
 var ErrNoAuthLoopbackOnly = errors.New("serving without a bearer token is allowed on a loopback address only")
@@ -116,9 +110,17 @@ type HTTPConfig struct {
 type httpLimits struct {
 	maxConns    int
 	bodyTimeout time.Duration
+	maxSessions int
+	sessionIdle time.Duration
 }
 
 func (l httpLimits) withDefaults() httpLimits {
+	if l.maxSessions <= 0 {
+		l.maxSessions = maxHTTPSessions
+	}
+	if l.sessionIdle <= 0 {
+		l.sessionIdle = httpSessionIdle
+	}
 	if l.maxConns <= 0 {
 		l.maxConns = connLimit()
 	}
@@ -148,7 +150,7 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	case cfg.NoAuth && !loopbackHostPort(addr):
 		return fmt.Errorf("listen on %s: %w", addr, ErrNoAuthLoopbackOnly)
 	case cfg.Token == "" && !cfg.NoAuth && !loopbackHostPort(addr):
-		return fmt.Errorf("listen on %s: %w", addr, ErrTokenRequired)
+		return fmt.Errorf("listen on %s: %w to listen on a non-loopback address", addr, ErrTokenRequired)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
@@ -161,7 +163,7 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 		if cfg.NoAuth {
 			return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrNoAuthLoopbackOnly)
 		}
-		return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrTokenRequired)
+		return fmt.Errorf("listen on %s (bound %s): %w to listen on a non-loopback address", addr, bound, ErrTokenRequired)
 	}
 	token, tokenFile := cfg.Token, ""
 	if token == "" && !cfg.NoAuth {
@@ -183,10 +185,10 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 }
 
 // serveHTTPListener serves on ln, which it closes, within limits. It is meant to
-// run once per Server: each call adds the cancellation middleware again.
+// run once per Server: each call adds its middleware again.
 func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, limits httpLimits, listening func(url string)) error {
 	h := s.httpHandler(token, limits)
-	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest)
+	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
 	gate := newConnGate(limits.maxConns)
@@ -202,6 +204,12 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		h.sessions.reap(reapCtx)
+	}()
 	listening("http://" + ln.Addr().String() + HTTPPath)
 
 	var serveErr error
@@ -210,7 +218,8 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 		// The listener failed; close what is open, as on a signal.
 	case <-ctx.Done():
 	}
-	s.shutdownHTTP(context.WithoutCancel(ctx), srv)
+	stopReaping()
+	s.shutdownHTTP(context.WithoutCancel(ctx), srv, reaped)
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
@@ -223,7 +232,7 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 // closeGrace has passed. A session close stuck behind a handler that ignores
 // cancellation is left behind, as ServeStdio leaves a stuck Run: the process is
 // ending.
-func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
+func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-chan struct{}) {
 	deadline, cancel := context.WithTimeout(ctx, closeGrace)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -253,6 +262,12 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
 	case <-shut:
 	case <-deadline.Done():
 	}
+	// The idle reaper, stopped before, may be inside a session close; that ends
+	// with the sessions, or is left behind with them.
+	select {
+	case <-reaped:
+	case <-deadline.Done():
+	}
 	srv.Close()
 	wg.Wait()
 }
@@ -267,9 +282,10 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 		mcp:         s.mcp,
 		bodyTimeout: limits.bodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
+		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
+		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: maxHTTPBody,
-			SessionTimeout:      httpSessionIdle,
 			Logger:              quiet,
 		}),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -292,6 +308,7 @@ type httpHandler struct {
 	stateful, stateless *mcp.StreamableHTTPHandler
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
 	requests            *requestContexts
+	sessions            *mcpSessions
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -349,9 +366,20 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if msgs.initialize && r.Header.Get(sessionIDHeader) == "" && h.sessionCount() >= maxHTTPSessions {
-		http.Error(w, "too many open MCP sessions; close one (HTTP DELETE) and retry", http.StatusServiceUnavailable)
-		return
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
+		if !ok {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		defer done()
+	} else if msgs.initialize {
+		ok, release := h.sessions.admit()
+		if !ok {
+			http.Error(w, "too many open MCP sessions, each with a call in flight; retry when one ends, or close one (HTTP DELETE)", http.StatusServiceUnavailable)
+			return
+		}
+		defer release()
 	}
 	h.stateful.ServeHTTP(w, r)
 }

@@ -46,6 +46,13 @@ func startHTTP(t *testing.T, token string) string {
 // are set here).
 func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
 	t.Helper()
+	url, _ := startHTTPServer(t, cfg)
+	return url
+}
+
+// startHTTPServer is startHTTPWith that also returns the Server, to look inside.
+func startHTTPServer(t *testing.T, cfg HTTPConfig) (string, *Server) {
+	t.Helper()
 	py := pythons.ForTest(t)[0].Path
 	ctx, cancel := context.WithCancel(t.Context())
 	manager := repl.NewManager(ctx, repl.Config{Python: py, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
@@ -73,13 +80,13 @@ func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
 		if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/mcp") {
 			t.Fatalf("endpoint URL %q", u)
 		}
-		return u
+		return u, srv
 	case err := <-done:
 		t.Fatalf("ServeStreamableHTTP: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the HTTP server did not start listening")
 	}
-	return ""
+	return "", nil
 }
 
 // bearer adds an Authorization header to every request.
@@ -863,8 +870,8 @@ func TestHTTPGeneratedTokenDirs(t *testing.T) {
 	}
 	srv := New(Config{Version: "test", Repl: repl.NewManager(t.Context(), repl.Config{})})
 	err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{TokenDirs: dirs})
-	if !errors.Is(err, ErrTokenRequired) {
-		t.Fatalf("only refused directories: %v, want ErrTokenRequired", err)
+	if !errors.Is(err, ErrTokenRequired) || !strings.Contains(err.Error(), "no private directory to write a generated one to") {
+		t.Fatalf("only refused directories: %v, want ErrTokenRequired saying there is no private directory", err)
 	}
 	for _, why := range refused {
 		if !strings.Contains(err.Error(), why) {
@@ -1107,4 +1114,191 @@ func TestHTTPTimeoutsSpareLongReplies(t *testing.T) {
 		t.Fatalf("a call 5 times longer than the body timeout: %v", sc)
 	}
 	callTool(t, cs, "python_health", map[string]any{})
+}
+
+// openSession initializes a stateful MCP session with raw POSTs, as a client
+// that never closes it would, and returns the headers that address it.
+func openSession(t *testing.T, url, token string) http.Header {
+	t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	status, hdr, _, err := rawPost(t, t.Context(), url, h, initializeBody)
+	if err != nil || status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: status %d, session %q, %v", status, hdr.Get("Mcp-Session-Id"), err)
+	}
+	h.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
+	h.Set("Mcp-Protocol-Version", "2025-11-25")
+	if status, _, _, err := rawPost(t, t.Context(), url, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: status %d, %v", status, err)
+	}
+	return h
+}
+
+// TestHTTPAbandonedSessionsEvicted: 256 MCP sessions opened and never closed do
+// not lock a new client out: the least recently used one goes, and only the MCP
+// session: what its cells left in the REPL session stays.
+func TestHTTPAbandonedSessionsEvicted(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	url := startHTTP(t, token)
+	first := openSession(t, url, token)
+	status, _, msgs, err := rawPost(t, t.Context(), url, first, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"kept = 42"}}}`)
+	if err != nil || status != http.StatusOK || len(msgs) != 1 || msgs[0]["error"] != nil {
+		t.Fatalf("a cell on the first session: status %d, %v, %v", status, msgs, err)
+	}
+	for range 255 {
+		openSession(t, url, token)
+	}
+	begin := time.Now()
+	cs := connect(t, url, "2025-11-25", token)
+	if v := callTool(t, cs, "execute_python", map[string]any{"code": "kept"})["value"]; v != 42.0 {
+		t.Fatalf("the REPL session's state after an MCP session was evicted: kept = %v", v)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("the new client was served after %v", d)
+	}
+	// The first session, least recently used, is the one that went.
+	status, _, _, err = rawPost(t, t.Context(), url, first, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if err != nil || status != http.StatusNotFound {
+		t.Fatalf("the least recently used session after the eviction: status %d, %v; want 404", status, err)
+	}
+}
+
+// TestHTTPSessionWithCallInFlightKept: when the table is full, a session with a
+// call in flight is never the one evicted, even when it is the least recently
+// used; when every session has one, a new client gets 503 until a call ends.
+func TestHTTPSessionWithCallInFlightKept(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{maxSessions: 2}})
+	dir := t.TempDir()
+	auth := http.Header{}
+	auth.Set("Authorization", "Bearer "+token)
+	// REPL sessions of their own for the long cells, opened without an MCP session.
+	replSession := func(name string) string {
+		h, body := statelessCall(1, "python_session_open", map[string]any{"name": name, "project": dir})
+		h.Set("Authorization", "Bearer "+token)
+		status, _, msgs, err := rawPost(t, t.Context(), url, h, body)
+		if err != nil || status != http.StatusOK || len(msgs) != 1 {
+			t.Fatalf("python_session_open: status %d, %v, %v", status, msgs, err)
+		}
+		return msgs[0]["result"].(map[string]any)["structuredContent"].(map[string]any)["session_id"].(string)
+	}
+	type reply struct {
+		value any
+		err   error
+	}
+	// longCall runs a cell that waits for release on session h and returns once
+	// the cell has started.
+	longCall := func(h http.Header, name string) (release func(), replied <-chan reply) {
+		sid := replSession(name)
+		started := filepath.Join(dir, name+".started")
+		released := filepath.Join(dir, name+".released")
+		code := fmt.Sprintf("import os, time, pathlib\npathlib.Path(%q).write_text('1')\nwhile not os.path.exists(%q):\n    time.sleep(0.02)\n'done'", started, released)
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+			"params": map[string]any{"name": "execute_python", "arguments": map[string]any{"code": code, "session_id": sid}}})
+		ch := make(chan reply, 1)
+		go func() {
+			_, _, msgs, err := rawPost(t, t.Context(), url, h, string(body))
+			if err == nil && len(msgs) != 1 {
+				err = fmt.Errorf("replies %v", msgs)
+			}
+			if err != nil {
+				ch <- reply{err: err}
+				return
+			}
+			res, _ := msgs[0]["result"].(map[string]any)
+			sc, _ := res["structuredContent"].(map[string]any)
+			ch <- reply{value: sc["value"]}
+		}()
+		waitFor(t, 20*time.Second, name+"'s cell to start", func() bool { _, err := os.Stat(started); return err == nil })
+		return func() { os.WriteFile(released, nil, 0o600) }, ch
+	}
+	list := func(h http.Header) int {
+		status, _, _, err := rawPost(t, t.Context(), url, h, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status
+	}
+
+	a := openSession(t, url, token)
+	releaseA, repliedA := longCall(a, "a")
+	b := openSession(t, url, token)
+	if list(b) != http.StatusOK { // b is now used more recently than a
+		t.Fatal("tools/list on b")
+	}
+	c := openSession(t, url, token) // the table is full: b goes, not a
+	if s := list(b); s != http.StatusNotFound {
+		t.Fatalf("b after the eviction: status %d, want 404", s)
+	}
+	releaseC, repliedC := longCall(c, "c")
+
+	// Both sessions have a call in flight: a new client is refused, and told why.
+	status, _, _, err := rawPost(t, t.Context(), url, auth, initializeBody)
+	if err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("initialize with every session busy: status %d, %v; want 503", status, err)
+	}
+	releaseA()
+	if r := <-repliedA; r.err != nil || r.value != "done" {
+		t.Fatalf("a's call, kept through the eviction: %v, %v", r.value, r.err)
+	}
+	openSession(t, url, token) // a is idle now: it goes
+	if s := list(a); s != http.StatusNotFound {
+		t.Fatalf("a after its call ended and a new client came: status %d, want 404", s)
+	}
+	releaseC()
+	if r := <-repliedC; r.err != nil || r.value != "done" {
+		t.Fatalf("c's call: %v, %v", r.value, r.err)
+	}
+}
+
+// TestHTTPIdleSessionsClosed: a session with no request open and no call in
+// flight for the idle timeout is closed; one whose client holds its GET stream
+// open is not, nor one whose call runs longer than the timeout.
+func TestHTTPIdleSessionsClosed(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	const idle = 300 * time.Millisecond
+	url, srv := startHTTPServer(t, HTTPConfig{Token: token, limits: httpLimits{sessionIdle: idle}})
+	abandoned := openSession(t, url, token)
+	begin := time.Now()
+	connected := connect(t, url, "2025-11-25", token) // holds its standalone GET stream
+	busy := openSession(t, url, token)
+	called := make(chan error, 1)
+	go func() {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"import time\ntime.sleep(%g)\n'done'"}}}`, (6 * idle).Seconds())
+		status, _, msgs, err := rawPost(t, t.Context(), url, busy, body)
+		if err == nil && (status != http.StatusOK || len(msgs) != 1 || msgs[0]["error"] != nil) {
+			err = fmt.Errorf("status %d, %v", status, msgs)
+		}
+		called <- err
+	}()
+	// Watched from inside: a request would count as use.
+	waitFor(t, 10*time.Second, "the abandoned session to be closed", func() bool {
+		n := 0
+		for ss := range srv.mcp.Sessions() {
+			if ss.ID() != "" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if d := time.Since(begin); d < idle {
+		t.Fatalf("a session was closed after %v, before the %v idle timeout", d, idle)
+	}
+	status, _, _, err := rawPost(t, t.Context(), url, abandoned, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	if err != nil || status != http.StatusNotFound {
+		t.Fatalf("the abandoned session: status %d, %v; want 404", status, err)
+	}
+	// The session with a call in flight for longer than the timeout keeps it,
+	// and its reply.
+	if err := <-called; err != nil {
+		t.Fatalf("the call longer than the idle timeout: %v", err)
+	}
+	if status, _, _, err := rawPost(t, t.Context(), url, busy, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); err != nil || status != http.StatusOK {
+		t.Fatalf("the session after its long call: status %d, %v", status, err)
+	}
+	// The connected client, idle for longer still, is served.
+	time.Sleep(time.Until(begin.Add(3 * idle)))
+	callTool(t, connected, "python_health", map[string]any{})
 }

@@ -113,7 +113,7 @@ func createTokenFile(dirs []string, token string) (*tokenFile, error) {
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no directory was given")
 	}
-	return nil, fmt.Errorf("%w: no private directory to write a generated one to (%s)", ErrTokenRequired, strings.Join(reasons, "; "))
+	return nil, fmt.Errorf("%w, and there is no private directory to write a generated one to (%s)", ErrTokenRequired, strings.Join(reasons, "; "))
 }
 
 func createTokenFileIn(dir, token string) (*tokenFile, error) {
