@@ -1258,7 +1258,9 @@ func TestHTTPSessionWithCallInFlightKept(t *testing.T) {
 // open is not, nor one whose call runs longer than the timeout.
 func TestHTTPIdleSessionsClosed(t *testing.T) {
 	const token = "tok-0123456789abcdef"
-	const idle = 300 * time.Millisecond
+	// Long enough that a loaded machine opens the connected client's GET stream
+	// well within it.
+	const idle = time.Second
 	url, srv := startHTTPServer(t, HTTPConfig{Token: token, limits: httpLimits{sessionIdle: idle}})
 	abandoned := openSession(t, url, token)
 	begin := time.Now()
@@ -1266,7 +1268,7 @@ func TestHTTPIdleSessionsClosed(t *testing.T) {
 	busy := openSession(t, url, token)
 	called := make(chan error, 1)
 	go func() {
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"import time\ntime.sleep(%g)\n'done'"}}}`, (6 * idle).Seconds())
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"import time\ntime.sleep(%g)\n'done'"}}}`, (3 * idle).Seconds())
 		status, _, msgs, err := rawPost(t, t.Context(), url, busy, body)
 		if err == nil && (status != http.StatusOK || len(msgs) != 1 || msgs[0]["error"] != nil) {
 			err = fmt.Errorf("status %d, %v", status, msgs)
