@@ -272,14 +272,14 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-ch
 	wg.Wait()
 }
 
-// httpHandler is the /mcp endpoint: origin check, bearer token, body bound, then
-// routing to the stateful or the stateless go-sdk handler.
+// httpHandler is the /mcp endpoint: Host and Origin checks, bearer token, body
+// bound, then routing to the stateful go-sdk handler (through the MCP session
+// table) or the stateless one.
 func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	// go-sdk's logger reports normal disconnects as errors; ours reports what matters.
 	quiet := slog.New(slog.DiscardHandler)
 	h := &httpHandler{
-		mcp:         s.mcp,
 		bodyTimeout: limits.bodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
 		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
@@ -303,7 +303,6 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 }
 
 type httpHandler struct {
-	mcp                 *mcp.Server
 	bodyTimeout         time.Duration
 	stateful, stateless *mcp.StreamableHTTPHandler
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
@@ -399,14 +398,6 @@ func (h *httpHandler) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
 	return subtle.ConstantTimeCompare(sum[:], h.tokenSum) == 1
-}
-
-func (h *httpHandler) sessionCount() int {
-	n := 0
-	for range h.mcp.Sessions() {
-		n++
-	}
-	return n
 }
 
 const (
