@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -52,7 +53,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -62,6 +63,7 @@ type options struct {
 	transport    string
 	listen       string
 	tokenFile    string
+	noAuth       bool
 	python       string
 	maxMemoryMiB int
 	config       string
@@ -80,8 +82,9 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs := flag.NewFlagSet("repl-mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio, or http (streamable HTTP at http://ADDR/mcp; the URL is printed on stderr)")
-	fs.StringVar(&o.listen, "listen", server.DefaultHTTPAddr, "with --transport http: the address to listen on; loopback unless a bearer token is set (port 0 picks a free port)")
-	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen")
+	fs.StringVar(&o.listen, "listen", server.DefaultHTTPAddr, "with --transport http: the address to listen on, HOST:PORT; loopback unless a bearer token is set (port 0 picks a free port)")
+	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen. Without either, a token is generated and its file's path printed on stderr")
+	fs.BoolVar(&o.noAuth, "http-no-auth", false, "with --transport http on loopback: require no bearer token, so every local user and process that can connect runs code as you; for clients that cannot send one")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
 	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
 	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
@@ -107,7 +110,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	case "stdio":
 		var httpOnly []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "listen" || f.Name == "http-token-file" {
+			if f.Name == "listen" || f.Name == "http-token-file" || f.Name == "http-no-auth" {
 				httpOnly = append(httpOnly, "--"+f.Name)
 			}
 		})
@@ -115,6 +118,13 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 			return o, usageError{fmt.Errorf("%s requires --transport http", strings.Join(httpOnly, " and "))}
 		}
 	case "http":
+		// Before the token is looked at: a typo in the address is the first thing to fix.
+		if err := server.CheckListenAddr(o.listen); err != nil {
+			return o, usageError{fmt.Errorf("--listen: %w", err)}
+		}
+		if o.noAuth && o.tokenFile != "" {
+			return o, usageError{errors.New("--http-no-auth and --http-token-file exclude each other: choose one")}
+		}
 	default:
 		return o, usageError{fmt.Errorf("invalid value %q for --transport: stdio or http", o.transport)}
 	}
@@ -147,8 +157,10 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "HTTP transport: one endpoint, /mcp, for MCP sessions (initialize, Mcp-Session-Id) and stateless")
 	fmt.Fprintln(w, "2026-07-28 requests; every client sees the same Python sessions. It listens on loopback by default,")
-	fmt.Fprintln(w, "refuses a non-loopback Host or Origin (403) and bodies over 1 MiB (413). With a token (required for a")
-	fmt.Fprintln(w, "non-loopback --listen) every request needs \"Authorization: Bearer TOKEN\" (401 otherwise).")
+	fmt.Fprintln(w, "refuses a non-loopback Host or Origin (403) and bodies over 1 MiB (413). Every request needs")
+	fmt.Fprintln(w, "\"Authorization: Bearer TOKEN\" (401 otherwise): TOKEN from --http-token-file or "+tokenEnv+" (required")
+	fmt.Fprintln(w, "for a non-loopback --listen), else generated at start into a new private file whose path is printed")
+	fmt.Fprintln(w, "on stderr and which is removed at exit. --http-no-auth drops the token, on loopback only.")
 }
 
 // run is the whole command behind main, testable with any streams.
@@ -192,8 +204,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
-		if errors.Is(err, server.ErrTokenRequired) {
+		switch {
+		case errors.Is(err, server.ErrTokenRequired):
 			return fmt.Errorf("%w: pass --http-token-file PATH or set %s", err, tokenEnv)
+		case errors.Is(err, server.ErrNoAuthLoopbackOnly):
+			return fmt.Errorf("--http-no-auth: %w; pass --http-token-file PATH or set %s instead", err, tokenEnv)
 		}
 		return err
 	}
@@ -215,13 +230,26 @@ func oauthLogin(ctx context.Context, root *broker.Broker, server string, stderr 
 const tokenEnv = "REPL_MCP_HTTP_TOKEN"
 
 // httpConfig turns options and the environment into the HTTP transport's config:
-// the token from --http-token-file, else from the environment; the URL line on
-// stderr once listening.
+// the token from --http-token-file, else from the environment, else generated into
+// a file under $XDG_RUNTIME_DIR or the user cache directory; the lines on stderr
+// once listening: the generated token's file, what --http-no-auth exposes, and the
+// URL last, so that a client reading up to the URL has all it needs.
 func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
 	cfg := server.HTTPConfig{
 		Addr:      o.listen,
-		Listening: func(url string) { fmt.Fprintln(stderr, "repl-mcp: listening on", url) },
+		NoAuth:    o.noAuth,
+		TokenDirs: tokenDirs(),
+		Listening: func(url, tokenFile string) {
+			if tokenFile != "" {
+				fmt.Fprintln(stderr, `repl-mcp: bearer token file (send "Authorization: Bearer <its first line>"):`, tokenFile)
+			}
+			if o.noAuth {
+				fmt.Fprintf(stderr, "repl-mcp: --http-no-auth: requests need no bearer token; every local user and process that can connect to %s can run code as uid %d\n", url, os.Geteuid())
+			}
+			fmt.Fprintln(stderr, "repl-mcp: listening on", url)
+		},
 	}
+	envToken := strings.TrimSpace(os.Getenv(tokenEnv))
 	switch {
 	case o.tokenFile != "":
 		token, err := server.ReadTokenFile(o.tokenFile)
@@ -229,13 +257,31 @@ func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
 			return cfg, err
 		}
 		cfg.Token = token
-	case strings.TrimSpace(os.Getenv(tokenEnv)) != "":
-		cfg.Token = strings.TrimSpace(os.Getenv(tokenEnv))
+	case envToken != "" && o.noAuth:
+		return cfg, fmt.Errorf("--http-no-auth contradicts the token in %s; unset one of them", tokenEnv)
+	case envToken != "":
+		cfg.Token = envToken
 		if err := server.CheckToken(cfg.Token); err != nil {
 			return cfg, fmt.Errorf("%s: %w", tokenEnv, err)
 		}
 	}
 	return cfg, nil
+}
+
+// tokenDirs are where a generated token's file may go: $XDG_RUNTIME_DIR/repl-mcp
+// (a per-user tmpfs where it exists), then repl-mcp-http in the user cache
+// directory. The server takes the first it finds private.
+func tokenDirs() []string {
+	var dirs []string
+	if runtime := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(runtime) {
+		if info, err := os.Stat(runtime); err == nil && info.IsDir() {
+			dirs = append(dirs, filepath.Join(runtime, "repl-mcp"))
+		}
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, filepath.Join(cache, "repl-mcp-http"))
+	}
+	return dirs
 }
 
 // brokerSet opens the journal and builds the project brokers. A defective registry
@@ -278,6 +324,25 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	}, nil
 }
 
+// serverSecrets are the environment variables that hold secrets of the server's
+// own. They are read from the server's environment and never passed on.
+func serverSecrets() []string { return []string{tokenEnv} }
+
+// scrubEnv is env without the server's secrets: the environment every worker, its
+// subprocesses and every downstream server start from (repl.Config.Env, which the
+// broker inherits), so that code the server runs cannot read them.
+func scrubEnv(env []string) []string {
+	secrets := serverSecrets()
+	kept := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(secrets, name) {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
+}
+
 // replConfig turns options and the environment into the sessions' Config.
 func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 	wd, err := os.Getwd()
@@ -298,7 +363,7 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		Python:       python,
 		PythonSource: chosenBy,
 		Project:      project,
-		Env:          os.Environ(),
+		Env:          scrubEnv(os.Environ()),
 		MaxMemoryMiB: o.maxMemoryMiB,
 		CodeCache:    cache,
 		Version:      version,

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,7 +15,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -40,23 +38,50 @@ const DefaultHTTPAddr = "127.0.0.1:0"
 const (
 	// maxHTTPBody bounds one request body, as maxLine bounds a stdio line.
 	maxHTTPBody = maxLine
-	// maxHTTPSessions bounds the stateful MCP sessions open at once; an initialize
-	// beyond it is refused with 503 (REPL sessions are bounded by package repl).
-	maxHTTPSessions = 256
-	// httpSessionIdle closes a stateful MCP session that sees no request for this
-	// long. Only the MCP session goes: REPL sessions and their state stay.
-	httpSessionIdle = time.Hour
 	// readHeaderTimeout bounds a client that opens a connection and stalls.
 	readHeaderTimeout = 10 * time.Second
-	// maxTokenFile bounds what is read of a token file.
-	maxTokenFile = 64 << 10
+	// readBodyTimeout bounds reading one request body (at most maxHTTPBody). There
+	// is no whole-request read or write timeout: a GET stream and a long
+	// tools/call reply legitimately last as long as they need.
+	readBodyTimeout = 30 * time.Second
+	// httpIdleTimeout closes a keep-alive connection that carries no request.
+	httpIdleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds the headers read before the token is checked.
+	maxHeaderBytes = 64 << 10
 )
 
-// ErrTokenRequired is returned when the HTTP transport would listen on an address
-// other than loopback without a bearer token.
-var ErrTokenRequired = errors.New("a bearer token is required to listen on a non-loopback address")
+// ErrInvalidAddr is returned for a listen address that is not HOST:PORT.
+var ErrInvalidAddr = errors.New("invalid listen address")
 
-// HTTPConfig configures the streamable HTTP transport.
+// CheckListenAddr refuses an address that cannot be listened on for its form:
+// not HOST:PORT, or a port that is neither a number up to 65535 nor a service name.
+// The host is resolved only when listening.
+func CheckListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		var addrErr *net.AddrError
+		if errors.As(err, &addrErr) {
+			err = errors.New(addrErr.Err)
+		}
+		return fmt.Errorf("%w %q: %v; want HOST:PORT, such as 127.0.0.1:8080 (port 0 picks a free port)", ErrInvalidAddr, addr, err)
+	}
+	return nil
+}
+
+// ErrTokenRequired is returned when the HTTP transport would listen on an address
+// other than loopback without a token of its user's choosing, or would need a
+// generated token and has nowhere private to write it.
+var ErrTokenRequired = errors.New("a bearer token is required")
+
+// ErrNoAuthLoopbackOnly is returned for NoAuth on an address other than loopback.
+var ErrNoAuthLoopbackOnly = errors.New("serving without a bearer token is allowed on a loopback address only")
+
+// HTTPConfig configures the streamable HTTP transport. Every request must carry a
+// bearer token: Token, or one generated at start and written to a private file,
+// unless NoAuth says otherwise.
 type HTTPConfig struct {
 	// Addr is the host:port to listen on; empty means DefaultHTTPAddr. An address
 	// that is not loopback requires Token.
@@ -64,9 +89,45 @@ type HTTPConfig struct {
 	// Token, when non-empty, must arrive on every request as
 	// "Authorization: Bearer <Token>". It is never logged or echoed.
 	Token string
-	// Listening, if set, is called once with the endpoint URL before the first
-	// request is served.
-	Listening func(url string)
+	// TokenDirs are where a generated token's file may go, in order of preference,
+	// when Token is empty and NoAuth is false: the first directory that is private
+	// (see createTokenFile) is used. The file is removed when ServeStreamableHTTP
+	// returns.
+	TokenDirs []string
+	// NoAuth serves without any token, on loopback only: then every local user and
+	// process that can connect runs code as this one. It excludes Token.
+	NoAuth bool
+	// Listening, if set, is called once before the first request is served, with
+	// the endpoint URL and the path of the generated token's file ("" when the
+	// token was given or NoAuth is set).
+	Listening func(url, tokenFile string)
+
+	// limits are zero but in tests; withDefaults fills them in.
+	limits httpLimits
+}
+
+// httpLimits are the transport's bounds that tests lower.
+type httpLimits struct {
+	maxConns    int
+	bodyTimeout time.Duration
+	maxSessions int
+	sessionIdle time.Duration
+}
+
+func (l httpLimits) withDefaults() httpLimits {
+	if l.maxSessions <= 0 {
+		l.maxSessions = maxHTTPSessions
+	}
+	if l.sessionIdle <= 0 {
+		l.sessionIdle = httpSessionIdle
+	}
+	if l.maxConns <= 0 {
+		l.maxConns = connLimit()
+	}
+	if l.bodyTimeout <= 0 {
+		l.bodyTimeout = readBodyTimeout
+	}
+	return l
 }
 
 // ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
@@ -80,41 +141,76 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	if addr == "" {
 		addr = DefaultHTTPAddr
 	}
-	if cfg.Token == "" && !loopbackHostPort(addr) {
-		return fmt.Errorf("listen on %s: %w", addr, ErrTokenRequired)
+	if err := CheckListenAddr(addr); err != nil {
+		return err
+	}
+	switch {
+	case cfg.NoAuth && cfg.Token != "":
+		return errors.New("HTTPConfig: NoAuth excludes a Token")
+	case cfg.NoAuth && !loopbackHostPort(addr):
+		return fmt.Errorf("listen on %s: %w", addr, ErrNoAuthLoopbackOnly)
+	case cfg.Token == "" && !cfg.NoAuth && !loopbackHostPort(addr):
+		return fmt.Errorf("listen on %s: %w to listen on a non-loopback address", addr, ErrTokenRequired)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	bound := ln.Addr().(*net.TCPAddr)
-	if cfg.Token == "" && !bound.IP.IsLoopback() {
+	if bound := ln.Addr().(*net.TCPAddr); cfg.Token == "" && !bound.IP.IsLoopback() {
 		// A host name that resolved to something other than loopback.
 		ln.Close()
-		return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrTokenRequired)
+		if cfg.NoAuth {
+			return fmt.Errorf("listen on %s (bound %s): %w", addr, bound, ErrNoAuthLoopbackOnly)
+		}
+		return fmt.Errorf("listen on %s (bound %s): %w to listen on a non-loopback address", addr, bound, ErrTokenRequired)
 	}
-	return s.serveHTTPListener(ctx, ln, cfg)
+	token, tokenFile := cfg.Token, ""
+	if token == "" && !cfg.NoAuth {
+		// Written once listening: a failed listen leaves no file behind.
+		token = rand.Text()
+		f, err := createTokenFile(cfg.TokenDirs, token)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer f.remove()
+		tokenFile = f.path
+	}
+	return s.serveHTTPListener(ctx, ln, token, cfg.limits.withDefaults(), func(url string) {
+		if cfg.Listening != nil {
+			cfg.Listening(url, tokenFile)
+		}
+	})
 }
 
-// serveHTTPListener serves on ln, which it closes. It is meant to run once per
-// Server: each call adds the cancellation middleware again.
-func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
-	h := s.httpHandler(cfg.Token)
-	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest)
+// serveHTTPListener serves on ln, which it closes, within limits. It is meant to
+// run once per Server: each call adds its middleware again.
+func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, limits httpLimits, listening func(url string)) error {
+	h := s.httpHandler(token, limits)
+	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
+	gate := newConnGate(limits.maxConns)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       gate.connContext,
+		ConnState:         gate.connState,
 		// Connection-level errors (a client that hangs up) are not ours to report.
 		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	if cfg.Listening != nil {
-		cfg.Listening("http://" + ln.Addr().String() + HTTPPath)
-	}
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		h.sessions.reap(reapCtx)
+	}()
+	listening("http://" + ln.Addr().String() + HTTPPath)
 
 	var serveErr error
 	select {
@@ -122,7 +218,8 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTT
 		// The listener failed; close what is open, as on a signal.
 	case <-ctx.Done():
 	}
-	s.shutdownHTTP(context.WithoutCancel(ctx), srv)
+	stopReaping()
+	s.shutdownHTTP(context.WithoutCancel(ctx), srv, reaped)
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
@@ -135,7 +232,7 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, cfg HTT
 // closeGrace has passed. A session close stuck behind a handler that ignores
 // cancellation is left behind, as ServeStdio leaves a stuck Run: the process is
 // ending.
-func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
+func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-chan struct{}) {
 	deadline, cancel := context.WithTimeout(ctx, closeGrace)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -165,22 +262,30 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server) {
 	case <-shut:
 	case <-deadline.Done():
 	}
+	// The idle reaper, stopped before, may be inside a session close; that ends
+	// with the sessions, or is left behind with them.
+	select {
+	case <-reaped:
+	case <-deadline.Done():
+	}
 	srv.Close()
 	wg.Wait()
 }
 
-// httpHandler is the /mcp endpoint: origin check, bearer token, body bound, then
-// routing to the stateful or the stateless go-sdk handler.
-func (s *Server) httpHandler(token string) *httpHandler {
+// httpHandler is the /mcp endpoint: Host and Origin checks, bearer token, body
+// bound, then routing to the stateful go-sdk handler (through the MCP session
+// table) or the stateless one.
+func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	// go-sdk's logger reports normal disconnects as errors; ours reports what matters.
 	quiet := slog.New(slog.DiscardHandler)
 	h := &httpHandler{
-		mcp:      s.mcp,
-		requests: &requestContexts{m: map[string]context.Context{}},
+		bodyTimeout: limits.bodyTimeout,
+		requests:    &requestContexts{m: map[string]context.Context{}},
+		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
+		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: maxHTTPBody,
-			SessionTimeout:      httpSessionIdle,
 			Logger:              quiet,
 		}),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -198,34 +303,52 @@ func (s *Server) httpHandler(token string) *httpHandler {
 }
 
 type httpHandler struct {
-	mcp                 *mcp.Server
+	bodyTimeout         time.Duration
 	stateful, stateless *mcp.StreamableHTTPHandler
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
 	requests            *requestContexts
+	sessions            *mcpSessions
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// DNS rebinding: go-sdk refuses a non-loopback Host on a loopback connection;
-	// a browser page from elsewhere is refused by its Origin.
+	// DNS rebinding: a non-loopback Host on a loopback connection (as go-sdk
+	// checks too, but without closing the connection); a browser page from
+	// elsewhere is refused by its Origin.
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackHostPortOrHost(local.String()) && !loopbackHostPortOrHost(r.Host) {
+		refuse(w, http.StatusForbidden, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host))
+		return
+	}
 	if origins := r.Header.Values("Origin"); len(origins) > 0 && !loopbackOrigin(origins) {
-		http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
+		refuse(w, http.StatusForbidden, "Forbidden: cross-origin request")
 		return
 	}
 	if h.tokenSum != nil && !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized, "Unauthorized: a bearer token is required")
 		return
 	}
+	prove(r)
 	var msgs peeked
 	if r.Method == http.MethodPost {
+		// A deadline for the body alone, lifted once it is read: the reply may
+		// take as long as the call.
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+		if err == nil {
+			rc.SetReadDeadline(time.Time{})
+		} else {
+			// Expired, so that net/http does not wait on the rest of the body
+			// before it closes the connection.
+			rc.SetReadDeadline(time.Now())
+		}
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)), http.StatusRequestEntityTooLarge)
+				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)))
 				return
 			}
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+			refuse(w, http.StatusBadRequest, "failed to read body")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -242,11 +365,29 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if msgs.initialize && r.Header.Get(sessionIDHeader) == "" && h.sessionCount() >= maxHTTPSessions {
-		http.Error(w, "too many open MCP sessions; close one (HTTP DELETE) and retry", http.StatusServiceUnavailable)
-		return
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
+		if !ok {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		defer done()
+	} else if msgs.initialize {
+		ok, release := h.sessions.admit()
+		if !ok {
+			http.Error(w, "too many open MCP sessions, each with a call in flight; retry when one ends, or close one (HTTP DELETE)", http.StatusServiceUnavailable)
+			return
+		}
+		defer release()
 	}
 	h.stateful.ServeHTTP(w, r)
+}
+
+// refuse answers a request that will not be served and closes its connection
+// after the reply, so that refused clients cannot hold connections open.
+func refuse(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, message, status)
 }
 
 // authorized checks the bearer token in constant time.
@@ -257,14 +398,6 @@ func (h *httpHandler) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
 	return subtle.ConstantTimeCompare(sum[:], h.tokenSum) == 1
-}
-
-func (h *httpHandler) sessionCount() int {
-	n := 0
-	for range h.mcp.Sessions() {
-		n++
-	}
-	return n
 }
 
 const (
@@ -425,6 +558,16 @@ func loopbackHostPort(addr string) bool {
 	return loopbackHost(host)
 }
 
+// loopbackHostPortOrHost reports a loopback host, with or without a port, as
+// go-sdk judges a Host header.
+func loopbackHostPortOrHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	return loopbackHost(host)
+}
+
 func loopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -442,49 +585,4 @@ func loopbackOrigin(origins []string) bool {
 		}
 	}
 	return true
-}
-
-// ReadTokenFile reads a bearer token: the first line of a regular file that only
-// its owner may read or write (mode 0600 or 0400). The error never quotes the token.
-func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("token file %s is not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is accessible to group or others (mode %04o); make it private with chmod 600", path, perm)
-	}
-	line, err := bufio.NewReader(io.LimitReader(f, maxTokenFile)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("token file %s: %w", path, err)
-	}
-	token := strings.TrimSpace(line)
-	if token == "" {
-		return "", fmt.Errorf("token file %s: the first line is empty", path)
-	}
-	if err := CheckToken(token); err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, err)
-	}
-	return token, nil
-}
-
-// CheckToken refuses a token that cannot travel in an Authorization header.
-func CheckToken(token string) error {
-	if token == "" {
-		return errors.New("the token is empty")
-	}
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c >= 0x7f {
-			return errors.New("the token must be printable ASCII without spaces")
-		}
-	}
-	return nil
 }

@@ -19,6 +19,11 @@ import (
 // maxLine bounds one JSON-RPC message on stdin and stdout.
 const maxLine = 1 << 20
 
+// idPrefix is how much of an over-long line is kept to find the request's id in:
+// clients put the id before the params, and an id after the params of a line that
+// long cannot be reached without reading all of it.
+const idPrefix = 64 << 10
+
 // drainLimit bounds how long EOF waits for the last replies once every cell has
 // been cancelled; a reply that never comes must not keep the process alive.
 const drainLimit = 10 * time.Second
@@ -80,12 +85,13 @@ func (c *stdioConn) readLoop(in io.Reader, onEOF func()) {
 	}()
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, err := readLine(r)
-		if errors.Is(err, errLineTooLong) {
-			c.writeError(jsonrpc.CodeParseError, "Message exceeds the 1 MiB line limit; it was discarded")
-			continue
-		}
-		if len(line) > 0 {
+		line, tooLong, err := readLine(r)
+		switch {
+		case tooLong:
+			// Answered with the request's id when its start names one, so the
+			// client's request ends instead of waiting for a reply forever.
+			c.writeError(idFromPrefix(line), jsonrpc.CodeParseError, msgLineTooLong)
+		case len(line) > 0:
 			if !c.accept(line) {
 				return
 			}
@@ -96,13 +102,16 @@ func (c *stdioConn) readLoop(in io.Reader, onEOF func()) {
 	}
 }
 
+const msgLineTooLong = "Message exceeds the 1 MiB line limit; it was discarded and nothing ran. " +
+	"Send less per message: write large code to a file and run it with python_execute_file"
+
 // accept decodes one line and hands it to the session; false once the connection
 // is closed.
 func (c *stdioConn) accept(line []byte) bool {
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		// The decoder's message may quote the line; keep the reply short.
-		c.writeError(jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
+		c.writeError(nil, jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
 		return true
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
@@ -234,12 +243,12 @@ func encodeLine(msg jsonrpc.Message) ([]byte, error) {
 	return append(line, '}', '\n'), nil
 }
 
-// writeError replies to a line that could not be read as a message; its id is
-// unknown, so the reply's id is null.
-func (c *stdioConn) writeError(code int64, message string) {
+// writeError replies to a line that could not be read as a message, with id (a
+// string or a json.Number), or null when the line's id is unknown.
+func (c *stdioConn) writeError(id any, code int64, message string) {
 	reply, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      nil,
+		"id":      id,
 		"error":   map[string]any{"code": code, "message": message},
 	})
 	if err := c.writeLine(reply); err != nil {
@@ -252,32 +261,71 @@ func (c *stdioConn) Close() error {
 	return nil
 }
 
-var errLineTooLong = errors.New("line exceeds 1 MiB")
-
 // readLine reads one line without its newline. An over-long line is consumed up to
-// its newline and reported as errLineTooLong, so the stream stays in step.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	tooLong := false
+// its newline, so the stream stays in step, and reported with tooLong set and its
+// first idPrefix bytes as line.
+func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > maxLine {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
+		switch {
+		case tooLong:
+		case len(line)+len(chunk) > maxLine:
+			tooLong = true
+			if len(line) < idPrefix {
+				line = append(line, chunk[:min(len(chunk), idPrefix-len(line))]...)
 			}
+			line = line[:min(len(line), idPrefix)]
+		default:
+			line = append(line, chunk...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if tooLong {
-			if err == nil {
-				return nil, errLineTooLong
-			}
-			return nil, err
+			return line, true, err
 		}
-		return trimNewline(line), err
+		return trimNewline(line), false, err
+	}
+}
+
+// idFromPrefix finds the top-level "id" member at the start of a JSON-RPC request
+// that was cut short: a string, or a number that ends before the cut. Anything else
+// (no object, malformed JSON before the id, an id past the cut or of another kind)
+// is nil, and the reply's id is null.
+func idFromPrefix(prefix []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil // the object ended without an id
+		}
+		if key != "id" {
+			// Skip the member's value whole; one that runs past the cut ends the search.
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+			continue
+		}
+		tok, err = dec.Token()
+		// A number that reaches the cut may have lost digits: it must be followed
+		// by something still inside the prefix.
+		if err != nil || dec.InputOffset() >= int64(len(prefix)) {
+			return nil
+		}
+		switch id := tok.(type) {
+		case string, json.Number:
+			return id
+		}
+		return nil
 	}
 }
 

@@ -76,10 +76,12 @@ func TestBadLinesAreAnsweredAndServingContinues(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
 	replies := serveLines(t, input)
 	var parseErrors int
-	listed := false
+	listed, oversizedAnswered := false, false
 	for _, r := range replies {
 		if e, ok := r["error"].(map[string]any); ok && e["code"].(float64) == -32700 {
 			parseErrors++
+			// The over-long line's id comes before the cut: its reply carries it.
+			oversizedAnswered = oversizedAnswered || r["id"] == float64(9)
 			if len(e["message"].(string)) > 400 {
 				t.Errorf("parse error echoes the line: %d bytes", len(e["message"].(string)))
 			}
@@ -88,8 +90,63 @@ func TestBadLinesAreAnsweredAndServingContinues(t *testing.T) {
 			listed = true
 		}
 	}
-	if parseErrors != 2 || !listed {
-		t.Fatalf("parse errors %d (want 2), later request answered %v: %v", parseErrors, listed, replies)
+	if parseErrors != 2 || !listed || !oversizedAnswered {
+		t.Fatalf("parse errors %d (want 2), later request answered %v, over-long line answered with its id %v: %v",
+			parseErrors, listed, oversizedAnswered, replies)
+	}
+}
+
+func TestIDFromPrefix(t *testing.T) {
+	pad := strings.Repeat("x", 100)
+	for _, c := range []struct {
+		prefix string
+		want   any
+	}{
+		{`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"code":"` + pad, "a-1"},
+		{`{"id":42,"params":{"code":"` + pad, json.Number("42")},
+		{`{"jsonrpc":"2.0","method":"m","params":{"nested":{"id":5},"list":[1,{"id":6}]},"id":7,"x":"` + pad, json.Number("7")},
+		{` {"id" : -3 , "p":"` + pad, json.Number("-3")},
+		// The number reaches the cut: digits may be missing.
+		{`{"jsonrpc":"2.0","id":12`, nil},
+		{`{"jsonrpc":"2.0","id":12 `, json.Number("12")},
+		// The id comes after the cut, or never.
+		{`{"jsonrpc":"2.0","method":"m","params":{"code":"` + pad, nil},
+		{`{"jsonrpc":"2.0","method":"m"}`, nil},
+		// Not a request object, malformed before the id, or an id of another kind.
+		{`[{"id":1}` + pad, nil},
+		{`"id"` + pad, nil},
+		{`{"jsonrpc":2.0.0,"id":1,` + pad, nil},
+		{`{"id":null,` + pad, nil},
+		{`{"id":{"n":1},` + pad, nil},
+		{`{"id":true,` + pad, nil},
+		{``, nil},
+	} {
+		if got := idFromPrefix([]byte(c.prefix)); got != c.want {
+			t.Errorf("idFromPrefix(%.60q) = %#v, want %#v", c.prefix, got, c.want)
+		}
+	}
+}
+
+// TestLineTooLongKeepsPrefix: an over-long line is consumed to its newline, its
+// start kept (at most idPrefix bytes), and the next line read whole.
+func TestLineTooLongKeepsPrefix(t *testing.T) {
+	long := `{"id":"x","p":"` + strings.Repeat("y", maxLine) + "\"}"
+	for _, tail := range []string{"\n{\"next\":1}\n", ""} {
+		r := bufio.NewReaderSize(strings.NewReader(long+tail), 4096)
+		line, tooLong, err := readLine(r)
+		if !tooLong || len(line) != idPrefix || !strings.HasPrefix(long, string(line)) {
+			t.Fatalf("tail %q: tooLong %v, %d bytes kept (%v), want the line's first %d", tail, tooLong, len(line), err, idPrefix)
+		}
+		if tail == "" {
+			if err == nil {
+				t.Fatal("an over-long last line without newline: no EOF")
+			}
+			continue
+		}
+		line, tooLong, err = readLine(r)
+		if tooLong || string(line) != `{"next":1}` || err != nil {
+			t.Fatalf("the line after: %q, tooLong %v, %v", line, tooLong, err)
+		}
 	}
 }
 
