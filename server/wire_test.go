@@ -480,6 +480,9 @@ func TestArgumentsMeanWhatTheSchemaSays(t *testing.T) {
 	}
 }
 
+// wireToken is the bearer token of TestIsErrorOverHTTP's server.
+const wireToken = "wire-test-token"
+
 // TestIsErrorOverHTTP: Streamable HTTP carries the explicit isError too, and
 // go-sdk's own client (the in-process connection doctor uses) reads it as before.
 func TestIsErrorOverHTTP(t *testing.T) {
@@ -492,7 +495,7 @@ func TestIsErrorOverHTTP(t *testing.T) {
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeStreamableHTTP(ctx, HTTPConfig{Addr: "127.0.0.1:0", Listening: func(u string) { urls <- u }})
+		done <- srv.ServeStreamableHTTP(ctx, HTTPConfig{Addr: "127.0.0.1:0", Token: wireToken, Listening: func(u, _ string) { urls <- u }})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -518,6 +521,7 @@ func TestIsErrorOverHTTP(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+wireToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
