@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
 )
 
 // Broker limits (contract 8.5, 8.6 and 13.1).
@@ -57,7 +59,7 @@ type Options struct {
 	// Journal records every call; one journal is shared by all brokers of a server.
 	Journal *Journal
 	// Validator checks arguments; shared by all brokers of a server. Nil makes one.
-	Validator *Validator
+	Validator *argcheck.Validator
 	// Executable is repl-mcp itself, re-run as the guardian of stdio peers.
 	Executable string
 	// Version is announced to downstream servers.
@@ -101,7 +103,7 @@ type Broker struct {
 // broker calls fail closed until a refresh succeeds.
 func New(opts Options) *Broker {
 	if opts.Validator == nil {
-		opts.Validator = NewValidator(ValidatorConfig{})
+		opts.Validator = argcheck.New(argcheck.Config{})
 	}
 	b := &Broker{
 		opts:       opts,

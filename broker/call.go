@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -153,13 +154,13 @@ func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e ServerEn
 
 // validationError maps a Validator error to the cell's message.
 func validationError(ctx context.Context, err error) error {
-	var argErr *ArgumentsError
+	var argErr *argcheck.ArgumentsError
 	switch {
 	case errors.As(err, &argErr):
 		return err
 	case ctx.Err() != nil:
 		return connectCtxErr(ctx)
-	case errors.Is(err, ErrSchemaRejected):
+	case errors.Is(err, argcheck.ErrSchemaRejected):
 		return fmt.Errorf("the tool's inputSchema cannot be used, so nothing was sent: %w", err)
 	default:
 		return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
 )
 
 // Explanation is mcp.explain's answer (contract 8.9): what the broker knows about
@@ -91,7 +93,7 @@ func (b *Broker) Explain(server string, tool *string) Explanation {
 	defer b.mu.Unlock()
 	x := Explanation{
 		Server: server, Tool: tool, Actions: []string{},
-		Budgets:    explainBudgets{ArgumentMaxBytes: MaxArgumentBytes, ResultMaxBytes: MaxResultBytes},
+		Budgets:    explainBudgets{ArgumentMaxBytes: argcheck.MaxArgumentBytes, ResultMaxBytes: MaxResultBytes},
 		Provenance: b.opts.Registry.Provenance(),
 		HostClientRoute: hostClientRoute{
 			Availability: "unknown",

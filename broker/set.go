@@ -1,6 +1,10 @@
 package broker
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
+)
 
 // Set holds one broker per project directory, shared by that project's sessions
 // (contract 6.5). The root broker, of the server's own project, lives as long as
@@ -24,7 +28,7 @@ type setEntry struct {
 // NewSet makes the root broker for opts.Registry.Project and loads its registry.
 func NewSet(opts Options) *Set {
 	if opts.Validator == nil {
-		opts.Validator = NewValidator(ValidatorConfig{})
+		opts.Validator = argcheck.New(argcheck.Config{})
 	}
 	s := &Set{base: opts, brokers: map[string]*setEntry{}}
 	s.root = New(opts)
