@@ -18,6 +18,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -242,7 +243,7 @@ func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
 // a journal that cannot be owned is. The returned close runs after the sessions
 // have closed: brokers first, then the journal they write to.
 func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
-	scope, err := broker.ParseScope(o.scope)
+	scope, err := registry.ParseScope(o.scope)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -256,7 +257,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	}
 	exe, _ := os.Executable()
 	set := broker.NewSet(broker.Options{
-		Registry: broker.RegistryOptions{
+		Registry: registry.Options{
 			Project:         cfg.Project,
 			ConfigPath:      o.config,
 			Scope:           scope,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
 // Broker limits (contract 8.5, 8.6 and 13.1).
@@ -55,7 +56,7 @@ const (
 // Options configure a Broker. main builds them from flags and environment.
 type Options struct {
 	// Registry says where this broker's registry comes from.
-	Registry RegistryOptions
+	Registry registry.Options
 	// Journal records every call; one journal is shared by all brokers of a server.
 	Journal *Journal
 	// Validator checks arguments; shared by all brokers of a server. Nil makes one.
@@ -89,7 +90,7 @@ type Broker struct {
 	sem  chan struct{} // request slots
 
 	mu         sync.Mutex
-	reg        *Registry
+	reg        *registry.Registry
 	configErr  error // the last load's defect; broker calls fail closed while set
 	loadedAt   time.Time
 	transports map[string]*transport // by fingerprint
@@ -196,7 +197,7 @@ func (b *Broker) journalRecords() (any, error) {
 // ready reloads the registry when 30 s have passed since the last load and returns
 // it. strict ops (servers, tools, call) also fail while a configuration error is
 // stored; every op fails when the reload it just ran failed.
-func (b *Broker) ready(strict bool) (*Registry, error) {
+func (b *Broker) ready(strict bool) (*registry.Registry, error) {
 	b.mu.Lock()
 	closed, due := b.closed, time.Since(b.loadedAt) >= registryTTL
 	b.mu.Unlock()
@@ -224,7 +225,7 @@ func (b *Broker) reload() error {
 	b.mu.Lock()
 	b.loadedAt = time.Now()
 	if err != nil {
-		reg = &Registry{Servers: map[string]ServerEntry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
+		reg = &registry.Registry{Servers: map[string]registry.Entry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
 	}
 	b.reg, b.configErr = reg, err
 	keep := map[string]bool{}
@@ -240,11 +241,11 @@ func (b *Broker) reload() error {
 	return err
 }
 
-// loadRegistry runs LoadRegistry as one bounded job: callers that arrive while a
+// loadRegistry runs registry.Load as one bounded job: callers that arrive while a
 // load runs share it, and each waits at most 5 s from the job's start. A load
 // stalled on a slow file system keeps its job, and later reloads fail at once
 // instead of piling up goroutines behind it.
-func (b *Broker) loadRegistry() (*Registry, error) {
+func (b *Broker) loadRegistry() (*registry.Registry, error) {
 	b.mu.Lock()
 	job := b.loading
 	if job == nil {
@@ -259,7 +260,7 @@ func (b *Broker) loadRegistry() (*Registry, error) {
 	case <-job.done:
 		return job.reg, job.err
 	case <-timer.C:
-		return nil, &ConfigError{Msg: msgRegistryStalled}
+		return nil, &registry.ConfigError{Msg: msgRegistryStalled}
 	}
 }
 
@@ -267,12 +268,12 @@ func (b *Broker) loadRegistry() (*Registry, error) {
 type loadJob struct {
 	started time.Time
 	done    chan struct{}
-	reg     *Registry
+	reg     *registry.Registry
 	err     error
 }
 
 func (b *Broker) runLoad(job *loadJob) {
-	job.reg, job.err = LoadRegistry(b.opts.Registry)
+	job.reg, job.err = registry.Load(b.opts.Registry)
 	b.mu.Lock()
 	b.loading = nil
 	b.mu.Unlock()
@@ -295,28 +296,28 @@ func (b *Broker) acquire(ctx context.Context) (release func(), err error) {
 }
 
 // entry finds a configured server; its name was checked when the params were read.
-func (b *Broker) entry(reg *Registry, server string) (ServerEntry, error) {
+func (b *Broker) entry(reg *registry.Registry, server string) (registry.Entry, error) {
 	if reg.Disabled {
-		return ServerEntry{}, errors.New(msgDisabled)
+		return registry.Entry{}, errors.New(msgDisabled)
 	}
 	e, ok := reg.Lookup(server)
 	if !ok {
-		return ServerEntry{}, errors.New(msgUnknownServer)
+		return registry.Entry{}, errors.New(msgUnknownServer)
 	}
 	return e, nil
 }
 
 // Health is the broker section of python_health (contract 3.3).
 type Health struct {
-	ConfiguredServers     int        `json:"configured_servers"`
-	ConnectedTransports   int        `json:"connected_transports"`
-	ConfigurationError    *string    `json:"configuration_error"`
-	MaxConcurrentRequests int        `json:"max_concurrent_requests"`
-	Authentication        string     `json:"authentication"`
-	Journal               int        `json:"journal"`
-	JournalDurable        bool       `json:"journal_durable"`
-	Disabled              bool       `json:"disabled"`
-	Provenance            Provenance `json:"provenance"`
+	ConfiguredServers     int                 `json:"configured_servers"`
+	ConnectedTransports   int                 `json:"connected_transports"`
+	ConfigurationError    *string             `json:"configuration_error"`
+	MaxConcurrentRequests int                 `json:"max_concurrent_requests"`
+	Authentication        string              `json:"authentication"`
+	Journal               int                 `json:"journal"`
+	JournalDurable        bool                `json:"journal_durable"`
+	Disabled              bool                `json:"disabled"`
+	Provenance            registry.Provenance `json:"provenance"`
 }
 
 // Health reports the broker's state without connecting anything.

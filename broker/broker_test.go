@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,7 +52,7 @@ func newTestBroker(t *testing.T, servers map[string]any) *testBroker {
 		t.Fatal(err)
 	}
 	tb.Broker = New(Options{
-		Registry:   RegistryOptions{Project: project, Scope: ScopeProject, LookupEnv: os.LookupEnv},
+		Registry:   registry.Options{Project: project, Scope: registry.ScopeProject, LookupEnv: os.LookupEnv},
 		Journal:    j,
 		Executable: exe,
 		Version:    "test",
@@ -344,7 +345,7 @@ func TestExplainAbsentRegistryAndDisabled(t *testing.T) {
 		t.Fatalf("explain = %+v", x)
 	}
 	j, _ := OpenJournal(JournalConfig{})
-	off := New(Options{Registry: RegistryOptions{Project: tb.project, Scope: ScopeNone}, Journal: j})
+	off := New(Options{Registry: registry.Options{Project: tb.project, Scope: registry.ScopeNone}, Journal: j})
 	defer off.Close()
 	if x := off.Explain("anything", nil); x.Status != "broker_disabled" {
 		t.Fatalf("explain with scope none = %+v", x)
@@ -389,7 +390,7 @@ func TestArgumentsCheckedBeforeDispatch(t *testing.T) {
 func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
 	j, _ := OpenJournal(JournalConfig{})
-	s := NewSet(Options{Registry: RegistryOptions{Project: root, Scope: ScopeProject}, Journal: j})
+	s := NewSet(Options{Registry: registry.Options{Project: root, Scope: registry.ScopeProject}, Journal: j})
 	defer s.Close()
 	a, b := s.Acquire("s1", other), s.Acquire("s2", other)
 	if a != b || a == s.Root() {

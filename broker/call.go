@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,10 +49,10 @@ func parseCallParams(raw json.RawMessage) (callParams, error) {
 	}
 	var p callParams
 	var err error
-	if p.server, err = stringParam(wire.Server, MaxServerNameBytes, msgBadServerName); err != nil {
+	if p.server, err = stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName); err != nil {
 		return p, err
 	}
-	if p.tool, err = stringParam(wire.Tool, MaxToolNameBytes, msgBadToolName); err != nil {
+	if p.tool, err = stringParam(wire.Tool, registry.MaxToolNameBytes, msgBadToolName); err != nil {
 		return p, err
 	}
 	p.arguments = bytes.TrimSpace(wire.Arguments)
@@ -68,7 +69,7 @@ func parseCallParams(raw json.RawMessage) (callParams, error) {
 // stringParam decodes a name: a JSON string of 1..max bytes without control characters.
 func stringParam(raw json.RawMessage, max int, msg string) (string, error) {
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || !validRegName(s, max) {
+	if err := json.Unmarshal(raw, &s); err != nil || !registry.ValidName(s, max) {
 		return "", errors.New(msg)
 	}
 	return s, nil
@@ -123,7 +124,7 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 
 // slotAndPeer takes one of the broker's request slots, then the live peer of e's
 // transport; release gives both back.
-func (b *Broker) slotAndPeer(ctx context.Context, e ServerEntry) (*transport, *peer, func(), error) {
+func (b *Broker) slotAndPeer(ctx context.Context, e registry.Entry) (*transport, *peer, func(), error) {
 	freeSlot, err := b.acquire(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -137,7 +138,7 @@ func (b *Broker) slotAndPeer(ctx context.Context, e ServerEntry) (*transport, *p
 }
 
 // findTool looks the tool up in the transport's catalogue, listing it if needed.
-func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e ServerEntry, name string) (catalogueTool, error) {
+func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e registry.Entry, name string) (catalogueTool, error) {
 	cat, err := b.catalogue(ctx, t, p)
 	if err != nil {
 		return catalogueTool{}, err
@@ -243,7 +244,7 @@ func (b *Broker) listTools(ctx context.Context, raw json.RawMessage) (any, error
 	if err := json.Unmarshal(raw, &wire); err != nil {
 		return nil, errors.New("MCP tools params must be an object")
 	}
-	server, err := stringParam(wire.Server, MaxServerNameBytes, msgBadServerName)
+	server, err := stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +288,7 @@ type catalogueTool struct {
 }
 
 // view returns the tools e's allowlist admits, within the 1 MiB catalogue budget.
-func (c *catalogue) view(e ServerEntry) (any, error) {
+func (c *catalogue) view(e registry.Entry) (any, error) {
 	tools := []json.RawMessage{}
 	size := 0
 	for _, t := range c.tools {
@@ -338,7 +339,7 @@ func newCatalogue(tools []*mcp.Tool) (*catalogue, error) {
 	}
 	c := &catalogue{fetched: time.Now(), index: make(map[string]int, len(tools))}
 	for _, tool := range tools {
-		if tool == nil || !validRegName(tool.Name, MaxToolNameBytes) {
+		if tool == nil || !registry.ValidName(tool.Name, registry.MaxToolNameBytes) {
 			return nil, fmt.Errorf("%s: a tool has an invalid name", msgCatalogueInvalid)
 		}
 		if _, dup := c.index[tool.Name]; dup {

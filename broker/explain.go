@@ -7,24 +7,25 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
 // Explanation is mcp.explain's answer (contract 8.9): what the broker knows about
 // one server and tool, from state it already holds. Building it never connects,
 // probes the network or creates a credential store.
 type Explanation struct {
-	Server                string          `json:"server"`
-	Tool                  *string         `json:"tool"`
-	Status                string          `json:"status"`
-	Reason                string          `json:"reason"`
-	Connected             bool            `json:"connected"`
-	Evidence              string          `json:"evidence"`
-	Actions               []string        `json:"actions"`
-	NetworkProbePerformed bool            `json:"network_probe_performed"`
-	ConfigurationError    *string         `json:"configuration_error"`
-	Budgets               explainBudgets  `json:"budgets"`
-	Provenance            Provenance      `json:"provenance"`
-	HostClientRoute       hostClientRoute `json:"host_client_route"`
+	Server                string              `json:"server"`
+	Tool                  *string             `json:"tool"`
+	Status                string              `json:"status"`
+	Reason                string              `json:"reason"`
+	Connected             bool                `json:"connected"`
+	Evidence              string              `json:"evidence"`
+	Actions               []string            `json:"actions"`
+	NetworkProbePerformed bool                `json:"network_probe_performed"`
+	ConfigurationError    *string             `json:"configuration_error"`
+	Budgets               explainBudgets      `json:"budgets"`
+	Provenance            registry.Provenance `json:"provenance"`
+	HostClientRoute       hostClientRoute     `json:"host_client_route"`
 }
 
 type explainBudgets struct {
@@ -68,7 +69,7 @@ func (b *Broker) explain(raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(raw, &wire); err != nil {
 		return nil, errors.New("MCP explain params must be an object")
 	}
-	server, err := stringParam(wire.Server, MaxServerNameBytes, msgBadServerName)
+	server, err := stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (b *Broker) explain(raw json.RawMessage) (any, error) {
 		if json.Unmarshal(wire.Tool, &s) != nil {
 			return nil, errors.New(msgToolNotString)
 		}
-		if !validRegName(s, MaxToolNameBytes) {
+		if !registry.ValidName(s, registry.MaxToolNameBytes) {
 			return nil, errors.New(msgBadToolName)
 		}
 		tool = &s
@@ -117,7 +118,7 @@ func (b *Broker) Explain(server string, tool *string) Explanation {
 // diagnoseLocked applies contract 8.9's decision order.
 func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (status, evidence string) {
 	if b.configErr != nil {
-		var ce *ConfigError
+		var ce *registry.ConfigError
 		if errors.As(b.configErr, &ce) && ce.Credentials {
 			return "credentials_missing", "configuration"
 		}
@@ -141,7 +142,7 @@ func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (st
 	if tool != nil && !e.ToolAllowed(*tool) {
 		return "not_granted", "allowed_tools"
 	}
-	if e.OAuth != nil && e.OAuth.GrantType == GrantAuthorizationCode && !fileExists(e.OAuth.CredentialFile) {
+	if e.OAuth != nil && e.OAuth.GrantType == registry.GrantAuthorizationCode && !fileExists(e.OAuth.CredentialFile) {
 		return "credentials_missing", "credential_store"
 	}
 	t := b.transports[e.Fingerprint]

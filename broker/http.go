@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,7 +54,7 @@ func (e *safeError) Unwrap() error { return e.cause }
 // within min(ctx deadline, connectTimeout). An OAuth entry first gets its bearer
 // token (oauth.go), within the same budget; a missing or refused grant fails here
 // with its own message, before any MCP request.
-func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error) {
+func dialHTTP(ctx context.Context, e registry.Entry, version string) (*peer, error) {
 	state := &httpState{}
 	client, rt, transport := newHTTPClient(e.Headers, state)
 	budget := connectTimeout

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -53,7 +54,7 @@ const (
 type LoginConfig struct {
 	// Entry is the server to log in to: HTTP, with oauth.grantType
 	// authorization_code and oauth.credentialFile.
-	Entry ServerEntry
+	Entry registry.Entry
 	// Stderr receives the authorization URL and the confirmation; nil discards.
 	Stderr io.Writer
 	// HTTPClient reaches the server and its authorization server. Nil means a
@@ -66,24 +67,24 @@ type LoginConfig struct {
 // LoginEntry returns the server that --oauth-login names from b's registry, as b
 // loaded it when it was made (contract 1.6: the registry is read before the
 // login runs). A registry with a configuration error refuses every login.
-func (b *Broker) LoginEntry(server string) (ServerEntry, error) {
+func (b *Broker) LoginEntry(server string) (registry.Entry, error) {
 	b.mu.Lock()
 	reg, configErr := b.reg, b.configErr
 	b.mu.Unlock()
 	switch {
 	case configErr != nil:
-		return ServerEntry{}, fmt.Errorf("MCP registry configuration error: %v; repair registry before OAuth login", configErr)
-	case !validRegName(server, MaxServerNameBytes):
-		return ServerEntry{}, errors.New(msgBadServerName)
+		return registry.Entry{}, fmt.Errorf("MCP registry configuration error: %v; repair registry before OAuth login", configErr)
+	case !registry.ValidName(server, registry.MaxServerNameBytes):
+		return registry.Entry{}, errors.New(msgBadServerName)
 	case reg == nil || reg.Disabled:
-		return ServerEntry{}, errors.New("MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); --oauth-login needs a registry")
+		return registry.Entry{}, errors.New("MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); --oauth-login needs a registry")
 	}
 	e, ok := reg.Lookup(server)
 	if !ok {
 		if why, excluded := reg.Excluded[server]; excluded {
-			return ServerEntry{}, fmt.Errorf("MCP server %q is not configured (%s); --oauth-login needs a configured server", server, why)
+			return registry.Entry{}, fmt.Errorf("MCP server %q is not configured (%s); --oauth-login needs a configured server", server, why)
 		}
-		return ServerEntry{}, fmt.Errorf("unknown MCP server %q; --oauth-login needs a server of the registry (check --config and --mcp-scope)", server)
+		return registry.Entry{}, fmt.Errorf("unknown MCP server %q; --oauth-login needs a server of the registry (check --config and --mcp-scope)", server)
 	}
 	return e, nil
 }
@@ -94,7 +95,7 @@ func (b *Broker) LoginEntry(server string) (ServerEntry, error) {
 // stored. On any failure no credential file is written.
 func Login(ctx context.Context, cfg LoginConfig) error {
 	e := cfg.Entry
-	if e.Transport != TransportHTTP || e.OAuth == nil || e.OAuth.GrantType != GrantAuthorizationCode || e.OAuth.CredentialFile == "" {
+	if e.Transport != registry.TransportHTTP || e.OAuth == nil || e.OAuth.GrantType != registry.GrantAuthorizationCode || e.OAuth.CredentialFile == "" {
 		return fmt.Errorf("MCP server %q is not set up for --oauth-login: it needs an HTTP url and oauth.grantType authorization_code with oauth.credentialFile", e.Name)
 	}
 	if cfg.Stderr == nil {
@@ -302,7 +303,7 @@ func discoverAuthServer(ctx context.Context, c *http.Client, serverURL string) (
 // loginClient is the OAuth client of this login: the configured client id (and
 // secret), else one registered now (RFC 7591) for this redirect URI. dcrSecret is
 // a secret the registration issued, which the grant must keep for refreshes.
-func loginClient(ctx context.Context, c *http.Client, wire *wireNotes, asm *oauthex.AuthServerMeta, o *OAuthConfig, redirectURI string) (oc *oauth2.Config, dcrSecret string, err error) {
+func loginClient(ctx context.Context, c *http.Client, wire *wireNotes, asm *oauthex.AuthServerMeta, o *registry.OAuthConfig, redirectURI string) (oc *oauth2.Config, dcrSecret string, err error) {
 	oc = &oauth2.Config{
 		Endpoint:    oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint},
 		RedirectURL: redirectURI,

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/oauthfixture"
 )
 
@@ -35,13 +36,13 @@ func loginBudget(t *testing.T) time.Duration {
 
 // oauthEntry is an authorization_code server entry for fx whose grant lives in
 // dir/store/grant.json.
-func oauthEntry(fx *oauthfixture.Server, dir string) ServerEntry {
-	return ServerEntry{
+func oauthEntry(fx *oauthfixture.Server, dir string) registry.Entry {
+	return registry.Entry{
 		Name:      "remote",
-		Transport: TransportHTTP,
+		Transport: registry.TransportHTTP,
 		URL:       fx.MCP,
-		OAuth: &OAuthConfig{
-			GrantType:      GrantAuthorizationCode,
+		OAuth: &registry.OAuthConfig{
+			GrantType:      registry.GrantAuthorizationCode,
 			CredentialFile: filepath.Join(dir, "store", "grant.json"),
 			Scopes:         []string{"tools"},
 		},
@@ -175,7 +176,7 @@ func follow(t *testing.T, authURL string) (int, string) {
 }
 
 // loginForTest runs a complete, successful login of entry against fx.
-func loginForTest(t *testing.T, entry ServerEntry) {
+func loginForTest(t *testing.T, entry registry.Entry) {
 	t.Helper()
 	r := startLogin(t, LoginConfig{Entry: entry})
 	if code, body := follow(t, r.authURL(t)); code != http.StatusOK {
@@ -352,11 +353,11 @@ func TestLoginKeepsRegisteredClientSecret(t *testing.T) {
 func TestLoginRefusesEntriesItCannotServe(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "store", "grant.json")
-	for _, e := range []ServerEntry{
-		{Name: "stdio", Transport: TransportStdio, Command: "true"},
-		{Name: "plain", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp"},
-		{Name: "cc", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &OAuthConfig{GrantType: GrantClientCredentials, ClientID: "a", ClientSecret: "b"}},
-		{Name: "nofile", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &OAuthConfig{GrantType: GrantAuthorizationCode}},
+	for _, e := range []registry.Entry{
+		{Name: "stdio", Transport: registry.TransportStdio, Command: "true"},
+		{Name: "plain", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp"},
+		{Name: "cc", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &registry.OAuthConfig{GrantType: registry.GrantClientCredentials, ClientID: "a", ClientSecret: "b"}},
+		{Name: "nofile", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode}},
 	} {
 		err := Login(t.Context(), LoginConfig{Entry: e})
 		wantErr(t, err, "authorization_code with oauth.credentialFile")

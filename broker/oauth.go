@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -66,8 +67,8 @@ type bearerSource interface {
 
 // newBearerSource returns the token source of e, an entry with an oauth object;
 // client carries every OAuth request (see newOAuthClient).
-func newBearerSource(e ServerEntry, client *http.Client) bearerSource {
-	if e.OAuth.GrantType == GrantClientCredentials {
+func newBearerSource(e registry.Entry, client *http.Client) bearerSource {
+	if e.OAuth.GrantType == registry.GrantClientCredentials {
 		return &clientCredentialsSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
 	}
 	return &storedGrantSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
@@ -157,7 +158,7 @@ func storeError(ctx context.Context, err error) error {
 
 // clientCredentialsSource holds a client-credentials token in memory.
 type clientCredentialsSource struct {
-	cfg      *OAuthConfig
+	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
 	sem      chan struct{} // one grant at a time; guards the fields below
@@ -215,7 +216,7 @@ func (s *clientCredentialsSource) token(ctx context.Context) (string, error) {
 
 // storedGrantSource uses and refreshes the grant stored by --oauth-login.
 type storedGrantSource struct {
-	cfg      *OAuthConfig
+	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
 	sem      chan struct{} // one load or refresh at a time; guards the fields below
@@ -311,7 +312,7 @@ func (s *storedGrantSource) use(g *Grant) error {
 // without a refresh token keeps the old one. golang.org/x/oauth2 cannot send the
 // resource parameter on a refresh nor return the response as received, so the
 // request is built here.
-func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *OAuthConfig) (*Grant, error) {
+func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *registry.OAuthConfig) (*Grant, error) {
 	refresh, _ := g.TokenResponse["refresh_token"].(string)
 	if refresh == "" {
 		return nil, oauthError(ctx, msgOAuthRefresh, "the grant holds no refresh token", errCredentialsRequired)

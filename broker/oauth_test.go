@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
-
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/oauthfixture"
+	"golang.org/x/oauth2"
 )
 
 // ---- the credential store ----
@@ -547,7 +547,7 @@ func loginGrant(t *testing.T, fx *oauthfixture.Server, file string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	entry := ServerEntry{Name: "web", Transport: TransportHTTP, URL: fx.MCP, OAuth: &OAuthConfig{GrantType: GrantAuthorizationCode, CredentialFile: file}}
+	entry := registry.Entry{Name: "web", Transport: registry.TransportHTTP, URL: fx.MCP, OAuth: &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode, CredentialFile: file}}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
@@ -661,7 +661,7 @@ func TestOAuthConcurrentRefreshSpendsTheRefreshTokenOnce(t *testing.T) {
 	file := storeFile(t)
 	fixtureGrant(t, fx, file)
 	ageGrant(t, file, 2*time.Hour)
-	e := ServerEntry{Name: "web", Transport: TransportHTTP, URL: fx.MCP, OAuth: &OAuthConfig{GrantType: GrantAuthorizationCode, CredentialFile: file}}
+	e := registry.Entry{Name: "web", Transport: registry.TransportHTTP, URL: fx.MCP, OAuth: &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode, CredentialFile: file}}
 	// Two sources, as two repl-mcp processes would hold: each loaded the
 	// expired grant before either refreshed.
 	var srcs []bearerSource
@@ -779,7 +779,7 @@ func TestOAuthMissingGrantIsCredentialsMissingWithoutSideEffects(t *testing.T) {
 func TestOAuthDialWithoutGrantTouchesNoNetwork(t *testing.T) {
 	fx := newOAuthFixture(t, oauthfixture.Options{})
 	e := httpEntry(fx.MCP, nil)
-	e.OAuth = &OAuthConfig{GrantType: GrantAuthorizationCode, ClientID: "id", ClientSecret: "s3cret", CredentialFile: "/nonexistent/grant.json"}
+	e.OAuth = &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode, ClientID: "id", ClientSecret: "s3cret", CredentialFile: "/nonexistent/grant.json"}
 	p, err := dialHTTP(t.Context(), e, "test")
 	if err == nil {
 		p.close()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
 // Connection messages (contract 8.5).
@@ -41,7 +43,7 @@ type transport struct {
 // connect returns the live peer of e's transport, connecting it if needed, and a
 // release to call when the request is done with it. Concurrent callers wait for
 // one connect. A failed connect is remembered for 60 s; a cancelled one is not.
-func (b *Broker) connect(ctx context.Context, e ServerEntry) (*transport, *peer, func(), error) {
+func (b *Broker) connect(ctx context.Context, e registry.Entry) (*transport, *peer, func(), error) {
 	b.mu.Lock()
 	for {
 		if b.closed {
@@ -139,14 +141,14 @@ func (b *Broker) releaseTransport(t *transport) {
 }
 
 // dial connects e within min(ctx deadline, 30 s).
-func (b *Broker) dial(ctx context.Context, e ServerEntry) (*peer, error) {
+func (b *Broker) dial(ctx context.Context, e registry.Entry) (*peer, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var (
 		p   *peer
 		err error
 	)
-	if e.Transport == TransportStdio {
+	if e.Transport == registry.TransportStdio {
 		p, err = dialStdio(ctx, b.stdioSpec(e), b.opts.Executable, b.opts.Version)
 		if err != nil {
 			err = fmt.Errorf("%s (%w)", msgStdioInitFailed, err)
@@ -163,7 +165,7 @@ func (b *Broker) dial(ctx context.Context, e ServerEntry) (*peer, error) {
 // stdioSpec is how a stdio entry starts: the server's environment, the entry's env
 // over it and REPL_MCP_NO_BRIDGE=1 last, so a nested repl-mcp cannot broker again.
 // A relative command with a slash is relative to the entry's cwd.
-func (b *Broker) stdioSpec(e ServerEntry) StdioSpec {
+func (b *Broker) stdioSpec(e registry.Entry) StdioSpec {
 	env := make([]string, 0, len(b.opts.Env)+len(e.Env)+1)
 	for _, kv := range b.opts.Env {
 		name, _, _ := strings.Cut(kv, "=")
