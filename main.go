@@ -18,6 +18,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -247,7 +248,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	journal, err := broker.OpenJournal(broker.JournalConfig{Path: o.journal, Logger: cfg.Logger})
+	effects, err := journal.Open(journal.Config{Path: o.journal, Logger: cfg.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -266,7 +267,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 			NoBridge:        os.Getenv("REPL_MCP_NO_BRIDGE") == "1",
 			SelfExecutables: []string{exe},
 		},
-		Journal:    journal,
+		Journal:    effects,
 		Executable: exe,
 		Version:    version,
 		Env:        cfg.Env,
@@ -274,7 +275,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	})
 	return set, func() {
 		set.Close()
-		journal.Close()
+		effects.Close()
 	}, nil
 }
 

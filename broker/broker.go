@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
@@ -58,7 +59,7 @@ type Options struct {
 	// Registry says where this broker's registry comes from.
 	Registry registry.Options
 	// Journal records every call; one journal is shared by all brokers of a server.
-	Journal *Journal
+	Journal *journal.Journal
 	// Validator checks arguments; shared by all brokers of a server. Nil makes one.
 	Validator *argcheck.Validator
 	// Executable is repl-mcp itself, re-run as the guardian of stdio peers.
@@ -189,7 +190,7 @@ func (b *Broker) journalRecords() (any, error) {
 	}
 	recs := b.opts.Journal.Records()
 	if recs == nil {
-		recs = []Record{}
+		recs = []journal.Record{}
 	}
 	return map[string]any{"records": recs}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,7 +48,7 @@ func newTestBroker(t *testing.T, servers map[string]any) *testBroker {
 	tb := &testBroker{t: t, project: project, log: filepath.Join(project, "fixture.log")}
 	tb.writeRegistry(servers)
 	exe, _ := os.Executable()
-	j, err := OpenJournal(JournalConfig{})
+	j, err := journal.Open(journal.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestCallReturnsCompleteEnvelope(t *testing.T) {
 		t.Fatalf("fail: %v %v", env, err)
 	}
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 3 || recs[0].Status != StatusCompleted || recs[2].Status != StatusToolError || recs[0].SessionID != "s1" || recs[0].RunID != "r1" {
+	if len(recs) != 3 || recs[0].Status != journal.StatusCompleted || recs[2].Status != journal.StatusToolError || recs[0].SessionID != "s1" || recs[0].RunID != "r1" {
 		t.Fatalf("journal = %+v", recs)
 	}
 }
@@ -202,7 +203,7 @@ func TestProtocolErrorKeepsSharedTransport(t *testing.T) {
 		t.Fatalf("%d handshakes, want 1", n)
 	}
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 2 || recs[0].Status != StatusOutcomeUnknown || recs[1].Status != StatusCompleted {
+	if len(recs) != 2 || recs[0].Status != journal.StatusOutcomeUnknown || recs[1].Status != journal.StatusCompleted {
 		t.Fatalf("journal = %+v", recs)
 	}
 	if data, _ := os.ReadFile(marker); string(data) != "1" {
@@ -218,7 +219,7 @@ func TestLargeResultIsRecordedNotDelivered(t *testing.T) {
 	_, err := tb.call("fx", "big", map[string]any{"size": 950000, "marker": marker})
 	wantErr(t, err, "known outcome for call")
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 1 || recs[0].Status != StatusCompleted || !strings.Contains(err.Error(), recs[0].ID) {
+	if len(recs) != 1 || recs[0].Status != journal.StatusCompleted || !strings.Contains(err.Error(), recs[0].ID) {
 		t.Fatalf("journal = %+v, err = %v", recs, err)
 	}
 	if _, err := tb.call("fx", "big", map[string]any{"size": 1000, "marker": marker}); err != nil {
@@ -263,11 +264,11 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	if _, err := os.Stat(kept); err != nil {
 		t.Fatal("the surviving call did not write")
 	}
-	statuses := map[Status]int{}
+	statuses := map[journal.Status]int{}
 	for _, r := range tb.opts.Journal.Records() {
 		statuses[r.Status]++
 	}
-	if statuses[StatusCompleted] != 2 || statuses[StatusOutcomeUnknown] != 1 {
+	if statuses[journal.StatusCompleted] != 2 || statuses[journal.StatusOutcomeUnknown] != 1 {
 		t.Fatalf("journal statuses = %v", statuses)
 	}
 	if tb.Health().ConnectedTransports != 1 {
@@ -344,7 +345,7 @@ func TestExplainAbsentRegistryAndDisabled(t *testing.T) {
 	if x.Status != "registry_absent" || x.HostClientRoute.DiscoverableByBroker || x.Provenance.Project != tb.project {
 		t.Fatalf("explain = %+v", x)
 	}
-	j, _ := OpenJournal(JournalConfig{})
+	j, _ := journal.Open(journal.Config{})
 	off := New(Options{Registry: registry.Options{Project: tb.project, Scope: registry.ScopeNone}, Journal: j})
 	defer off.Close()
 	if x := off.Explain("anything", nil); x.Status != "broker_disabled" {
@@ -389,7 +390,7 @@ func TestArgumentsCheckedBeforeDispatch(t *testing.T) {
 
 func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
-	j, _ := OpenJournal(JournalConfig{})
+	j, _ := journal.Open(journal.Config{})
 	s := NewSet(Options{Registry: registry.Options{Project: root, Scope: registry.ScopeProject}, Journal: j})
 	defer s.Close()
 	a, b := s.Acquire("s1", other), s.Acquire("s2", other)

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,7 +108,7 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 	if err := b.opts.Validator.Check(ctx, tool.schema, p.arguments); err != nil {
 		return nil, validationError(ctx, err)
 	}
-	id, err := b.opts.Journal.Dispatch(ctx, CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: p.server, Tool: p.tool})
+	id, err := b.opts.Journal.Dispatch(ctx, journal.CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: p.server, Tool: p.tool})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, connectCtxErr(ctx)
@@ -186,7 +187,7 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 	case isProtocolError(err, &rpcErr):
 		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
 	}
-	if ferr := b.opts.Journal.Finish(id, StatusOutcomeUnknown); errors.Is(ferr, ErrJournalPersist) {
+	if ferr := b.opts.Journal.Finish(id, journal.StatusOutcomeUnknown); errors.Is(ferr, journal.ErrPersist) {
 		return errors.New(msgJournalUnknown)
 	}
 	return errors.New(msg)
@@ -196,12 +197,12 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 // it is over the delivery budget: then the cell learns the call's journal id and
 // status instead, so that it does not repeat a write to see the output.
 func (b *Broker) deliver(id string, res *mcp.CallToolResult) (json.RawMessage, error) {
-	status := StatusCompleted
+	status := journal.StatusCompleted
 	if res.IsError {
-		status = StatusToolError
+		status = journal.StatusToolError
 	}
 	ferr := b.opts.Journal.Finish(id, status)
-	if errors.Is(ferr, ErrJournalPersist) {
+	if errors.Is(ferr, journal.ErrPersist) {
 		return nil, errors.New(msgJournalDone)
 	}
 	envelope, err := envelopeJSON(res)
