@@ -19,6 +19,7 @@ import (
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -209,7 +210,7 @@ func oauthLogin(ctx context.Context, root *broker.Broker, server string, stderr 
 	if err != nil {
 		return err
 	}
-	return broker.Login(ctx, broker.LoginConfig{Entry: entry, Stderr: stderr})
+	return oauth.Login(ctx, oauth.LoginConfig{Entry: entry, Stderr: stderr})
 }
 
 // tokenEnv names the environment variable that may hold the HTTP bearer token.

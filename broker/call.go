@@ -12,6 +12,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
 	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -174,12 +175,12 @@ func validationError(ctx context.Context, err error) error {
 func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 	msg := msgProtocolError
 	var rpcErr *jsonrpc.Error
-	var safe *safeError
+	var oauthErr *oauth.Error
 	switch {
-	case errors.Is(err, errCredentialsRequired) && errors.As(err, &safe):
+	case errors.Is(err, oauth.ErrCredentialsRequired) && errors.As(err, &oauthErr):
 		// The token could not be renewed: the request never left. The journal still
 		// says outcome_unknown, its most careful status.
-		msg = safe.msg + "; the request was not sent"
+		msg = oauthErr.Error() + "; the request was not sent"
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		msg = msgDeadline
 	case ctx.Err() != nil:

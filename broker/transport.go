@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
@@ -191,7 +192,7 @@ func failureKind(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return failTimeout
-	case errors.Is(err, errCredentialsRequired):
+	case errors.Is(err, oauth.ErrCredentialsRequired):
 		return failCredentials
 	default:
 		return failOther

@@ -1,4 +1,4 @@
-package broker
+package oauth
 
 import (
 	"bufio"
@@ -23,6 +23,13 @@ import (
 // Login (contract 1.7) against internal/oauthfixture: the test plays the browser,
 // reading the URL Login prints, following it without following the redirect, and
 // delivering the callback itself.
+
+func wantErr(t *testing.T, err error, substr string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), substr) {
+		t.Fatalf("error = %v, want it to contain %q", err, substr)
+	}
+}
 
 // loginBudget bounds one login test: its context, the callback wait and every
 // request the test makes.
@@ -368,26 +375,6 @@ func TestLoginRefusesEntriesItCannotServe(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused entry created the store: %v", err)
 	}
-}
-
-func TestLoginEntryFromRegistry(t *testing.T) {
-	tb := newTestBroker(t, map[string]any{
-		"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "oauth": map[string]any{"credentialFile": "store/grant.json"}},
-		"off":    map[string]any{"url": "http://127.0.0.1:1/mcp", "disabled": true},
-	})
-	e, err := tb.LoginEntry("remote")
-	if err != nil || e.OAuth == nil || e.OAuth.CredentialFile != filepath.Join(tb.project, "store", "grant.json") {
-		t.Fatalf("LoginEntry: %+v, %v", e, err)
-	}
-	_, err = tb.LoginEntry("missing")
-	wantErr(t, err, "unknown MCP server")
-	_, err = tb.LoginEntry("off")
-	wantErr(t, err, "disabled")
-
-	tb.writeRegistry(map[string]any{"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "bogus": true}})
-	tb.reload()
-	_, err = tb.LoginEntry("remote")
-	wantErr(t, err, "repair registry before OAuth login")
 }
 
 func TestLoginTimesOutWithoutCallback(t *testing.T) {

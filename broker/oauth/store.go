@@ -1,4 +1,4 @@
-package broker
+package oauth
 
 // The OAuth credential store (contract 8.7): one private JSON file per
 // authorization-code grant, written by --oauth-login and by a refresh, read at
