@@ -21,6 +21,7 @@ import (
 	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -183,7 +184,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.oauthLogin != "" {
 		return oauthLogin(ctx, brokers.Root(), o.oauthLogin, stderr)
 	}
-	cfg.Bridges = server.Bridges(brokers)
+	cfg.Bridges = cellops.Bridges(brokers)
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
 	cfg.Artifacts = server.Artifacts(store, brokers)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,16 +22,20 @@ const (
 	// MaxResultBytes is the delivery budget of one call result.
 	MaxResultBytes = 900_000
 
-	failureCooldown    = 60 * time.Second
-	catalogueTTL       = 15 * time.Second
-	registryTTL        = 30 * time.Second
-	registryJobBudget  = 5 * time.Second
-	maxCatalogueTools  = 10_000
-	maxCatalogueBytes  = 1 << 20
-	defaultCallTimeout = 120 * time.Second
-	defaultListTimeout = 30 * time.Second
-	minTimeout         = 10 * time.Millisecond
-	maxTimeout         = 3600 * time.Second
+	// DefaultCallTimeout is a call's timeout when cell code gives none.
+	DefaultCallTimeout = 120 * time.Second
+	// DefaultListTimeout is a listing's timeout when cell code gives none.
+	DefaultListTimeout = 30 * time.Second
+	// MinTimeout and MaxTimeout bound every call and listing timeout.
+	MinTimeout = 10 * time.Millisecond
+	MaxTimeout = 3600 * time.Second
+
+	failureCooldown   = 60 * time.Second
+	catalogueTTL      = 15 * time.Second
+	registryTTL       = 30 * time.Second
+	registryJobBudget = 5 * time.Second
+	maxCatalogueTools = 10_000
+	maxCatalogueBytes = 1 << 20
 )
 
 // Messages whose key tokens the contract fixes (8.1, 8.5, 8.6, 13.2).
@@ -45,11 +48,9 @@ const (
 	msgBadTimeout       = "MCP timeout must be between 0.01 and 3600 seconds"
 	msgRegistryStalled  = "Registry filesystem operation timed out; no additional job was scheduled"
 	msgBrokerClosed     = "MCP broker is shut down (its sessions closed); open a session again"
-	msgUnknownOp        = "Unknown MCP bridge operation"
 	msgDisabled         = "MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); no server can be called"
 	msgBadServerName    = "MCP server name must be a string of 1..200 bytes without control characters"
 	msgBadToolName      = "MCP tool name must be a string of 1..400 bytes without control characters"
-	msgToolNotString    = "tool must be a string or omitted"
 	msgAuthentication   = "Explicit headers from the registry (Authorization: Bearer ${VAR}), OAuth client credentials (oauth.grantType client_credentials), and the broker's own PKCE browser grant (repl-mcp --config REGISTRY --oauth-login SERVER, kept in oauth.credentialFile and refreshed as needed); the broker never borrows a client's tokens or approvals"
 	msgHostClientAction = "Servers the MCP client itself connects (claude.ai connectors, plugin servers) are not visible to the broker; export them into an explicit --config registry to grant them"
 )
@@ -71,15 +72,6 @@ type Options struct {
 	Env []string
 	// Logger receives connection and reload reports; nil discards.
 	Logger *slog.Logger
-}
-
-// Request is one bridge operation from cell code, with its provenance.
-type Request struct {
-	SessionID string
-	Project   string
-	RunID     string
-	Op        string // servers, tools, call, refresh, journal, explain
-	Params    json.RawMessage
 }
 
 // Broker is one project's downstream MCP client: its registry, its connections
@@ -120,45 +112,16 @@ func New(opts Options) *Broker {
 	return b
 }
 
-// Serve runs one bridge operation and returns its JSON result. Errors are
-// messages for the cell: they say what happened and what to do next.
-func (b *Broker) Serve(ctx context.Context, req Request) (json.RawMessage, error) {
-	var (
-		result any
-		err    error
-	)
-	switch req.Op {
-	case "servers":
-		result, err = b.servers()
-	case "tools":
-		result, err = b.listTools(ctx, req.Params)
-	case "call":
-		return b.call(ctx, req)
-	case "refresh":
-		result = b.Refresh()
-	case "journal":
-		result, err = b.journalRecords()
-	case "explain":
-		result, err = b.explain(req.Params)
-	default:
-		return nil, errors.New(msgUnknownOp)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(result)
-}
-
 // Refresh reloads the registry now, clears failure cooldowns and cached
 // catalogues, and returns the broker's health.
-func (b *Broker) Refresh() Health {
+func (b *Broker) Refresh() (Health, error) {
 	b.reload()
 	b.mu.Lock()
 	for _, t := range b.transports {
 		t.failedAt, t.failure, t.cat = time.Time{}, "", nil
 	}
 	b.mu.Unlock()
-	return b.Health()
+	return b.Health(), nil
 }
 
 // Close shuts every connection down. Calls in flight end with a transport error.
@@ -175,16 +138,19 @@ func (b *Broker) Close() {
 	b.wg.Wait()
 }
 
-// servers lists the configured names.
-func (b *Broker) servers() (any, error) {
+// Servers returns the configured server names, sorted.
+func (b *Broker) Servers() ([]string, error) {
 	reg, err := b.ready(true)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"servers": reg.Names()}, nil
+	return reg.Names(), nil
 }
 
-func (b *Broker) journalRecords() (any, error) {
+// Journal returns the journal's records, oldest first: those of every session
+// and project, since one journal serves them all. It works while the registry
+// is defective, so that the outcome of earlier calls stays readable.
+func (b *Broker) Journal() ([]journal.Record, error) {
 	if _, err := b.ready(false); err != nil {
 		return nil, err
 	}
@@ -192,7 +158,33 @@ func (b *Broker) journalRecords() (any, error) {
 	if recs == nil {
 		recs = []journal.Record{}
 	}
-	return map[string]any{"records": recs}, nil
+	return recs, nil
+}
+
+// CheckServerName returns nil for a valid server name (1..200 bytes without
+// control characters) and the cell's error for any other; every method taking
+// a server name applies it first.
+func CheckServerName(name string) error {
+	if !registry.ValidName(name, registry.MaxServerNameBytes) {
+		return errors.New(msgBadServerName)
+	}
+	return nil
+}
+
+func checkToolName(name string) error {
+	if !registry.ValidName(name, registry.MaxToolNameBytes) {
+		return errors.New(msgBadToolName)
+	}
+	return nil
+}
+
+// checkTimeout refuses a timeout outside MinTimeout..MaxTimeout; zero too, since
+// a Go caller that means the default says DefaultCallTimeout or DefaultListTimeout.
+func checkTimeout(d time.Duration) error {
+	if d < MinTimeout || d > MaxTimeout {
+		return errors.New(msgBadTimeout)
+	}
+	return nil
 }
 
 // ready reloads the registry when 30 s have passed since the last load and returns
@@ -344,20 +336,4 @@ func (b *Broker) Health() Health {
 	stats := b.opts.Journal.Stats()
 	h.Journal, h.JournalDurable = stats.Records, stats.Durable
 	return h
-}
-
-// parseTimeout reads a timeout in seconds; absent means def.
-func parseTimeout(raw json.RawMessage, def time.Duration) (time.Duration, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return def, nil
-	}
-	var secs float64
-	if err := json.Unmarshal(raw, &secs); err != nil {
-		return 0, errors.New(msgBadTimeout)
-	}
-	d := time.Duration(secs * float64(time.Second))
-	if d < minTimeout || d > maxTimeout {
-		return 0, errors.New(msgBadTimeout)
-	}
-	return d, nil
 }

@@ -35,52 +35,46 @@ const (
 	msgNotObject               = "arguments must be a JSON object"
 )
 
-// callParams are the params of the call op.
-type callParams struct {
-	server, tool string
-	arguments    json.RawMessage
-	timeout      time.Duration
+// CallRequest is one tools/call from cell code, with the provenance the journal
+// records.
+type CallRequest struct {
+	SessionID string
+	Project   string
+	RunID     string
+	Server    string
+	Tool      string
+	// Arguments is the tool's arguments, a JSON object; empty or null means {}.
+	Arguments json.RawMessage
+	// Timeout bounds the whole call, connect included: MinTimeout..MaxTimeout.
+	Timeout time.Duration
 }
 
-func parseCallParams(raw json.RawMessage) (callParams, error) {
-	var wire struct {
-		Server, Tool, Arguments, Timeout json.RawMessage
+// check validates the request's own fields, in the order the cell's errors
+// follow: server, tool, arguments, timeout. It returns the arguments to send.
+func (r CallRequest) check() (json.RawMessage, error) {
+	if err := CheckServerName(r.Server); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return callParams{}, errors.New("MCP call params must be an object")
+	if err := checkToolName(r.Tool); err != nil {
+		return nil, err
 	}
-	var p callParams
-	var err error
-	if p.server, err = stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName); err != nil {
-		return p, err
+	args := bytes.TrimSpace(r.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
 	}
-	if p.tool, err = stringParam(wire.Tool, registry.MaxToolNameBytes, msgBadToolName); err != nil {
-		return p, err
+	if args[0] != '{' {
+		return nil, errors.New(msgNotObject)
 	}
-	p.arguments = bytes.TrimSpace(wire.Arguments)
-	if len(p.arguments) == 0 || string(p.arguments) == "null" {
-		p.arguments = json.RawMessage("{}")
-	}
-	if p.arguments[0] != '{' {
-		return p, errors.New(msgNotObject)
-	}
-	p.timeout, err = parseTimeout(wire.Timeout, defaultCallTimeout)
-	return p, err
+	return args, checkTimeout(r.Timeout)
 }
 
-// stringParam decodes a name: a JSON string of 1..max bytes without control characters.
-func stringParam(raw json.RawMessage, max int, msg string) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || !registry.ValidName(s, max) {
-		return "", errors.New(msg)
-	}
-	return s, nil
-}
-
-// call runs one tools/call: every check that can refuse comes before the journal
-// records the dispatch, and the dispatch is on record before the request leaves.
-func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error) {
-	p, err := parseCallParams(req.Params)
+// Call runs one tools/call and returns the complete CallToolResult envelope.
+// Every check that can refuse comes before the journal records the dispatch,
+// and the dispatch is on record before the request leaves. Errors are messages
+// for the cell: they say whether the request reached the server and that
+// nothing was retried.
+func (b *Broker) Call(ctx context.Context, req CallRequest) (json.RawMessage, error) {
+	args, err := req.check()
 	if err != nil {
 		return nil, err
 	}
@@ -88,35 +82,35 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := b.entry(reg, p.server)
+	e, err := b.entry(reg, req.Server)
 	if err != nil {
 		return nil, err
 	}
-	if !e.ToolAllowed(p.tool) {
+	if !e.ToolAllowed(req.Tool) {
 		return nil, errors.New(msgToolDenied)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	t, peer, release, err := b.slotAndPeer(ctx, e)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	tool, err := b.findTool(ctx, t, peer, e, p.tool)
+	tool, err := b.findTool(ctx, t, peer, e, req.Tool)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.opts.Validator.Check(ctx, tool.schema, p.arguments); err != nil {
+	if err := b.opts.Validator.Check(ctx, tool.schema, args); err != nil {
 		return nil, validationError(ctx, err)
 	}
-	id, err := b.opts.Journal.Dispatch(ctx, journal.CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: p.server, Tool: p.tool})
+	id, err := b.opts.Journal.Dispatch(ctx, journal.CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: req.Server, Tool: req.Tool})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, connectCtxErr(ctx)
 		}
 		return nil, err
 	}
-	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: p.tool, Arguments: p.arguments})
+	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: req.Tool, Arguments: args})
 	if err != nil {
 		b.invalidateOnTransportError(ctx, t, peer, err)
 		return nil, b.callFailed(ctx, id, err)
@@ -240,18 +234,14 @@ func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
 	return out, nil
 }
 
-// listTools serves the tools op: the catalogue the server's allowlist admits.
-func (b *Broker) listTools(ctx context.Context, raw json.RawMessage) (any, error) {
-	var wire struct{ Server, Timeout json.RawMessage }
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return nil, errors.New("MCP tools params must be an object")
-	}
-	server, err := stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName)
-	if err != nil {
+// ListTools returns the tool definitions (complete schemas) of server that its
+// allowlist admits, listing the catalogue when the cached one is older than 15 s.
+// timeout (MinTimeout..MaxTimeout) bounds the listing, connect included.
+func (b *Broker) ListTools(ctx context.Context, server string, timeout time.Duration) ([]json.RawMessage, error) {
+	if err := CheckServerName(server); err != nil {
 		return nil, err
 	}
-	timeout, err := parseTimeout(wire.Timeout, defaultListTimeout)
-	if err != nil {
+	if err := checkTimeout(timeout); err != nil {
 		return nil, err
 	}
 	reg, err := b.ready(true)
@@ -290,7 +280,7 @@ type catalogueTool struct {
 }
 
 // view returns the tools e's allowlist admits, within the 1 MiB catalogue budget.
-func (c *catalogue) view(e registry.Entry) (any, error) {
+func (c *catalogue) view(e registry.Entry) ([]json.RawMessage, error) {
 	tools := []json.RawMessage{}
 	size := 0
 	for _, t := range c.tools {
@@ -303,7 +293,7 @@ func (c *catalogue) view(e registry.Entry) (any, error) {
 		}
 		tools = append(tools, t.def)
 	}
-	return map[string]any{"tools": tools}, nil
+	return tools, nil
 }
 
 // catalogue returns the transport's catalogue, listing it when the cached one is

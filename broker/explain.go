@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"time"
@@ -62,34 +61,25 @@ var explainFailureReasons = map[string]string{
 	failOther:       "The last connection attempt failed; the broker waits 60 s before trying again.",
 }
 
-// explain serves the explain op. It reloads a registry that is due, like every
-// op, but a failed reload only shows up in the answer.
-func (b *Broker) explain(raw json.RawMessage) (any, error) {
-	var wire struct{ Server, Tool json.RawMessage }
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return nil, errors.New("MCP explain params must be an object")
+// Explain diagnoses server (and tool, when not nil) from the broker's state: it
+// never connects, probes the network or creates a credential store. It reloads
+// a registry that is due, like every method, but a failed reload only shows up
+// in the answer.
+func (b *Broker) Explain(server string, tool *string) (Explanation, error) {
+	if err := CheckServerName(server); err != nil {
+		return Explanation{}, err
 	}
-	server, err := stringParam(wire.Server, registry.MaxServerNameBytes, msgBadServerName)
-	if err != nil {
-		return nil, err
-	}
-	var tool *string
-	if len(wire.Tool) > 0 && string(wire.Tool) != "null" {
-		var s string
-		if json.Unmarshal(wire.Tool, &s) != nil {
-			return nil, errors.New(msgToolNotString)
+	if tool != nil {
+		if err := checkToolName(*tool); err != nil {
+			return Explanation{}, err
 		}
-		if !registry.ValidName(s, registry.MaxToolNameBytes) {
-			return nil, errors.New(msgBadToolName)
-		}
-		tool = &s
 	}
 	b.ready(false) // a failed reload is stored and reported below
-	return b.Explain(server, tool), nil
+	return b.explain(server, tool), nil
 }
 
-// Explain diagnoses server (and tool, when not nil) from the broker's state.
-func (b *Broker) Explain(server string, tool *string) Explanation {
+// explain builds the Explanation from the state b holds.
+func (b *Broker) explain(server string, tool *string) Explanation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	x := Explanation{

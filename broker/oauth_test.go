@@ -171,7 +171,7 @@ func TestOAuthClientCredentialsGrantedOnceAndUsed(t *testing.T) {
 	for _, text := range []string{"one", "two", "three"} {
 		wantEcho(t, tb, text)
 	}
-	if _, err := tb.serve(t.Context(), "tools", map[string]any{"server": "web"}); err != nil {
+	if _, err := tb.ListTools(t.Context(), "web", DefaultListTimeout); err != nil {
 		t.Fatal(err)
 	}
 	if n := fx.Grants("client_credentials"); n != 1 {
@@ -181,7 +181,7 @@ func TestOAuthClientCredentialsGrantedOnceAndUsed(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Resource != fx.MCP || reqs[0].Scope != "mcp" || reqs[0].ClientID != ccClientID || reqs[0].Error != "" {
 		t.Fatalf("token requests = %+v", reqs)
 	}
-	if x := tb.Explain("web", nil); x.Status != "ready" {
+	if x := tb.explain("web", nil); x.Status != "ready" {
 		t.Fatalf("explain = %+v", x)
 	}
 }
@@ -197,7 +197,7 @@ func TestOAuthClientCredentialsRefusedIsCredentialsMissing(t *testing.T) {
 	if fx.MCPRequests() != 0 {
 		t.Fatal("the MCP endpoint was called without a token")
 	}
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" || x.Evidence != "last_connection_attempt" {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" || x.Evidence != "last_connection_attempt" {
 		t.Fatalf("explain = %+v", x)
 	}
 }
@@ -394,7 +394,7 @@ func TestOAuthRefreshRefusedMidSession(t *testing.T) {
 	_, err = tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthRefresh)
 	noSecrets(t, err)
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" || x.Connected {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" || x.Connected {
 		t.Fatalf("explain = %+v", x)
 	}
 	if n := fx.MCPRequests(); n != requests {
@@ -412,7 +412,7 @@ func TestOAuthRefreshFailureSaysToLogInAgain(t *testing.T) {
 	_, err := tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthRefresh+" (the token endpoint answered HTTP 400 invalid_grant)")
 	noSecrets(t, err, g.TokenResponse["access_token"].(string), g.TokenResponse["refresh_token"].(string))
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" {
 		t.Fatalf("explain = %+v", x)
 	}
 	if fx.MCPRequests() != 0 {
@@ -448,7 +448,7 @@ func TestOAuthGarbledGrantIsRefused(t *testing.T) {
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{"credentialFile": file})})
 	_, err := tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthValidation+" (not a JSON grant object)")
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" {
 		t.Fatalf("explain = %+v", x)
 	}
 }
@@ -463,7 +463,7 @@ func TestOAuthUnsafeStoreRefusedAtConnect(t *testing.T) {
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{"credentialFile": file})})
 	_, err := tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthStoreDir)
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" {
 		t.Fatalf("explain = %+v", x)
 	}
 }
@@ -473,13 +473,13 @@ func TestOAuthMissingGrantIsCredentialsMissingWithoutSideEffects(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never-created")
 	file := filepath.Join(dir, "grant.json")
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{"credentialFile": file})})
-	x := tb.Explain("web", nil)
+	x := tb.explain("web", nil)
 	if x.Status != "credentials_missing" || x.Evidence != "credential_store" || x.NetworkProbePerformed || !strings.Contains(x.Actions[0], "--oauth-login") {
 		t.Fatalf("explain = %+v", x)
 	}
 	_, err := tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthCodeGrant)
-	if x := tb.Explain("web", nil); x.Status != "credentials_missing" {
+	if x := tb.explain("web", nil); x.Status != "credentials_missing" {
 		t.Fatalf("explain after the call = %+v", x)
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {

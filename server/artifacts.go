@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -171,9 +172,10 @@ func (a artifactOps) forward(ctx context.Context, sessionID, project, runID stri
 		args[k] = v
 	}
 	args[p.Argument] = value
-	params, err := json.Marshal(map[string]any{"server": p.Server, "tool": p.Tool, "arguments": args, "timeout": forwardTimeout})
+	arguments, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	return b.Serve(ctx, broker.Request{SessionID: sessionID, Project: project, RunID: runID, Op: "call", Params: params})
+	return b.Call(ctx, broker.CallRequest{SessionID: sessionID, Project: project, RunID: runID,
+		Server: p.Server, Tool: p.Tool, Arguments: arguments, Timeout: forwardTimeout * time.Second})
 }
