@@ -11,6 +11,8 @@ import (
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
 	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 )
 
 // Broker limits (contract 8.5, 8.6 and 13.1).
@@ -87,9 +89,13 @@ type Broker struct {
 	configErr  error // the last load's defect; broker calls fail closed while set
 	loadedAt   time.Time
 	transports map[string]*transport // by fingerprint
-	loading    *loadJob              // the registry load in progress, if any
+	loadStart  time.Time             // when the registry load in progress began; zero between loads
 	closed     bool
-	wg         sync.WaitGroup // peer closes in flight
+	wg         sync.WaitGroup // peer closes and catalogue listings in flight
+
+	loads    singleflight.Group                                 // registry loads
+	listings singleflight.Group                                 // catalogue listings, by transport and peer
+	load     func(registry.Options) (*registry.Registry, error) // registry.Load; tests stall it
 }
 
 // New makes a broker and loads its registry. A defective registry is not an error
@@ -104,6 +110,7 @@ func New(opts Options) *Broker {
 		log:        opts.Logger,
 		sem:        make(chan struct{}, MaxConcurrentRequests),
 		transports: map[string]*transport{},
+		load:       registry.Load,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -134,8 +141,12 @@ func (b *Broker) Close() {
 	b.closed = true
 	peers := b.dropTransportsLocked(func(*transport) bool { return true })
 	b.mu.Unlock()
-	b.closePeersAsync(peers)
-	b.wg.Wait()
+	var g errgroup.Group
+	for _, p := range peers {
+		g.Go(func() error { p.close(); return nil })
+	}
+	g.Wait()
+	b.wg.Wait() // closes begun earlier (reloads, failed transports) and listings
 }
 
 // Servers returns the configured server names, sorted.
@@ -237,40 +248,37 @@ func (b *Broker) reload() error {
 // loadRegistry runs registry.Load as one bounded job: callers that arrive while a
 // load runs share it, and each waits at most 5 s from the job's start. A load
 // stalled on a slow file system keeps its job, and later reloads fail at once
-// instead of piling up goroutines behind it.
+// instead of piling up goroutines behind it. That job cannot be interrupted (a
+// read on a dead mount ignores everything), so nothing waits for it: it ends when
+// the file system answers, and Close must not hang on it.
 func (b *Broker) loadRegistry() (*registry.Registry, error) {
+	ch := b.loads.DoChan("registry", func() (any, error) {
+		b.mu.Lock()
+		b.loadStart = time.Now()
+		b.mu.Unlock()
+		reg, err := b.load(b.opts.Registry)
+		b.mu.Lock()
+		b.loadStart = time.Time{}
+		b.mu.Unlock()
+		return reg, err
+	})
 	b.mu.Lock()
-	job := b.loading
-	if job == nil {
-		job = &loadJob{started: time.Now(), done: make(chan struct{})}
-		b.loading = job
-		go b.runLoad(job)
-	}
+	started := b.loadStart
 	b.mu.Unlock()
-	timer := time.NewTimer(registryJobBudget - time.Since(job.started))
+	if started.IsZero() {
+		// The job has not reached its first line yet, or has just passed its last:
+		// either way its start is no earlier than now.
+		started = time.Now()
+	}
+	timer := time.NewTimer(registryJobBudget - time.Since(started))
 	defer timer.Stop()
 	select {
-	case <-job.done:
-		return job.reg, job.err
+	case r := <-ch:
+		reg, _ := r.Val.(*registry.Registry)
+		return reg, r.Err
 	case <-timer.C:
 		return nil, &registry.ConfigError{Msg: msgRegistryStalled}
 	}
-}
-
-// loadJob is one registry load; reg and err are set before done closes.
-type loadJob struct {
-	started time.Time
-	done    chan struct{}
-	reg     *registry.Registry
-	err     error
-}
-
-func (b *Broker) runLoad(job *loadJob) {
-	job.reg, job.err = registry.Load(b.opts.Registry)
-	b.mu.Lock()
-	b.loading = nil
-	b.mu.Unlock()
-	close(job.done)
 }
 
 // acquire takes a request slot, waiting at most until ctx ends.

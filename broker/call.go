@@ -297,23 +297,60 @@ func (c *catalogue) view(e registry.Entry) ([]json.RawMessage, error) {
 }
 
 // catalogue returns the transport's catalogue, listing it when the cached one is
-// missing or older than 15 s. A failure is an error, never an empty listing.
+// missing or older than 15 s. Concurrent callers of one peer share one listing,
+// run under the context of the caller that started it; when that caller gives up,
+// the others list again under their own. A failure is an error, never an empty
+// listing.
 func (b *Broker) catalogue(ctx context.Context, t *transport, p *peer) (*catalogue, error) {
-	b.mu.Lock()
-	cat := t.cat
-	b.mu.Unlock()
-	if cat != nil && time.Since(cat.fetched) < catalogueTTL {
-		return cat, nil
+	key := fmt.Sprintf("%s/%p", t.fp, p)
+	for {
+		b.mu.Lock()
+		cat := t.cat
+		b.mu.Unlock()
+		if cat != nil && time.Since(cat.fetched) < catalogueTTL {
+			return cat, nil
+		}
+		ch := b.listings.DoChan(key, func() (any, error) { return b.listCatalogue(ctx, t, p) })
+		select {
+		case r := <-ch:
+			switch {
+			case r.Err == nil:
+				return r.Val.(*catalogue), nil
+			case ctx.Err() != nil:
+				return nil, connectCtxErr(ctx)
+			case errors.Is(r.Err, errListingAbandoned):
+				continue // the caller that started it gave up; this one has not
+			}
+			return nil, r.Err
+		case <-ctx.Done():
+			return nil, connectCtxErr(ctx)
+		}
 	}
+}
+
+// errListingAbandoned: the caller whose context a shared listing ran under gave up.
+var errListingAbandoned = errors.New("the catalogue listing was abandoned by the caller that started it")
+
+// listCatalogue lists p's tools under ctx and caches the catalogue on t. The
+// broker's Close waits for it; a peer that closes ends it.
+func (b *Broker) listCatalogue(ctx context.Context, t *transport, p *peer) (*catalogue, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errors.New(msgBrokerClosed)
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	defer b.wg.Done()
 	tools, err := p.listTools(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, connectCtxErr(ctx)
+			return nil, errListingAbandoned
 		}
 		b.invalidateOnTransportError(ctx, t, p, err)
 		return nil, err
 	}
-	cat, err = newCatalogue(tools)
+	cat, err := newCatalogue(tools)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"golang.org/x/sync/errgroup"
 )
 
 // Set holds one broker per project directory, shared by that project's sessions
@@ -85,9 +86,9 @@ func (s *Set) Close() {
 	entries := s.brokers
 	s.brokers = map[string]*setEntry{}
 	s.mu.Unlock()
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for _, e := range entries {
-		wg.Go(e.broker.Close)
+		g.Go(func() error { e.broker.Close(); return nil })
 	}
-	wg.Wait()
+	g.Wait()
 }
