@@ -10,6 +10,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
+	"github.com/kballard/go-shellquote"
 )
 
 // Connection messages (contract 8.5).
@@ -184,7 +185,7 @@ func (b *Broker) stdioSpec(e registry.Entry) StdioSpec {
 	if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
 		command = filepath.Join(e.Cwd, command)
 	}
-	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd}
+	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd, Display: shellquote.Join(e.WrittenCommand)}
 }
 
 // failureKind classifies a connect failure for explain.

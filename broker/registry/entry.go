@@ -139,6 +139,7 @@ func (v *entryValidator) stdio(obj map[string]json.RawMessage, e *Entry) error {
 	if e.Command, err = v.expandNoNUL("command", cmd); err != nil {
 		return err
 	}
+	e.WrittenCommand = cmd
 	if e.Command == "" {
 		return v.invalid("stdio servers require a non-empty command")
 	}

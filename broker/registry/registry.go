@@ -131,9 +131,12 @@ type Entry struct {
 
 	// stdio
 	Command string
-	Args    []string
-	Env     map[string]string // added to the peer environment with REPL_MCP_NO_BRIDGE=1
-	Cwd     string            // absolute; defaults to the registry file's directory
+	// WrittenCommand is the command as the registry wrote it, ${VAR} placeholders
+	// unexpanded: the form messages show, which names a variable and never its value.
+	WrittenCommand string
+	Args           []string
+	Env            map[string]string // added to the peer environment with REPL_MCP_NO_BRIDGE=1
+	Cwd            string            // absolute; defaults to the registry file's directory
 
 	// http
 	URL     string
