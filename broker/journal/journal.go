@@ -35,6 +35,9 @@ const (
 var (
 	// ErrLocked: another Journal, in this or another process, owns the path.
 	ErrLocked = errors.New("Broker journal is already owned by another runtime; choose a separate --journal path")
+	// ErrLockFile: the journal path ends in .lock, the name of a lock file; a
+	// journal written there could replace another journal's lock.
+	ErrLockFile = errors.New("Broker journal path must not be a lock file (a name ending in .lock); choose a separate --journal path")
 	// ErrNotPrivate: the journal (or its lock) is a symlink, not a
 	// regular file, not owned by the effective user, or open to group/others.
 	ErrNotPrivate = errors.New("Broker journal must be an owned private 0600 file")
@@ -112,7 +115,9 @@ var recordKeys = map[string]bool{
 // Config configures Open.
 type Config struct {
 	// Path of the journal file; empty keeps the journal in memory only. The
-	// lock file is Path with its extension replaced by "lock".
+	// lock file is Path with its extension replaced by "lock", beside the
+	// journal in its directory with symbolic links and ".." resolved. A Path
+	// ending in .lock is refused (ErrLockFile).
 	Path string
 	// Logger receives recovery, eviction and write-failure reports; nil discards.
 	Logger *slog.Logger
@@ -169,7 +174,11 @@ func Open(cfg Config) (*Journal, error) {
 	if cfg.Path == "" {
 		return j, nil
 	}
-	j.path = filepath.Clean(cfg.Path)
+	path, err := canonicalPath(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	j.path = path
 	lock, err := acquireLock(lockPath(j.path))
 	if err != nil {
 		return nil, err
@@ -521,6 +530,35 @@ func stringOK(s string, minLen, maxLen int) bool {
 		return false
 	}
 	return strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
+// canonicalPath is the journal's path with its directory resolved as the file
+// system resolves it (symbolic links, then ".." from where they lead), so that
+// every spelling of one journal derives the same lock. The last element stays
+// as given: a journal that is itself a symbolic link is refused when opened.
+// filepath.Clean is not used first: it removes ".." lexically, and "link/.."
+// would name the link's directory instead of its target's parent.
+func canonicalPath(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("broker journal %s: the working directory cannot be resolved: %w", path, err)
+		}
+		path = wd + string(filepath.Separator) + path
+	}
+	i := strings.LastIndexByte(path, filepath.Separator)
+	dir, base := path[:i+1], path[i+1:]
+	if base == "" || base == "." || base == ".." {
+		return "", fmt.Errorf("%w: %s names a directory, not a journal file", ErrInvalid, path)
+	}
+	if strings.EqualFold(filepath.Ext(base), ".lock") {
+		return "", fmt.Errorf("%w (%s)", ErrLockFile, path)
+	}
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("broker journal %s: its directory cannot be resolved: %w", path, err)
+	}
+	return filepath.Join(dir, base), nil
 }
 
 // lockPath is the journal's lock file: path with its extension replaced by

@@ -805,10 +805,11 @@ func journalWaitFor(t *testing.T, cond func() bool) {
 
 // startJournalHelper re-executes the test binary as TestJournalHelperProcess
 // in the given mode, killed at test end if still running.
-func startJournalHelper(t *testing.T, mode, path string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
+func startJournalHelper(t *testing.T, mode, path string, env ...string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestJournalHelperProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), journalHelperModeEnv+"="+mode, journalHelperPathEnv+"="+path)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -866,6 +867,10 @@ func TestJournalHelperProcess(t *testing.T) {
 		fmt.Println(id)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "race":
+		if err := raceHelper(t.Context(), path); err != nil {
+			fail(err)
+		}
 	case "try":
 		_, err := Open(Config{Path: path})
 		if errors.Is(err, ErrLocked) {
