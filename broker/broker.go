@@ -120,14 +120,19 @@ func New(opts Options) *Broker {
 }
 
 // Refresh reloads the registry now, clears failure cooldowns and cached
-// catalogues, and returns the broker's health.
+// catalogues, and returns the broker's health. When the registry does not load
+// the error is the configuration error, as every other method reports it; the
+// health, which carries it too, is returned all the same.
 func (b *Broker) Refresh() (Health, error) {
-	b.reload()
+	err := b.reload()
 	b.mu.Lock()
 	for _, t := range b.transports {
 		t.failedAt, t.failure, t.cat = time.Time{}, "", nil
 	}
 	b.mu.Unlock()
+	if err != nil {
+		return b.Health(), fmt.Errorf(msgConfigError, err)
+	}
 	return b.Health(), nil
 }
 

@@ -297,11 +297,12 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 func TestBadRegistryFailsClosedUntilRefresh(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"web": map[string]any{"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": map[string]string{"Authorization": "Bearer "}}})
-	h, _ := tb.Refresh()
+	h, err := tb.Refresh()
+	wantErr(t, err, "MCP configuration error: Server web: empty authorization header")
 	if h.ConfigurationError == nil || !strings.Contains(*h.ConfigurationError, "authorization") {
 		t.Fatalf("health = %+v", h)
 	}
-	_, err := tb.Servers()
+	_, err = tb.Servers()
 	wantErr(t, err, "MCP configuration error")
 	x := tb.explain("web", nil)
 	if x.Status != "credentials_missing" || x.NetworkProbePerformed {

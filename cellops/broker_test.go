@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/broker"
@@ -209,4 +210,38 @@ func jsonEqual(t *testing.T, got any, want string) bool {
 	a, _ := json.Marshal(got)
 	b, _ := json.Marshal(w)
 	return string(a) == string(b)
+}
+
+// TestRefreshFailsWhenTheReloadFails: mcp.refresh() raises ToolError (the worker
+// raises on an error reply) with the configuration error when the registry does
+// not load, and returns the health again once it does.
+func TestRefreshFailsWhenTheReloadFails(t *testing.T) {
+	o := newTestOps(t)
+	registryFile := filepath.Join(o.project, ".mcp.json")
+	if err := os.WriteFile(registryFile, []byte(`{"mcpServers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.serve("refresh", `{}`)
+	if err == nil || !strings.HasPrefix(err.Error(), "MCP configuration error: MCP registry is invalid JSON; values are omitted from diagnostics") ||
+		!strings.HasSuffix(err.Error(), "; repair registry then mcp.refresh()") {
+		t.Fatalf("refresh of invalid JSON: %v", err)
+	}
+	if err := os.Remove(registryFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(registryFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.serve("refresh", `{}`)
+	if err == nil || !strings.Contains(err.Error(), "MCP configuration error: MCP registry must be a regular file; FIFOs and devices are unsupported") {
+		t.Fatalf("refresh of a FIFO: %v", err)
+	}
+	if err := os.Remove(registryFile); err != nil {
+		t.Fatal(err)
+	}
+	o.writeRegistry(map[string]any{})
+	h := o.mustServe("refresh", `{}`)
+	if h["configuration_error"] != nil || h["configured_servers"] != float64(0) {
+		t.Fatalf("refresh after the repair = %v", h)
+	}
 }
