@@ -19,6 +19,9 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/oauth"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -223,7 +226,7 @@ func oauthLogin(ctx context.Context, root *broker.Broker, server string, stderr 
 	if err != nil {
 		return err
 	}
-	return broker.Login(ctx, broker.LoginConfig{Entry: entry, Stderr: stderr})
+	return oauth.Login(ctx, oauth.LoginConfig{Entry: entry, Stderr: stderr})
 }
 
 // tokenEnv names the environment variable that may hold the HTTP bearer token.
@@ -289,11 +292,11 @@ func tokenDirs() []string {
 // a journal that cannot be owned is. The returned close runs after the sessions
 // have closed: brokers first, then the journal they write to.
 func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
-	scope, err := broker.ParseScope(o.scope)
+	scope, err := registry.ParseScope(o.scope)
 	if err != nil {
 		return nil, nil, err
 	}
-	journal, err := broker.OpenJournal(broker.JournalConfig{Path: o.journal, Logger: cfg.Logger})
+	effects, err := journal.Open(journal.Config{Path: o.journal, Logger: cfg.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -303,7 +306,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	}
 	exe, _ := os.Executable()
 	set := broker.NewSet(broker.Options{
-		Registry: broker.RegistryOptions{
+		Registry: registry.Options{
 			Project:         cfg.Project,
 			ConfigPath:      o.config,
 			Scope:           scope,
@@ -312,7 +315,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 			NoBridge:        os.Getenv("REPL_MCP_NO_BRIDGE") == "1",
 			SelfExecutables: []string{exe},
 		},
-		Journal:    journal,
+		Journal:    effects,
 		Executable: exe,
 		Version:    version,
 		Env:        cfg.Env,
@@ -320,7 +323,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 	})
 	return set, func() {
 		set.Close()
-		journal.Close()
+		effects.Close()
 	}, nil
 }
 

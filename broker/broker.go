@@ -2,12 +2,17 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/registry"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 )
 
 // Broker limits (contract 8.5, 8.6 and 13.1).
@@ -19,16 +24,20 @@ const (
 	// MaxResultBytes is the delivery budget of one call result.
 	MaxResultBytes = 900_000
 
-	failureCooldown    = 60 * time.Second
-	catalogueTTL       = 15 * time.Second
-	registryTTL        = 30 * time.Second
-	registryJobBudget  = 5 * time.Second
-	maxCatalogueTools  = 10_000
-	maxCatalogueBytes  = 1 << 20
-	defaultCallTimeout = 120 * time.Second
-	defaultListTimeout = 30 * time.Second
-	minTimeout         = 10 * time.Millisecond
-	maxTimeout         = 3600 * time.Second
+	// DefaultCallTimeout is a call's timeout when cell code gives none.
+	DefaultCallTimeout = 120 * time.Second
+	// DefaultListTimeout is a listing's timeout when cell code gives none.
+	DefaultListTimeout = 30 * time.Second
+	// MinTimeout and MaxTimeout bound every call and listing timeout.
+	MinTimeout = 10 * time.Millisecond
+	MaxTimeout = 3600 * time.Second
+
+	failureCooldown   = 60 * time.Second
+	catalogueTTL      = 15 * time.Second
+	registryTTL       = 30 * time.Second
+	registryJobBudget = 5 * time.Second
+	maxCatalogueTools = 10_000
+	maxCatalogueBytes = 1 << 20
 )
 
 // Messages whose key tokens the contract fixes (8.1, 8.5, 8.6, 13.2).
@@ -41,11 +50,9 @@ const (
 	msgBadTimeout       = "MCP timeout must be between 0.01 and 3600 seconds"
 	msgRegistryStalled  = "Registry filesystem operation timed out; no additional job was scheduled"
 	msgBrokerClosed     = "MCP broker is shut down (its sessions closed); open a session again"
-	msgUnknownOp        = "Unknown MCP bridge operation"
 	msgDisabled         = "MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); no server can be called"
 	msgBadServerName    = "MCP server name must be a string of 1..200 bytes without control characters"
 	msgBadToolName      = "MCP tool name must be a string of 1..400 bytes without control characters"
-	msgToolNotString    = "tool must be a string or omitted"
 	msgAuthentication   = "Explicit headers from the registry (Authorization: Bearer ${VAR}), OAuth client credentials (oauth.grantType client_credentials), and the broker's own PKCE browser grant (repl-mcp --config REGISTRY --oauth-login SERVER, kept in oauth.credentialFile and refreshed as needed); the broker never borrows a client's tokens or approvals"
 	msgHostClientAction = "Servers the MCP client itself connects (claude.ai connectors, plugin servers) are not visible to the broker; export them into an explicit --config registry to grant them"
 )
@@ -53,11 +60,11 @@ const (
 // Options configure a Broker. main builds them from flags and environment.
 type Options struct {
 	// Registry says where this broker's registry comes from.
-	Registry RegistryOptions
+	Registry registry.Options
 	// Journal records every call; one journal is shared by all brokers of a server.
-	Journal *Journal
+	Journal *journal.Journal
 	// Validator checks arguments; shared by all brokers of a server. Nil makes one.
-	Validator *Validator
+	Validator *argcheck.Validator
 	// Executable is repl-mcp itself, re-run as the guardian of stdio peers.
 	Executable string
 	// Version is announced to downstream servers.
@@ -69,15 +76,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Request is one bridge operation from cell code, with its provenance.
-type Request struct {
-	SessionID string
-	Project   string
-	RunID     string
-	Op        string // servers, tools, call, refresh, journal, explain
-	Params    json.RawMessage
-}
-
 // Broker is one project's downstream MCP client: its registry, its connections
 // and their catalogues. Sessions of one project share it (see Set). It is safe
 // for concurrent use. Nothing connects until a call or listing names a server.
@@ -87,13 +85,17 @@ type Broker struct {
 	sem  chan struct{} // request slots
 
 	mu         sync.Mutex
-	reg        *Registry
+	reg        *registry.Registry
 	configErr  error // the last load's defect; broker calls fail closed while set
 	loadedAt   time.Time
 	transports map[string]*transport // by fingerprint
-	loading    *loadJob              // the registry load in progress, if any
+	loadStart  time.Time             // when the registry load in progress began; zero between loads
 	closed     bool
-	wg         sync.WaitGroup // peer closes in flight
+	wg         sync.WaitGroup // peer closes and catalogue listings in flight
+
+	loads    singleflight.Group                                 // registry loads
+	listings singleflight.Group                                 // catalogue listings, by transport and peer
+	load     func(registry.Options) (*registry.Registry, error) // registry.Load; tests stall it
 }
 
 // New makes a broker and loads its registry. A defective registry is not an error
@@ -101,13 +103,14 @@ type Broker struct {
 // broker calls fail closed until a refresh succeeds.
 func New(opts Options) *Broker {
 	if opts.Validator == nil {
-		opts.Validator = NewValidator(ValidatorConfig{})
+		opts.Validator = argcheck.New(argcheck.Config{})
 	}
 	b := &Broker{
 		opts:       opts,
 		log:        opts.Logger,
 		sem:        make(chan struct{}, MaxConcurrentRequests),
 		transports: map[string]*transport{},
+		load:       registry.Load,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -116,45 +119,21 @@ func New(opts Options) *Broker {
 	return b
 }
 
-// Serve runs one bridge operation and returns its JSON result. Errors are
-// messages for the cell: they say what happened and what to do next.
-func (b *Broker) Serve(ctx context.Context, req Request) (json.RawMessage, error) {
-	var (
-		result any
-		err    error
-	)
-	switch req.Op {
-	case "servers":
-		result, err = b.servers()
-	case "tools":
-		result, err = b.listTools(ctx, req.Params)
-	case "call":
-		return b.call(ctx, req)
-	case "refresh":
-		result = b.Refresh()
-	case "journal":
-		result, err = b.journalRecords()
-	case "explain":
-		result, err = b.explain(req.Params)
-	default:
-		return nil, errors.New(msgUnknownOp)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(result)
-}
-
 // Refresh reloads the registry now, clears failure cooldowns and cached
-// catalogues, and returns the broker's health.
-func (b *Broker) Refresh() Health {
-	b.reload()
+// catalogues, and returns the broker's health. When the registry does not load
+// the error is the configuration error, as every other method reports it; the
+// health, which carries it too, is returned all the same.
+func (b *Broker) Refresh() (Health, error) {
+	err := b.reload()
 	b.mu.Lock()
 	for _, t := range b.transports {
 		t.failedAt, t.failure, t.cat = time.Time{}, "", nil
 	}
 	b.mu.Unlock()
-	return b.Health()
+	if err != nil {
+		return b.Health(), fmt.Errorf(msgConfigError, err)
+	}
+	return b.Health(), nil
 }
 
 // Close shuts every connection down. Calls in flight end with a transport error.
@@ -167,34 +146,67 @@ func (b *Broker) Close() {
 	b.closed = true
 	peers := b.dropTransportsLocked(func(*transport) bool { return true })
 	b.mu.Unlock()
-	b.closePeersAsync(peers)
-	b.wg.Wait()
+	var g errgroup.Group
+	for _, p := range peers {
+		g.Go(func() error { p.close(); return nil })
+	}
+	g.Wait()
+	b.wg.Wait() // closes begun earlier (reloads, failed transports) and listings
 }
 
-// servers lists the configured names.
-func (b *Broker) servers() (any, error) {
+// Servers returns the configured server names, sorted.
+func (b *Broker) Servers() ([]string, error) {
 	reg, err := b.ready(true)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"servers": reg.Names()}, nil
+	return reg.Names(), nil
 }
 
-func (b *Broker) journalRecords() (any, error) {
+// Journal returns the journal's records, oldest first: those of every session
+// and project, since one journal serves them all. It works while the registry
+// is defective, so that the outcome of earlier calls stays readable.
+func (b *Broker) Journal() ([]journal.Record, error) {
 	if _, err := b.ready(false); err != nil {
 		return nil, err
 	}
 	recs := b.opts.Journal.Records()
 	if recs == nil {
-		recs = []Record{}
+		recs = []journal.Record{}
 	}
-	return map[string]any{"records": recs}, nil
+	return recs, nil
+}
+
+// CheckServerName returns nil for a valid server name (1..200 bytes without
+// control characters) and the cell's error for any other; every method taking
+// a server name applies it first.
+func CheckServerName(name string) error {
+	if !registry.ValidName(name, registry.MaxServerNameBytes) {
+		return errors.New(msgBadServerName)
+	}
+	return nil
+}
+
+func checkToolName(name string) error {
+	if !registry.ValidName(name, registry.MaxToolNameBytes) {
+		return errors.New(msgBadToolName)
+	}
+	return nil
+}
+
+// checkTimeout refuses a timeout outside MinTimeout..MaxTimeout; zero too, since
+// a Go caller that means the default says DefaultCallTimeout or DefaultListTimeout.
+func checkTimeout(d time.Duration) error {
+	if d < MinTimeout || d > MaxTimeout {
+		return errors.New(msgBadTimeout)
+	}
+	return nil
 }
 
 // ready reloads the registry when 30 s have passed since the last load and returns
 // it. strict ops (servers, tools, call) also fail while a configuration error is
 // stored; every op fails when the reload it just ran failed.
-func (b *Broker) ready(strict bool) (*Registry, error) {
+func (b *Broker) ready(strict bool) (*registry.Registry, error) {
 	b.mu.Lock()
 	closed, due := b.closed, time.Since(b.loadedAt) >= registryTTL
 	b.mu.Unlock()
@@ -222,7 +234,7 @@ func (b *Broker) reload() error {
 	b.mu.Lock()
 	b.loadedAt = time.Now()
 	if err != nil {
-		reg = &Registry{Servers: map[string]ServerEntry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
+		reg = &registry.Registry{Servers: map[string]registry.Entry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
 	}
 	b.reg, b.configErr = reg, err
 	keep := map[string]bool{}
@@ -238,43 +250,40 @@ func (b *Broker) reload() error {
 	return err
 }
 
-// loadRegistry runs LoadRegistry as one bounded job: callers that arrive while a
+// loadRegistry runs registry.Load as one bounded job: callers that arrive while a
 // load runs share it, and each waits at most 5 s from the job's start. A load
 // stalled on a slow file system keeps its job, and later reloads fail at once
-// instead of piling up goroutines behind it.
-func (b *Broker) loadRegistry() (*Registry, error) {
+// instead of piling up goroutines behind it. That job cannot be interrupted (a
+// read on a dead mount ignores everything), so nothing waits for it: it ends when
+// the file system answers, and Close must not hang on it.
+func (b *Broker) loadRegistry() (*registry.Registry, error) {
+	ch := b.loads.DoChan("registry", func() (any, error) {
+		b.mu.Lock()
+		b.loadStart = time.Now()
+		b.mu.Unlock()
+		reg, err := b.load(b.opts.Registry)
+		b.mu.Lock()
+		b.loadStart = time.Time{}
+		b.mu.Unlock()
+		return reg, err
+	})
 	b.mu.Lock()
-	job := b.loading
-	if job == nil {
-		job = &loadJob{started: time.Now(), done: make(chan struct{})}
-		b.loading = job
-		go b.runLoad(job)
-	}
+	started := b.loadStart
 	b.mu.Unlock()
-	timer := time.NewTimer(registryJobBudget - time.Since(job.started))
+	if started.IsZero() {
+		// The job has not reached its first line yet, or has just passed its last:
+		// either way its start is no earlier than now.
+		started = time.Now()
+	}
+	timer := time.NewTimer(registryJobBudget - time.Since(started))
 	defer timer.Stop()
 	select {
-	case <-job.done:
-		return job.reg, job.err
+	case r := <-ch:
+		reg, _ := r.Val.(*registry.Registry)
+		return reg, r.Err
 	case <-timer.C:
-		return nil, &ConfigError{Msg: msgRegistryStalled}
+		return nil, &registry.ConfigError{Msg: msgRegistryStalled}
 	}
-}
-
-// loadJob is one registry load; reg and err are set before done closes.
-type loadJob struct {
-	started time.Time
-	done    chan struct{}
-	reg     *Registry
-	err     error
-}
-
-func (b *Broker) runLoad(job *loadJob) {
-	job.reg, job.err = LoadRegistry(b.opts.Registry)
-	b.mu.Lock()
-	b.loading = nil
-	b.mu.Unlock()
-	close(job.done)
 }
 
 // acquire takes a request slot, waiting at most until ctx ends.
@@ -293,28 +302,28 @@ func (b *Broker) acquire(ctx context.Context) (release func(), err error) {
 }
 
 // entry finds a configured server; its name was checked when the params were read.
-func (b *Broker) entry(reg *Registry, server string) (ServerEntry, error) {
+func (b *Broker) entry(reg *registry.Registry, server string) (registry.Entry, error) {
 	if reg.Disabled {
-		return ServerEntry{}, errors.New(msgDisabled)
+		return registry.Entry{}, errors.New(msgDisabled)
 	}
 	e, ok := reg.Lookup(server)
 	if !ok {
-		return ServerEntry{}, errors.New(msgUnknownServer)
+		return registry.Entry{}, errors.New(msgUnknownServer)
 	}
 	return e, nil
 }
 
 // Health is the broker section of python_health (contract 3.3).
 type Health struct {
-	ConfiguredServers     int        `json:"configured_servers"`
-	ConnectedTransports   int        `json:"connected_transports"`
-	ConfigurationError    *string    `json:"configuration_error"`
-	MaxConcurrentRequests int        `json:"max_concurrent_requests"`
-	Authentication        string     `json:"authentication"`
-	Journal               int        `json:"journal"`
-	JournalDurable        bool       `json:"journal_durable"`
-	Disabled              bool       `json:"disabled"`
-	Provenance            Provenance `json:"provenance"`
+	ConfiguredServers     int                 `json:"configured_servers"`
+	ConnectedTransports   int                 `json:"connected_transports"`
+	ConfigurationError    *string             `json:"configuration_error"`
+	MaxConcurrentRequests int                 `json:"max_concurrent_requests"`
+	Authentication        string              `json:"authentication"`
+	Journal               int                 `json:"journal"`
+	JournalDurable        bool                `json:"journal_durable"`
+	Disabled              bool                `json:"disabled"`
+	Provenance            registry.Provenance `json:"provenance"`
 }
 
 // Health reports the broker's state without connecting anything.
@@ -340,20 +349,4 @@ func (b *Broker) Health() Health {
 	stats := b.opts.Journal.Stats()
 	h.Journal, h.JournalDurable = stats.Records, stats.Durable
 	return h
-}
-
-// parseTimeout reads a timeout in seconds; absent means def.
-func parseTimeout(raw json.RawMessage, def time.Duration) (time.Duration, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return def, nil
-	}
-	var secs float64
-	if err := json.Unmarshal(raw, &secs); err != nil {
-		return 0, errors.New(msgBadTimeout)
-	}
-	d := time.Duration(secs * float64(time.Second))
-	if d < minTimeout || d > maxTimeout {
-		return 0, errors.New(msgBadTimeout)
-	}
-	return d, nil
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,12 +48,12 @@ func newTestBroker(t *testing.T, servers map[string]any) *testBroker {
 	tb := &testBroker{t: t, project: project, log: filepath.Join(project, "fixture.log")}
 	tb.writeRegistry(servers)
 	exe, _ := os.Executable()
-	j, err := OpenJournal(JournalConfig{})
+	j, err := journal.Open(journal.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tb.Broker = New(Options{
-		Registry:   RegistryOptions{Project: project, Scope: ScopeProject, LookupEnv: os.LookupEnv},
+		Registry:   registry.Options{Project: project, Scope: registry.ScopeProject, LookupEnv: os.LookupEnv},
 		Journal:    j,
 		Executable: exe,
 		Version:    "test",
@@ -72,26 +74,45 @@ func (tb *testBroker) writeRegistry(servers map[string]any) {
 	}
 }
 
-// serve runs op with params and decodes the result into a generic value.
-func (tb *testBroker) serve(ctx context.Context, op string, params any) (any, error) {
-	raw, _ := json.Marshal(params)
-	out, err := tb.Serve(ctx, Request{SessionID: "s1", Project: tb.project, RunID: "r1", Op: op, Params: raw})
+// callCtx runs one call as session s1, run r1, and decodes its envelope.
+func (tb *testBroker) callCtx(ctx context.Context, server, tool string, args any, timeout time.Duration) (map[string]any, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	out, err := tb.Call(ctx, CallRequest{SessionID: "s1", Project: tb.project, RunID: "r1", Server: server, Tool: tool, Arguments: raw, Timeout: timeout})
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	if err := json.Unmarshal(out, &v); err != nil {
-		tb.t.Fatalf("%s result is not JSON: %v", op, err)
+	var env map[string]any
+	if err := json.Unmarshal(out, &env); err != nil {
+		tb.t.Fatalf("call result is not a JSON object: %v", err)
 	}
-	return v, nil
+	return env, nil
 }
 
 func (tb *testBroker) call(server, tool string, args map[string]any) (map[string]any, error) {
-	v, err := tb.serve(tb.t.Context(), "call", map[string]any{"server": server, "tool": tool, "arguments": args})
+	return tb.callCtx(tb.t.Context(), server, tool, args, DefaultCallTimeout)
+}
+
+// explain is Explain for names the test knows to be valid.
+func (tb *testBroker) explain(server string, tool *string) Explanation {
+	tb.t.Helper()
+	x, err := tb.Explain(server, tool)
 	if err != nil {
-		return nil, err
+		tb.t.Fatalf("Explain(%q): %v", server, err)
 	}
-	return v.(map[string]any), nil
+	return x
+}
+
+// refresh is Refresh of a registry the test expects to load.
+func (tb *testBroker) refresh() Health {
+	tb.t.Helper()
+	h, err := tb.Refresh()
+	if err != nil {
+		tb.t.Fatalf("Refresh: %v", err)
+	}
+	return h
 }
 
 // logLines counts the fixture's log lines for one request: "METHOD" or
@@ -119,7 +140,7 @@ func wantErr(t *testing.T, err error, substr string) {
 func TestCallReturnsCompleteEnvelope(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	env, err := tb.call("fx", "echo", map[string]any{"text": "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +160,7 @@ func TestCallReturnsCompleteEnvelope(t *testing.T) {
 		t.Fatalf("fail: %v %v", env, err)
 	}
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 3 || recs[0].Status != StatusCompleted || recs[2].Status != StatusToolError || recs[0].SessionID != "s1" || recs[0].RunID != "r1" {
+	if len(recs) != 3 || recs[0].Status != journal.StatusCompleted || recs[2].Status != journal.StatusToolError || recs[0].SessionID != "s1" || recs[0].RunID != "r1" {
 		t.Fatalf("journal = %+v", recs)
 	}
 }
@@ -147,19 +168,18 @@ func TestCallReturnsCompleteEnvelope(t *testing.T) {
 func TestAllowlistDenialConnectsNothing(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo"}})})
-	tb.Refresh()
+	tb.refresh()
 	_, err := tb.call("fx", "count", map[string]any{"marker": filepath.Join(tb.project, "m")})
 	wantErr(t, err, "Tool denied by broker allowedTools policy")
 	if tb.logLines("connect") != 0 || tb.Health().ConnectedTransports != 0 {
 		t.Fatal("a denied call connected the server")
 	}
-	v, err := tb.serve(t.Context(), "tools", map[string]any{"server": "fx"})
+	tools, err := tb.ListTools(t.Context(), "fx", DefaultListTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := v.(map[string]any)["tools"].([]any)
-	if len(tools) != 1 || tools[0].(map[string]any)["name"] != "echo" {
-		t.Fatalf("filtered catalogue = %v", tools)
+	if len(tools) != 1 || !strings.Contains(string(tools[0]), `"name":"echo"`) {
+		t.Fatalf("filtered catalogue = %s", tools)
 	}
 }
 
@@ -169,7 +189,7 @@ func TestAliasesShareOneTransport(t *testing.T) {
 		"a": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo"}}),
 		"b": fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"multi"}}),
 	})
-	tb.Refresh()
+	tb.refresh()
 	if _, err := tb.call("a", "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +209,7 @@ func TestAliasesShareOneTransport(t *testing.T) {
 func TestProtocolErrorKeepsSharedTransport(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	marker := filepath.Join(tb.project, "count")
 	_, err := tb.call("fx", "reject_once", map[string]any{"marker": marker})
 	wantErr(t, err, "-32602")
@@ -201,7 +221,7 @@ func TestProtocolErrorKeepsSharedTransport(t *testing.T) {
 		t.Fatalf("%d handshakes, want 1", n)
 	}
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 2 || recs[0].Status != StatusOutcomeUnknown || recs[1].Status != StatusCompleted {
+	if len(recs) != 2 || recs[0].Status != journal.StatusOutcomeUnknown || recs[1].Status != journal.StatusCompleted {
 		t.Fatalf("journal = %+v", recs)
 	}
 	if data, _ := os.ReadFile(marker); string(data) != "1" {
@@ -212,12 +232,12 @@ func TestProtocolErrorKeepsSharedTransport(t *testing.T) {
 func TestLargeResultIsRecordedNotDelivered(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	marker := filepath.Join(tb.project, "count")
 	_, err := tb.call("fx", "big", map[string]any{"size": 950000, "marker": marker})
 	wantErr(t, err, "known outcome for call")
 	recs := tb.opts.Journal.Records()
-	if len(recs) != 1 || recs[0].Status != StatusCompleted || !strings.Contains(err.Error(), recs[0].ID) {
+	if len(recs) != 1 || recs[0].Status != journal.StatusCompleted || !strings.Contains(err.Error(), recs[0].ID) {
 		t.Fatalf("journal = %+v, err = %v", recs, err)
 	}
 	if _, err := tb.call("fx", "big", map[string]any{"size": 1000, "marker": marker}); err != nil {
@@ -234,7 +254,7 @@ func TestLargeResultIsRecordedNotDelivered(t *testing.T) {
 func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	if _, err := tb.call("fx", "echo", map[string]any{"text": "warm"}); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +263,7 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	var wg sync.WaitGroup
 	var cancelErr, keptErr error
 	wg.Go(func() {
-		_, cancelErr = tb.serve(ctx, "call", map[string]any{"server": "fx", "tool": "slow_write", "arguments": map[string]any{"marker": cancelled, "timeout": 1.5}})
+		_, cancelErr = tb.callCtx(ctx, "fx", "slow_write", map[string]any{"marker": cancelled, "timeout": 1.5}, DefaultCallTimeout)
 	})
 	wg.Go(func() {
 		_, keptErr = tb.call("fx", "slow_write", map[string]any{"marker": kept, "timeout": 1.5})
@@ -262,11 +282,11 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	if _, err := os.Stat(kept); err != nil {
 		t.Fatal("the surviving call did not write")
 	}
-	statuses := map[Status]int{}
+	statuses := map[journal.Status]int{}
 	for _, r := range tb.opts.Journal.Records() {
 		statuses[r.Status]++
 	}
-	if statuses[StatusCompleted] != 2 || statuses[StatusOutcomeUnknown] != 1 {
+	if statuses[journal.StatusCompleted] != 2 || statuses[journal.StatusOutcomeUnknown] != 1 {
 		t.Fatalf("journal statuses = %v", statuses)
 	}
 	if tb.Health().ConnectedTransports != 1 {
@@ -277,23 +297,24 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 func TestBadRegistryFailsClosedUntilRefresh(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"web": map[string]any{"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": map[string]string{"Authorization": "Bearer "}}})
-	h := tb.Refresh()
+	h, err := tb.Refresh()
+	wantErr(t, err, "MCP configuration error: Server web: empty authorization header")
 	if h.ConfigurationError == nil || !strings.Contains(*h.ConfigurationError, "authorization") {
 		t.Fatalf("health = %+v", h)
 	}
-	_, err := tb.serve(t.Context(), "servers", map[string]any{})
+	_, err = tb.Servers()
 	wantErr(t, err, "MCP configuration error")
-	x := tb.Explain("web", nil)
+	x := tb.explain("web", nil)
 	if x.Status != "credentials_missing" || x.NetworkProbePerformed {
 		t.Fatalf("explain = %+v", x)
 	}
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	if h := tb.Refresh(); h.ConfigurationError != nil || h.ConfiguredServers != 1 {
+	if h := tb.refresh(); h.ConfigurationError != nil || h.ConfiguredServers != 1 {
 		t.Fatalf("health after repair = %+v", h)
 	}
-	v, err := tb.serve(t.Context(), "servers", map[string]any{})
-	if err != nil || fmt.Sprint(v) != "map[servers:[fx]]" {
-		t.Fatalf("servers = %v, %v", v, err)
+	names, err := tb.Servers()
+	if err != nil || fmt.Sprint(names) != "[fx]" {
+		t.Fatalf("servers = %v, %v", names, err)
 	}
 }
 
@@ -303,7 +324,7 @@ func TestExplainNeverConnects(t *testing.T) {
 		"fx":  fixtureEntry(t, tb.log, map[string]any{"allowedTools": []string{"echo", "ghost"}}),
 		"off": fixtureEntry(t, tb.log, map[string]any{"disabled": true}),
 	})
-	tb.Refresh()
+	tb.refresh()
 	str := func(s string) *string { return &s }
 	for _, c := range []struct {
 		server string
@@ -315,38 +336,40 @@ func TestExplainNeverConnects(t *testing.T) {
 		{"fx", str("count"), "not_granted"},
 		{"fx", nil, "disconnected"},
 	} {
-		if x := tb.Explain(c.server, c.tool); x.Status != c.want {
+		if x := tb.explain(c.server, c.tool); x.Status != c.want {
 			t.Errorf("explain(%s) = %s, want %s", c.server, x.Status, c.want)
 		}
 	}
 	if tb.logLines("connect") != 0 {
 		t.Fatal("explain connected a server")
 	}
-	if _, err := tb.serve(t.Context(), "tools", map[string]any{"server": "fx"}); err != nil {
+	if _, err := tb.ListTools(t.Context(), "fx", DefaultListTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if x := tb.Explain("fx", str("echo")); x.Status != "ready" || !x.Connected {
+	if x := tb.explain("fx", str("echo")); x.Status != "ready" || !x.Connected {
 		t.Fatalf("explain after listing = %+v", x)
 	}
-	if x := tb.Explain("fx", str("ghost")); x.Status != "tool_missing" || x.Evidence != "cached_catalogue" {
+	if x := tb.explain("fx", str("ghost")); x.Status != "tool_missing" || x.Evidence != "cached_catalogue" {
 		t.Fatalf("explain ghost = %+v", x)
 	}
-	_, err := tb.serve(t.Context(), "explain", map[string]any{"server": "fx", "tool": 1})
-	wantErr(t, err, "tool must be a string or omitted")
+	_, err := tb.Explain("fx", str("bad\x00tool"))
+	wantErr(t, err, "MCP tool name must be a string of 1..400 bytes without control characters")
+	_, err = tb.Explain("", nil)
+	wantErr(t, err, "MCP server name must be a string of 1..200 bytes without control characters")
 }
 
 func TestExplainAbsentRegistryAndDisabled(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	os.Remove(filepath.Join(tb.project, ".mcp.json"))
-	tb.Refresh()
-	x := tb.Explain("anything", nil)
+	tb.refresh()
+	x := tb.explain("anything", nil)
 	if x.Status != "registry_absent" || x.HostClientRoute.DiscoverableByBroker || x.Provenance.Project != tb.project {
 		t.Fatalf("explain = %+v", x)
 	}
-	j, _ := OpenJournal(JournalConfig{})
-	off := New(Options{Registry: RegistryOptions{Project: tb.project, Scope: ScopeNone}, Journal: j})
+	j, _ := journal.Open(journal.Config{})
+	off := New(Options{Registry: registry.Options{Project: tb.project, Scope: registry.ScopeNone}, Journal: j})
 	defer off.Close()
-	if x := off.Explain("anything", nil); x.Status != "broker_disabled" {
+	if x, err := off.Explain("anything", nil); err != nil || x.Status != "broker_disabled" {
 		t.Fatalf("explain with scope none = %+v", x)
 	}
 }
@@ -354,15 +377,15 @@ func TestExplainAbsentRegistryAndDisabled(t *testing.T) {
 func TestFailedConnectIsCooledDown(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"gone": map[string]any{"command": filepath.Join(tb.project, "missing-server")}})
-	tb.Refresh()
+	tb.refresh()
 	_, err := tb.call("gone", "echo", nil)
 	wantErr(t, err, "MCP transport initialization failed")
 	_, err = tb.call("gone", "echo", nil)
 	wantErr(t, err, "recently failed")
-	if x := tb.Explain("gone", nil); x.Status != "disconnected" || x.Evidence != "last_connection_attempt" {
+	if x := tb.explain("gone", nil); x.Status != "disconnected" || x.Evidence != "last_connection_attempt" {
 		t.Fatalf("explain = %+v", x)
 	}
-	tb.Refresh()
+	tb.refresh()
 	_, err = tb.call("gone", "echo", nil)
 	wantErr(t, err, "MCP transport initialization failed")
 }
@@ -370,17 +393,19 @@ func TestFailedConnectIsCooledDown(t *testing.T) {
 func TestArgumentsCheckedBeforeDispatch(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	_, err := tb.call("fx", "echo", map[string]any{"text": 5})
 	wantErr(t, err, "MCP arguments violate inputSchema")
 	_, err = tb.call("fx", "nosuch", nil)
 	wantErr(t, err, "Unknown or unauthorized MCP tool")
 	_, err = tb.call("nosuch", "echo", nil)
 	wantErr(t, err, "Unknown or unauthorized MCP server")
-	_, err = tb.serve(t.Context(), "call", map[string]any{"server": "fx", "tool": "echo", "arguments": []int{1}})
+	_, err = tb.callCtx(t.Context(), "fx", "echo", []int{1}, DefaultCallTimeout)
 	wantErr(t, err, "arguments must be a JSON object")
-	_, err = tb.serve(t.Context(), "call", map[string]any{"server": "f\x01x", "tool": "echo"})
+	_, err = tb.call("f\x01x", "echo", nil)
 	wantErr(t, err, "control characters")
+	_, err = tb.callCtx(t.Context(), "fx", "echo", nil, 0)
+	wantErr(t, err, "MCP timeout must be between 0.01 and 3600 seconds")
 	if tb.logLines("tools/call echo") != 0 || len(tb.opts.Journal.Records()) != 0 {
 		t.Fatal("a refused call reached the server or the journal")
 	}
@@ -388,8 +413,8 @@ func TestArgumentsCheckedBeforeDispatch(t *testing.T) {
 
 func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
-	j, _ := OpenJournal(JournalConfig{})
-	s := NewSet(Options{Registry: RegistryOptions{Project: root, Scope: ScopeProject}, Journal: j})
+	j, _ := journal.Open(journal.Config{})
+	s := NewSet(Options{Registry: registry.Options{Project: root, Scope: registry.ScopeProject}, Journal: j})
 	defer s.Close()
 	a, b := s.Acquire("s1", other), s.Acquire("s2", other)
 	if a != b || a == s.Root() {
@@ -400,7 +425,7 @@ func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
 		t.Fatal("wrong project")
 	}
 	s.Release("s2", other)
-	if _, err := a.Serve(t.Context(), Request{Op: "servers"}); err == nil || !strings.Contains(err.Error(), "shut down") {
+	if _, err := a.Servers(); err == nil || !strings.Contains(err.Error(), "shut down") {
 		t.Fatalf("broker after its last session: %v", err)
 	}
 	if s.Acquire("s3", other) == a {
@@ -443,7 +468,7 @@ func TestHTTPServerThroughBroker(t *testing.T) {
 	srv.Close()
 	_, err = tb.call("web", "echo", map[string]any{"text": "gone"})
 	wantErr(t, err, "request was not retried")
-	if x := tb.Explain("web", nil); x.Connected {
+	if x := tb.explain("web", nil); x.Connected {
 		t.Fatal("a peer whose server went away is still reported connected")
 	}
 }
@@ -470,7 +495,7 @@ func TestConcurrentReloadsShareOneLoad(t *testing.T) {
 func TestRequestsBeyond32AreQueuedThenRefused(t *testing.T) {
 	tb := newTestBroker(t, nil)
 	tb.writeRegistry(map[string]any{"fx": fixtureEntry(t, tb.log, nil)})
-	tb.Refresh()
+	tb.refresh()
 	var wg sync.WaitGroup
 	for i := range MaxConcurrentRequests {
 		wg.Go(func() {
@@ -478,7 +503,7 @@ func TestRequestsBeyond32AreQueuedThenRefused(t *testing.T) {
 		})
 	}
 	waitUntil(t, func() bool { return tb.logLines("tools/call slow_write") == MaxConcurrentRequests })
-	_, err := tb.serve(t.Context(), "call", map[string]any{"server": "fx", "tool": "echo", "arguments": map[string]any{"text": "x"}, "timeout": 0.5})
+	_, err := tb.callCtx(t.Context(), "fx", "echo", map[string]any{"text": "x"}, 500*time.Millisecond)
 	wantErr(t, err, "MCP request budget exceeded while queued")
 	wg.Wait()
 	if _, err := tb.call("fx", "echo", map[string]any{"text": "after"}); err != nil {

@@ -10,6 +10,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/oauth"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,52 +35,46 @@ const (
 	msgNotObject               = "arguments must be a JSON object"
 )
 
-// callParams are the params of the call op.
-type callParams struct {
-	server, tool string
-	arguments    json.RawMessage
-	timeout      time.Duration
+// CallRequest is one tools/call from cell code, with the provenance the journal
+// records.
+type CallRequest struct {
+	SessionID string
+	Project   string
+	RunID     string
+	Server    string
+	Tool      string
+	// Arguments is the tool's arguments, a JSON object; empty or null means {}.
+	Arguments json.RawMessage
+	// Timeout bounds the whole call, connect included: MinTimeout..MaxTimeout.
+	Timeout time.Duration
 }
 
-func parseCallParams(raw json.RawMessage) (callParams, error) {
-	var wire struct {
-		Server, Tool, Arguments, Timeout json.RawMessage
+// check validates the request's own fields, in the order the cell's errors
+// follow: server, tool, arguments, timeout. It returns the arguments to send.
+func (r CallRequest) check() (json.RawMessage, error) {
+	if err := CheckServerName(r.Server); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return callParams{}, errors.New("MCP call params must be an object")
+	if err := checkToolName(r.Tool); err != nil {
+		return nil, err
 	}
-	var p callParams
-	var err error
-	if p.server, err = stringParam(wire.Server, MaxServerNameBytes, msgBadServerName); err != nil {
-		return p, err
+	args := bytes.TrimSpace(r.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
 	}
-	if p.tool, err = stringParam(wire.Tool, MaxToolNameBytes, msgBadToolName); err != nil {
-		return p, err
+	if args[0] != '{' {
+		return nil, errors.New(msgNotObject)
 	}
-	p.arguments = bytes.TrimSpace(wire.Arguments)
-	if len(p.arguments) == 0 || string(p.arguments) == "null" {
-		p.arguments = json.RawMessage("{}")
-	}
-	if p.arguments[0] != '{' {
-		return p, errors.New(msgNotObject)
-	}
-	p.timeout, err = parseTimeout(wire.Timeout, defaultCallTimeout)
-	return p, err
+	return args, checkTimeout(r.Timeout)
 }
 
-// stringParam decodes a name: a JSON string of 1..max bytes without control characters.
-func stringParam(raw json.RawMessage, max int, msg string) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || !validRegName(s, max) {
-		return "", errors.New(msg)
-	}
-	return s, nil
-}
-
-// call runs one tools/call: every check that can refuse comes before the journal
-// records the dispatch, and the dispatch is on record before the request leaves.
-func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error) {
-	p, err := parseCallParams(req.Params)
+// Call runs one tools/call and returns the complete CallToolResult envelope.
+// Every check that can refuse comes before the journal records the dispatch,
+// and the dispatch is on record before the request leaves. Errors are messages
+// for the cell: they say whether the request reached the server and that
+// nothing was retried.
+func (b *Broker) Call(ctx context.Context, req CallRequest) (json.RawMessage, error) {
+	args, err := req.check()
 	if err != nil {
 		return nil, err
 	}
@@ -84,35 +82,35 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := b.entry(reg, p.server)
+	e, err := b.entry(reg, req.Server)
 	if err != nil {
 		return nil, err
 	}
-	if !e.ToolAllowed(p.tool) {
+	if !e.ToolAllowed(req.Tool) {
 		return nil, errors.New(msgToolDenied)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	t, peer, release, err := b.slotAndPeer(ctx, e)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	tool, err := b.findTool(ctx, t, peer, e, p.tool)
+	tool, err := b.findTool(ctx, t, peer, e, req.Tool)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.opts.Validator.Check(ctx, tool.schema, p.arguments); err != nil {
+	if err := b.opts.Validator.Check(ctx, tool.schema, args); err != nil {
 		return nil, validationError(ctx, err)
 	}
-	id, err := b.opts.Journal.Dispatch(ctx, CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: p.server, Tool: p.tool})
+	id, err := b.opts.Journal.Dispatch(ctx, journal.CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: req.Server, Tool: req.Tool})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, connectCtxErr(ctx)
 		}
 		return nil, err
 	}
-	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: p.tool, Arguments: p.arguments})
+	res, err := peer.session.CallTool(ctx, &mcp.CallToolParams{Name: req.Tool, Arguments: args})
 	if err != nil {
 		b.invalidateOnTransportError(ctx, t, peer, err)
 		return nil, b.callFailed(ctx, id, err)
@@ -122,7 +120,7 @@ func (b *Broker) call(ctx context.Context, req Request) (json.RawMessage, error)
 
 // slotAndPeer takes one of the broker's request slots, then the live peer of e's
 // transport; release gives both back.
-func (b *Broker) slotAndPeer(ctx context.Context, e ServerEntry) (*transport, *peer, func(), error) {
+func (b *Broker) slotAndPeer(ctx context.Context, e registry.Entry) (*transport, *peer, func(), error) {
 	freeSlot, err := b.acquire(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -136,7 +134,7 @@ func (b *Broker) slotAndPeer(ctx context.Context, e ServerEntry) (*transport, *p
 }
 
 // findTool looks the tool up in the transport's catalogue, listing it if needed.
-func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e ServerEntry, name string) (catalogueTool, error) {
+func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e registry.Entry, name string) (catalogueTool, error) {
 	cat, err := b.catalogue(ctx, t, p)
 	if err != nil {
 		return catalogueTool{}, err
@@ -153,13 +151,13 @@ func (b *Broker) findTool(ctx context.Context, t *transport, p *peer, e ServerEn
 
 // validationError maps a Validator error to the cell's message.
 func validationError(ctx context.Context, err error) error {
-	var argErr *ArgumentsError
+	var argErr *argcheck.ArgumentsError
 	switch {
 	case errors.As(err, &argErr):
 		return err
 	case ctx.Err() != nil:
 		return connectCtxErr(ctx)
-	case errors.Is(err, ErrSchemaRejected):
+	case errors.Is(err, argcheck.ErrSchemaRejected):
 		return fmt.Errorf("the tool's inputSchema cannot be used, so nothing was sent: %w", err)
 	default:
 		return err
@@ -171,12 +169,12 @@ func validationError(ctx context.Context, err error) error {
 func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 	msg := msgProtocolError
 	var rpcErr *jsonrpc.Error
-	var safe *safeError
+	var oauthErr *oauth.Error
 	switch {
-	case errors.Is(err, errCredentialsRequired) && errors.As(err, &safe):
+	case errors.Is(err, oauth.ErrCredentialsRequired) && errors.As(err, &oauthErr):
 		// The token could not be renewed: the request never left. The journal still
 		// says outcome_unknown, its most careful status.
-		msg = safe.msg + "; the request was not sent"
+		msg = oauthErr.Error() + "; the request was not sent"
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		msg = msgDeadline
 	case ctx.Err() != nil:
@@ -184,7 +182,7 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 	case isProtocolError(err, &rpcErr):
 		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
 	}
-	if ferr := b.opts.Journal.Finish(id, StatusOutcomeUnknown); errors.Is(ferr, ErrJournalPersist) {
+	if ferr := b.opts.Journal.Finish(id, journal.StatusOutcomeUnknown); errors.Is(ferr, journal.ErrPersist) {
 		return errors.New(msgJournalUnknown)
 	}
 	return errors.New(msg)
@@ -194,12 +192,12 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 // it is over the delivery budget: then the cell learns the call's journal id and
 // status instead, so that it does not repeat a write to see the output.
 func (b *Broker) deliver(id string, res *mcp.CallToolResult) (json.RawMessage, error) {
-	status := StatusCompleted
+	status := journal.StatusCompleted
 	if res.IsError {
-		status = StatusToolError
+		status = journal.StatusToolError
 	}
 	ferr := b.opts.Journal.Finish(id, status)
-	if errors.Is(ferr, ErrJournalPersist) {
+	if errors.Is(ferr, journal.ErrPersist) {
 		return nil, errors.New(msgJournalDone)
 	}
 	envelope, err := envelopeJSON(res)
@@ -236,18 +234,14 @@ func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
 	return out, nil
 }
 
-// listTools serves the tools op: the catalogue the server's allowlist admits.
-func (b *Broker) listTools(ctx context.Context, raw json.RawMessage) (any, error) {
-	var wire struct{ Server, Timeout json.RawMessage }
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return nil, errors.New("MCP tools params must be an object")
-	}
-	server, err := stringParam(wire.Server, MaxServerNameBytes, msgBadServerName)
-	if err != nil {
+// ListTools returns the tool definitions (complete schemas) of server that its
+// allowlist admits, listing the catalogue when the cached one is older than 15 s.
+// timeout (MinTimeout..MaxTimeout) bounds the listing, connect included.
+func (b *Broker) ListTools(ctx context.Context, server string, timeout time.Duration) ([]json.RawMessage, error) {
+	if err := CheckServerName(server); err != nil {
 		return nil, err
 	}
-	timeout, err := parseTimeout(wire.Timeout, defaultListTimeout)
-	if err != nil {
+	if err := checkTimeout(timeout); err != nil {
 		return nil, err
 	}
 	reg, err := b.ready(true)
@@ -286,7 +280,7 @@ type catalogueTool struct {
 }
 
 // view returns the tools e's allowlist admits, within the 1 MiB catalogue budget.
-func (c *catalogue) view(e ServerEntry) (any, error) {
+func (c *catalogue) view(e registry.Entry) ([]json.RawMessage, error) {
 	tools := []json.RawMessage{}
 	size := 0
 	for _, t := range c.tools {
@@ -299,27 +293,64 @@ func (c *catalogue) view(e ServerEntry) (any, error) {
 		}
 		tools = append(tools, t.def)
 	}
-	return map[string]any{"tools": tools}, nil
+	return tools, nil
 }
 
 // catalogue returns the transport's catalogue, listing it when the cached one is
-// missing or older than 15 s. A failure is an error, never an empty listing.
+// missing or older than 15 s. Concurrent callers of one peer share one listing,
+// run under the context of the caller that started it; when that caller gives up,
+// the others list again under their own. A failure is an error, never an empty
+// listing.
 func (b *Broker) catalogue(ctx context.Context, t *transport, p *peer) (*catalogue, error) {
-	b.mu.Lock()
-	cat := t.cat
-	b.mu.Unlock()
-	if cat != nil && time.Since(cat.fetched) < catalogueTTL {
-		return cat, nil
+	key := fmt.Sprintf("%s/%p", t.fp, p)
+	for {
+		b.mu.Lock()
+		cat := t.cat
+		b.mu.Unlock()
+		if cat != nil && time.Since(cat.fetched) < catalogueTTL {
+			return cat, nil
+		}
+		ch := b.listings.DoChan(key, func() (any, error) { return b.listCatalogue(ctx, t, p) })
+		select {
+		case r := <-ch:
+			switch {
+			case r.Err == nil:
+				return r.Val.(*catalogue), nil
+			case ctx.Err() != nil:
+				return nil, connectCtxErr(ctx)
+			case errors.Is(r.Err, errListingAbandoned):
+				continue // the caller that started it gave up; this one has not
+			}
+			return nil, r.Err
+		case <-ctx.Done():
+			return nil, connectCtxErr(ctx)
+		}
 	}
+}
+
+// errListingAbandoned: the caller whose context a shared listing ran under gave up.
+var errListingAbandoned = errors.New("the catalogue listing was abandoned by the caller that started it")
+
+// listCatalogue lists p's tools under ctx and caches the catalogue on t. The
+// broker's Close waits for it; a peer that closes ends it.
+func (b *Broker) listCatalogue(ctx context.Context, t *transport, p *peer) (*catalogue, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errors.New(msgBrokerClosed)
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	defer b.wg.Done()
 	tools, err := p.listTools(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, connectCtxErr(ctx)
+			return nil, errListingAbandoned
 		}
 		b.invalidateOnTransportError(ctx, t, p, err)
 		return nil, err
 	}
-	cat, err = newCatalogue(tools)
+	cat, err := newCatalogue(tools)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +368,7 @@ func newCatalogue(tools []*mcp.Tool) (*catalogue, error) {
 	}
 	c := &catalogue{fetched: time.Now(), index: make(map[string]int, len(tools))}
 	for _, tool := range tools {
-		if tool == nil || !validRegName(tool.Name, MaxToolNameBytes) {
+		if tool == nil || !registry.ValidName(tool.Name, registry.MaxToolNameBytes) {
 			return nil, fmt.Errorf("%s: a tool has an invalid name", msgCatalogueInvalid)
 		}
 		if _, dup := c.index[tool.Name]; dup {

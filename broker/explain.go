@@ -1,28 +1,30 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
 // Explanation is mcp.explain's answer (contract 8.9): what the broker knows about
 // one server and tool, from state it already holds. Building it never connects,
 // probes the network or creates a credential store.
 type Explanation struct {
-	Server                string          `json:"server"`
-	Tool                  *string         `json:"tool"`
-	Status                string          `json:"status"`
-	Reason                string          `json:"reason"`
-	Connected             bool            `json:"connected"`
-	Evidence              string          `json:"evidence"`
-	Actions               []string        `json:"actions"`
-	NetworkProbePerformed bool            `json:"network_probe_performed"`
-	ConfigurationError    *string         `json:"configuration_error"`
-	Budgets               explainBudgets  `json:"budgets"`
-	Provenance            Provenance      `json:"provenance"`
-	HostClientRoute       hostClientRoute `json:"host_client_route"`
+	Server                string              `json:"server"`
+	Tool                  *string             `json:"tool"`
+	Status                string              `json:"status"`
+	Reason                string              `json:"reason"`
+	Connected             bool                `json:"connected"`
+	Evidence              string              `json:"evidence"`
+	Actions               []string            `json:"actions"`
+	NetworkProbePerformed bool                `json:"network_probe_performed"`
+	ConfigurationError    *string             `json:"configuration_error"`
+	Budgets               explainBudgets      `json:"budgets"`
+	Provenance            registry.Provenance `json:"provenance"`
+	HostClientRoute       hostClientRoute     `json:"host_client_route"`
 }
 
 type explainBudgets struct {
@@ -59,39 +61,30 @@ var explainFailureReasons = map[string]string{
 	failOther:       "The last connection attempt failed; the broker waits 60 s before trying again.",
 }
 
-// explain serves the explain op. It reloads a registry that is due, like every
-// op, but a failed reload only shows up in the answer.
-func (b *Broker) explain(raw json.RawMessage) (any, error) {
-	var wire struct{ Server, Tool json.RawMessage }
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return nil, errors.New("MCP explain params must be an object")
+// Explain diagnoses server (and tool, when not nil) from the broker's state: it
+// never connects, probes the network or creates a credential store. It reloads
+// a registry that is due, like every method, but a failed reload only shows up
+// in the answer.
+func (b *Broker) Explain(server string, tool *string) (Explanation, error) {
+	if err := CheckServerName(server); err != nil {
+		return Explanation{}, err
 	}
-	server, err := stringParam(wire.Server, MaxServerNameBytes, msgBadServerName)
-	if err != nil {
-		return nil, err
-	}
-	var tool *string
-	if len(wire.Tool) > 0 && string(wire.Tool) != "null" {
-		var s string
-		if json.Unmarshal(wire.Tool, &s) != nil {
-			return nil, errors.New(msgToolNotString)
+	if tool != nil {
+		if err := checkToolName(*tool); err != nil {
+			return Explanation{}, err
 		}
-		if !validRegName(s, MaxToolNameBytes) {
-			return nil, errors.New(msgBadToolName)
-		}
-		tool = &s
 	}
 	b.ready(false) // a failed reload is stored and reported below
-	return b.Explain(server, tool), nil
+	return b.explain(server, tool), nil
 }
 
-// Explain diagnoses server (and tool, when not nil) from the broker's state.
-func (b *Broker) Explain(server string, tool *string) Explanation {
+// explain builds the Explanation from the state b holds.
+func (b *Broker) explain(server string, tool *string) Explanation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	x := Explanation{
 		Server: server, Tool: tool, Actions: []string{},
-		Budgets:    explainBudgets{ArgumentMaxBytes: MaxArgumentBytes, ResultMaxBytes: MaxResultBytes},
+		Budgets:    explainBudgets{ArgumentMaxBytes: argcheck.MaxArgumentBytes, ResultMaxBytes: MaxResultBytes},
 		Provenance: b.opts.Registry.Provenance(),
 		HostClientRoute: hostClientRoute{
 			Availability: "unknown",
@@ -115,7 +108,7 @@ func (b *Broker) Explain(server string, tool *string) Explanation {
 // diagnoseLocked applies contract 8.9's decision order.
 func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (status, evidence string) {
 	if b.configErr != nil {
-		var ce *ConfigError
+		var ce *registry.ConfigError
 		if errors.As(b.configErr, &ce) && ce.Credentials {
 			return "credentials_missing", "configuration"
 		}
@@ -139,7 +132,7 @@ func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (st
 	if tool != nil && !e.ToolAllowed(*tool) {
 		return "not_granted", "allowed_tools"
 	}
-	if e.OAuth != nil && e.OAuth.GrantType == GrantAuthorizationCode && !fileExists(e.OAuth.CredentialFile) {
+	if e.OAuth != nil && e.OAuth.GrantType == registry.GrantAuthorizationCode && !fileExists(e.OAuth.CredentialFile) {
 		return "credentials_missing", "credential_store"
 	}
 	t := b.transports[e.Fingerprint]

@@ -2,24 +2,23 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/internal/safehttp"
+	"github.com/iota-uz/repl-mcp/broker/oauth"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // HTTP peer limits (reference sections 8.5, 13.1).
 const (
-	httpDialTimeout = 10 * time.Second
-	httpBodyLimit   = 1 << 20 // a JSON body, and one SSE event
+	httpBodyLimit = 1 << 20 // a JSON body, and one SSE event
 )
 
 // Messages whose key tokens the contract fixes (reference 8.5).
@@ -28,10 +27,6 @@ const (
 	msgHTTPBodyTooLarge = "MCP HTTP response exceeds 1MiB"
 	msgHTTPSSETooLarge  = "MCP HTTP SSE event exceeds 1MiB"
 )
-
-// errCredentialsRequired marks a server that needs an OAuth grant the broker does
-// not hold; explain reports it as credentials_missing.
-var errCredentialsRequired = errors.New("OAuth credentials required")
 
 var (
 	errHTTPBodyTooLarge = errors.New(msgHTTPBodyTooLarge)
@@ -51,9 +46,9 @@ func (e *safeError) Unwrap() error { return e.cause }
 
 // dialHTTP connects to a Streamable HTTP server and completes the MCP handshake
 // within min(ctx deadline, connectTimeout). An OAuth entry first gets its bearer
-// token (oauth.go), within the same budget; a missing or refused grant fails here
-// with its own message, before any MCP request.
-func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error) {
+// token (package oauth), within the same budget; a missing or refused grant fails
+// here with its own message, before any MCP request.
+func dialHTTP(ctx context.Context, e registry.Entry, version string) (*peer, error) {
 	state := &httpState{}
 	client, rt, transport := newHTTPClient(e.Headers, state)
 	budget := connectTimeout
@@ -63,8 +58,8 @@ func dialHTTP(ctx context.Context, e ServerEntry, version string) (*peer, error)
 	hctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	if e.OAuth != nil {
-		src := newBearerSource(e, newOAuthClient(transport))
-		if _, err := src.token(hctx); err != nil {
+		src := oauth.NewSource(e, oauth.NewClient(transport))
+		if _, err := src.Token(hctx); err != nil {
 			transport.CloseIdleConnections()
 			return nil, err
 		}
@@ -110,8 +105,7 @@ func httpInitError(hctx context.Context, budget time.Duration, state *httpState)
 // go-sdk as a failed status), its round tripper (to set auth before the first
 // request) and its transport, so idle connections can be closed.
 func newHTTPClient(headers map[string]string, state *httpState) (*http.Client, *httpRoundTripper, *http.Transport) {
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	base := safehttp.NewTransport()
 	rt := &httpRoundTripper{base: base, headers: headers, state: state}
 	client := &http.Client{
 		Transport: rt,
@@ -174,7 +168,7 @@ type httpRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string // validated by the registry; never Accept or session headers
 	state   *httpState
-	auth    bearerSource // nil without oauth; set before the first request
+	auth    oauth.Source // nil without oauth; set before the first request
 }
 
 func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -187,7 +181,7 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 	token := ""
 	if t.auth != nil {
 		// Cached until it expires; then renewed here, mid-session.
-		tok, err := t.auth.token(req.Context())
+		tok, err := t.auth.Token(req.Context())
 		if err != nil {
 			if req.Body != nil {
 				req.Body.Close()
@@ -208,10 +202,10 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		t.state.note(netReason(err))
+		t.state.note(safehttp.NetReason(err))
 		return nil, err
 	}
-	t.state.note(statusReason(resp.StatusCode))
+	t.state.note(safehttp.StatusReason(resp.StatusCode))
 	t.bound(resp)
 	return resp, nil
 }
@@ -227,74 +221,18 @@ func (t *httpRoundTripper) bound(resp *http.Response) {
 	case resp.ContentLength > httpBodyLimit:
 		resp.Body.Close()
 		t.state.note(msgHTTPBodyTooLarge)
-		resp.Body = &limitedBody{ReadCloser: http.NoBody, limit: httpBodyLimit, tooLarge: errHTTPBodyTooLarge, read: httpBodyLimit + 1, state: t.state}
+		resp.Body = errBody{errHTTPBodyTooLarge}
 	default:
-		resp.Body = &limitedBody{ReadCloser: resp.Body, limit: httpBodyLimit, tooLarge: errHTTPBodyTooLarge, state: t.state}
+		resp.Body = safehttp.LimitBody(resp.Body, httpBodyLimit, errHTTPBodyTooLarge, t.state.note)
 	}
 }
 
-func statusReason(code int) string {
-	switch {
-	case code/100 == 2:
-		return ""
-	case code/100 == 3:
-		return fmt.Sprintf("HTTP %d: redirect refused", code)
-	case code == http.StatusUnauthorized:
-		return "HTTP 401: authentication required"
-	case code == http.StatusForbidden:
-		return "HTTP 403: access denied"
-	}
-	return fmt.Sprintf("HTTP %d", code)
-}
+// errBody is the body of a response refused before it was read: every read
+// fails with err.
+type errBody struct{ err error }
 
-// netReason classifies a transport failure; the error itself names the host.
-func netReason(err error) string {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var recErr tls.RecordHeaderError
-	var netErr net.Error
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.As(err, &dnsErr):
-		return "host not found"
-	case errors.As(err, &certErr), errors.As(err, &recErr):
-		return "TLS handshake failed"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "request cancelled"
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return "connection timed out"
-	}
-	return "connection failed"
-}
-
-// limitedBody fails with tooLarge once more than limit bytes have been read,
-// and notes it in state when there is one.
-type limitedBody struct {
-	io.ReadCloser
-	limit    int64
-	tooLarge error
-	read     int64
-	state    *httpState // nil: nothing to note
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.read > b.limit {
-		return 0, b.tooLarge
-	}
-	if room := b.limit + 1 - b.read; int64(len(p)) > room {
-		p = p[:room] // one byte past the limit is enough to know
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.read += int64(n)
-	if b.read > b.limit {
-		if b.state != nil {
-			b.state.note(b.tooLarge.Error())
-		}
-		return n - 1, b.tooLarge
-	}
-	return n, err
-}
+func (b errBody) Read([]byte) (int, error) { return 0, b.err }
+func (errBody) Close() error               { return nil }
 
 // sseBody notes an event over httpBodyLimit so the handshake error can say so; it
 // counts bytes since the last blank line the way go-sdk's event scanner does.

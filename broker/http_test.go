@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,13 +58,13 @@ func countRequests(n *atomic.Int32, h http.Handler) http.Handler {
 	})
 }
 
-func httpEntry(url string, headers map[string]string) ServerEntry {
-	return ServerEntry{Name: "remote", Transport: TransportHTTP, URL: url, Headers: headers}
+func httpEntry(url string, headers map[string]string) registry.Entry {
+	return registry.Entry{Name: "remote", Transport: registry.TransportHTTP, URL: url, Headers: headers}
 }
 
 // dialHTTPErr dials an entry that must fail within a 10 s budget, and checks the
 // error is the initialization failure and leaks none of the secrets given.
-func dialHTTPErr(t *testing.T, e ServerEntry, secrets ...string) error {
+func dialHTTPErr(t *testing.T, e registry.Entry, secrets ...string) error {
 	t.Helper()
 	ctx, cancel := contextWithTimeout(t, 10*time.Second)
 	defer cancel()

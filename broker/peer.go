@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/kballard/go-shellquote"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,6 +28,46 @@ type StdioSpec struct {
 	Args    []string
 	Env     []string // the whole environment
 	Dir     string
+	// Display is how messages show the command: the registry's text, ${VAR}
+	// placeholders unexpanded, shell-quoted. Empty shows Command.
+	Display string
+}
+
+// display is the command as messages show it.
+func (s StdioSpec) display() string {
+	if s.Display != "" {
+		return s.Display
+	}
+	return shellquote.Join(s.Command)
+}
+
+// redact replaces, in a message of the system or the guardian about starting
+// spec, the expanded command, the program it resolved to and the working
+// directory by their registry forms, so that no expanded ${VAR} value shows.
+func (s StdioSpec) redact(msg, program string) string {
+	for _, r := range []struct{ value, shown string }{
+		{program, s.display()},
+		{s.Command, s.display()},
+		{s.Dir, "the entry's cwd"},
+	} {
+		if r.value != "" {
+			msg = strings.ReplaceAll(msg, r.value, r.shown)
+		}
+	}
+	return msg
+}
+
+// pathless is err without the file name that exec.LookPath's errors repeat.
+func pathless(err error) error {
+	var execErr *exec.Error
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &execErr):
+		return pathless(execErr.Err)
+	case errors.As(err, &pathErr):
+		return pathErr.Err
+	}
+	return err
 }
 
 // peer is one live downstream MCP server: a go-sdk client session, over the stdio of
@@ -50,7 +93,7 @@ func newPeer(session *mcp.ClientSession, proc *guardian.Process) *peer {
 func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer, error) {
 	command, err := exec.LookPath(spec.Command)
 	if err != nil {
-		return nil, fmt.Errorf("downstream command %q cannot be run: %w", spec.Command, err)
+		return nil, fmt.Errorf("downstream command %s cannot be run: %w", spec.display(), pathless(err))
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -73,7 +116,7 @@ func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer,
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, fmt.Errorf("start downstream server %q: %w", spec.Command, err)
+		return nil, fmt.Errorf("start downstream server %s: %s", spec.display(), spec.redact(err.Error(), command))
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "repl-mcp-broker", Version: version}, nil)
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -84,9 +127,9 @@ func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer,
 		inW.Close()
 		outR.Close()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("downstream server %q did not complete the MCP handshake within %v", spec.Command, connectTimeout)
+			return nil, fmt.Errorf("downstream server %s did not complete the MCP handshake within %v", spec.display(), connectTimeout)
 		}
-		return nil, fmt.Errorf("MCP handshake with downstream server %q failed: %w", spec.Command, err)
+		return nil, fmt.Errorf("MCP handshake with downstream server %s failed: %s", spec.display(), spec.redact(err.Error(), command))
 	}
 	return newPeer(session, proc), nil
 }

@@ -1,6 +1,11 @@
 package broker
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/iota-uz/repl-mcp/broker/argcheck"
+	"golang.org/x/sync/errgroup"
+)
 
 // Set holds one broker per project directory, shared by that project's sessions
 // (contract 6.5). The root broker, of the server's own project, lives as long as
@@ -24,7 +29,7 @@ type setEntry struct {
 // NewSet makes the root broker for opts.Registry.Project and loads its registry.
 func NewSet(opts Options) *Set {
 	if opts.Validator == nil {
-		opts.Validator = NewValidator(ValidatorConfig{})
+		opts.Validator = argcheck.New(argcheck.Config{})
 	}
 	s := &Set{base: opts, brokers: map[string]*setEntry{}}
 	s.root = New(opts)
@@ -81,9 +86,9 @@ func (s *Set) Close() {
 	entries := s.brokers
 	s.brokers = map[string]*setEntry{}
 	s.mu.Unlock()
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for _, e := range entries {
-		wg.Go(e.broker.Close)
+		g.Go(func() error { e.broker.Close(); return nil })
 	}
-	wg.Wait()
+	g.Wait()
 }

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/broker/oauth"
+	"github.com/iota-uz/repl-mcp/broker/registry"
+	"github.com/kballard/go-shellquote"
 )
 
 // Connection messages (contract 8.5).
@@ -41,7 +45,7 @@ type transport struct {
 // connect returns the live peer of e's transport, connecting it if needed, and a
 // release to call when the request is done with it. Concurrent callers wait for
 // one connect. A failed connect is remembered for 60 s; a cancelled one is not.
-func (b *Broker) connect(ctx context.Context, e ServerEntry) (*transport, *peer, func(), error) {
+func (b *Broker) connect(ctx context.Context, e registry.Entry) (*transport, *peer, func(), error) {
 	b.mu.Lock()
 	for {
 		if b.closed {
@@ -139,14 +143,14 @@ func (b *Broker) releaseTransport(t *transport) {
 }
 
 // dial connects e within min(ctx deadline, 30 s).
-func (b *Broker) dial(ctx context.Context, e ServerEntry) (*peer, error) {
+func (b *Broker) dial(ctx context.Context, e registry.Entry) (*peer, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var (
 		p   *peer
 		err error
 	)
-	if e.Transport == TransportStdio {
+	if e.Transport == registry.TransportStdio {
 		p, err = dialStdio(ctx, b.stdioSpec(e), b.opts.Executable, b.opts.Version)
 		if err != nil {
 			err = fmt.Errorf("%s (%w)", msgStdioInitFailed, err)
@@ -163,7 +167,7 @@ func (b *Broker) dial(ctx context.Context, e ServerEntry) (*peer, error) {
 // stdioSpec is how a stdio entry starts: the server's environment, the entry's env
 // over it and REPL_MCP_NO_BRIDGE=1 last, so a nested repl-mcp cannot broker again.
 // A relative command with a slash is relative to the entry's cwd.
-func (b *Broker) stdioSpec(e ServerEntry) StdioSpec {
+func (b *Broker) stdioSpec(e registry.Entry) StdioSpec {
 	env := make([]string, 0, len(b.opts.Env)+len(e.Env)+1)
 	for _, kv := range b.opts.Env {
 		name, _, _ := strings.Cut(kv, "=")
@@ -181,7 +185,7 @@ func (b *Broker) stdioSpec(e ServerEntry) StdioSpec {
 	if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
 		command = filepath.Join(e.Cwd, command)
 	}
-	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd}
+	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd, Display: shellquote.Join(e.WrittenCommand)}
 }
 
 // failureKind classifies a connect failure for explain.
@@ -189,7 +193,7 @@ func failureKind(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return failTimeout
-	case errors.Is(err, errCredentialsRequired):
+	case errors.Is(err, oauth.ErrCredentialsRequired):
 		return failCredentials
 	default:
 		return failOther

@@ -16,7 +16,6 @@ import (
 const (
 	maxChunkBase64  = 43692 // base64 of one 32 KiB chunk
 	maxReadBytes    = 65536 // one range read
-	forwardTimeout  = 120.0 // seconds, the broker's default call timeout
 	msgChunkTooLong = "Artifact upload chunk exceeds 32 KiB; send smaller appends"
 )
 
@@ -175,10 +174,11 @@ func (o *Ops) forward(ctx context.Context, rpc repl.RPC, p forwardParams) (any, 
 		args[k] = v
 	}
 	args[p.Argument] = value
-	params, err := json.Marshal(map[string]any{"server": p.Server, "tool": p.Tool, "arguments": args, "timeout": forwardTimeout})
+	arguments, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
 	// The downstream envelope, already encoded: encode passes it on as it is.
-	return b.Serve(ctx, broker.Request{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID, Op: "call", Params: params})
+	return b.Call(ctx, broker.CallRequest{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID,
+		Server: p.Server, Tool: p.Tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})
 }

@@ -20,10 +20,6 @@ var (
 	errNoForwardBroker = errors.New("No MCP broker serves this session; artifacts cannot be forwarded")
 )
 
-// forwardCallTimeout is the downstream call's timeout in seconds: the broker's
-// default, as for mcp.call.
-const forwardCallTimeout = 120.0
-
 // artifactRefSchema is an artifact reference (contract 3.9).
 const artifactRefSchema = `{"type": "object",
   "required": ["id", "size", "format", "sha256", "lifetime", "eviction"],
@@ -60,9 +56,10 @@ func (s *Server) brokerCall(ctx context.Context, sess *repl.Session, runID, serv
 	if b == nil {
 		return nil, errNoForwardBroker
 	}
-	params, err := json.Marshal(map[string]any{"server": server, "tool": tool, "arguments": args, "timeout": forwardCallTimeout})
+	arguments, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encode the downstream call: %w", err)
 	}
-	return b.Serve(ctx, broker.Request{SessionID: h.SessionID, Project: h.Project, RunID: runID, Op: "call", Params: params})
+	return b.Call(ctx, broker.CallRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID,
+		Server: server, Tool: tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})
 }

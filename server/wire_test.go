@@ -19,6 +19,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/journal"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
@@ -59,11 +61,11 @@ func newServerParts(t *testing.T, ctx context.Context, project string) *Server {
 	t.Helper()
 	fixture := httptest.NewServer(mcpfixture.Handler())
 	t.Cleanup(fixture.Close)
-	registry := fmt.Sprintf(`{"mcpServers": {"fx": {"type": "http", "url": %q}}}`, fixture.URL+"/mcp")
-	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(registry), 0o600); err != nil {
+	reg := fmt.Sprintf(`{"mcpServers": {"fx": {"type": "http", "url": %q}}}`, fixture.URL+"/mcp")
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(reg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	journal, err := broker.OpenJournal(broker.JournalConfig{})
+	effects, err := journal.Open(journal.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +74,13 @@ func newServerParts(t *testing.T, ctx context.Context, project string) *Server {
 		t.Fatal(err)
 	}
 	brokers := broker.NewSet(broker.Options{
-		Registry:   broker.RegistryOptions{Project: project, Scope: broker.ScopeProject, LookupEnv: os.LookupEnv},
-		Journal:    journal,
+		Registry:   registry.Options{Project: project, Scope: registry.ScopeProject, LookupEnv: os.LookupEnv},
+		Journal:    effects,
 		Executable: exe,
 		Version:    "test",
 		Env:        os.Environ(),
 	})
-	t.Cleanup(func() { brokers.Close(); journal.Close() })
+	t.Cleanup(func() { brokers.Close(); effects.Close() })
 	store := artifacts.New(artifacts.Config{})
 	t.Cleanup(store.Close)
 	manager := repl.NewManager(ctx, repl.Config{

@@ -1,4 +1,4 @@
-package broker
+package registry
 
 import (
 	"encoding/json"
@@ -85,8 +85,8 @@ func (f *fixture) lookup(k string) (string, bool) {
 	return v, ok
 }
 
-func (f *fixture) opts(scope Scope) RegistryOptions {
-	return RegistryOptions{Project: f.project, Scope: scope, Home: f.home, LookupEnv: f.lookup}
+func (f *fixture) opts(scope Scope) Options {
+	return Options{Project: f.project, Scope: scope, Home: f.home, LookupEnv: f.lookup}
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -112,7 +112,7 @@ func asConfigError(t *testing.T, err error) *ConfigError {
 }
 
 func TestEntryValidation(t *testing.T) {
-	type check func(t *testing.T, f *fixture, e ServerEntry)
+	type check func(t *testing.T, f *fixture, e Entry)
 	cases := []struct {
 		name    string
 		entry   string
@@ -121,7 +121,7 @@ func TestEntryValidation(t *testing.T) {
 		creds   bool   // ConfigError.Credentials expected
 		check   check
 	}{
-		{name: "stdio inferred", entry: `{"command":"echo","args":["a","b"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "stdio inferred", entry: `{"command":"echo","args":["a","b"]}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Transport != TransportStdio || e.Command != "echo" || !reflect.DeepEqual(e.Args, []string{"a", "b"}) {
 				t.Errorf("entry = %+v", e)
 			}
@@ -135,22 +135,22 @@ func TestEntryValidation(t *testing.T) {
 				t.Errorf("origin = %q %q %q", e.Kind, e.Source, e.Name)
 			}
 		}},
-		{name: "stdio explicit", entry: `{"type":"stdio","command":"echo"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "stdio explicit", entry: `{"type":"stdio","command":"echo"}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Transport != TransportStdio {
 				t.Errorf("Transport = %q", e.Transport)
 			}
 		}},
-		{name: "http inferred", entry: `{"url":"https://example.com/mcp"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "http inferred", entry: `{"url":"https://example.com/mcp"}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Transport != TransportHTTP || e.URL != "https://example.com/mcp" || e.Cwd != "" {
 				t.Errorf("entry = %+v", e)
 			}
 		}},
-		{name: "http explicit", entry: `{"type":"http","url":"http://127.0.0.1:8080/mcp"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "http explicit", entry: `{"type":"http","url":"http://127.0.0.1:8080/mcp"}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Transport != TransportHTTP {
 				t.Errorf("Transport = %q", e.Transport)
 			}
 		}},
-		{name: "streamable-http", entry: `{"type":"streamable-http","url":"https://h/"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "streamable-http", entry: `{"type":"streamable-http","url":"https://h/"}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Transport != TransportHTTP {
 				t.Errorf("Transport = %q", e.Transport)
 			}
@@ -160,7 +160,7 @@ func TestEntryValidation(t *testing.T) {
 			wantErr: "Unclosed environment placeholder in MCP config"},
 		{name: "expansion stdio ok", entry: `{"command":"${BIN}","args":["--k=${A}x${A}","$HOME","$"],"env":{"K":"${SECRET}","L":"plain"},"cwd":"${SUB}"}`,
 			env: map[string]string{"BIN": "/bin/tool", "A": "1", "SECRET": "v", "SUB": ".."},
-			check: func(t *testing.T, f *fixture, e ServerEntry) {
+			check: func(t *testing.T, f *fixture, e Entry) {
 				if e.Command != "/bin/tool" || !reflect.DeepEqual(e.Args, []string{"--k=1x1", "$HOME", "$"}) {
 					t.Errorf("command/args = %q %q", e.Command, e.Args)
 				}
@@ -171,30 +171,30 @@ func TestEntryValidation(t *testing.T) {
 					t.Errorf("Cwd = %q", e.Cwd)
 				}
 			}},
-		{name: "absolute cwd", entry: `{"command":"x","cwd":"/"}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "absolute cwd", entry: `{"command":"x","cwd":"/"}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if e.Cwd != "/" {
 				t.Errorf("Cwd = %q", e.Cwd)
 			}
 		}},
 		{name: "headers", entry: `{"url":"https://h/${P}","headers":{"authorization":"Bearer ${TOKEN}","x-custom-id":"v"}}`,
 			env: map[string]string{"TOKEN": "tok", "P": "mcp"},
-			check: func(t *testing.T, f *fixture, e ServerEntry) {
+			check: func(t *testing.T, f *fixture, e Entry) {
 				want := map[string]string{"Authorization": "Bearer tok", "X-Custom-Id": "v"}
 				if e.URL != "https://h/mcp" || !reflect.DeepEqual(e.Headers, want) {
 					t.Errorf("url/headers = %q %q", e.URL, e.Headers)
 				}
 			}},
-		{name: "allowedTools", entry: `{"command":"x","allowedTools":["a","b","a"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "allowedTools", entry: `{"command":"x","allowedTools":["a","b","a"]}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if !e.Restricted || !reflect.DeepEqual(e.AllowedTools, []string{"a", "b"}) || !e.ToolAllowed("b") || e.ToolAllowed("c") {
 				t.Errorf("allowlist = %v %q", e.Restricted, e.AllowedTools)
 			}
 		}},
-		{name: "allowedTools empty allows none", entry: `{"command":"x","allowedTools":[]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "allowedTools empty allows none", entry: `{"command":"x","allowedTools":[]}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if !e.Restricted || e.ToolAllowed("a") {
 				t.Errorf("empty allowedTools must allow nothing")
 			}
 		}},
-		{name: "allowedTools star is a literal name", entry: `{"command":"x","allowedTools":["*"]}`, check: func(t *testing.T, f *fixture, e ServerEntry) {
+		{name: "allowedTools star is a literal name", entry: `{"command":"x","allowedTools":["*"]}`, check: func(t *testing.T, f *fixture, e Entry) {
 			if !e.ToolAllowed("*") || e.ToolAllowed("other") {
 				t.Errorf("the contract has no wildcard")
 			}
@@ -202,7 +202,7 @@ func TestEntryValidation(t *testing.T) {
 		{name: "allowedTools 400 bytes", entry: `{"command":"x","allowedTools":["` + strings.Repeat("t", 400) + `"]}`},
 		{name: "oauth client credentials", entry: `{"url":"https://h/","oauth":{"grantType":"client_credentials","clientId":"${CID}","clientSecret":"${CSEC}","scopes":["read","write"]}}`,
 			env: map[string]string{"CID": "id", "CSEC": "sec"},
-			check: func(t *testing.T, f *fixture, e ServerEntry) {
+			check: func(t *testing.T, f *fixture, e Entry) {
 				want := &OAuthConfig{GrantType: GrantClientCredentials, ClientID: "id", ClientSecret: "sec", Scopes: []string{"read", "write"}}
 				if !reflect.DeepEqual(e.OAuth, want) {
 					t.Errorf("oauth = %+v", e.OAuth)
@@ -210,14 +210,14 @@ func TestEntryValidation(t *testing.T) {
 			}},
 		{name: "oauth authorization code", entry: `{"url":"https://h/","oauth":{"credentialFile":"creds/${N}.json","redirectPort":8765}}`,
 			env: map[string]string{"N": "srv"},
-			check: func(t *testing.T, f *fixture, e ServerEntry) {
+			check: func(t *testing.T, f *fixture, e Entry) {
 				want := &OAuthConfig{GrantType: GrantAuthorizationCode, CredentialFile: filepath.Join(f.project, "creds", "srv.json"), RedirectPort: 8765}
 				if !reflect.DeepEqual(e.OAuth, want) {
 					t.Errorf("oauth = %+v", e.OAuth)
 				}
 			}},
 		{name: "oauth absolute credential file, port 0", entry: `{"url":"https://h/","oauth":{"grantType":"authorization_code","credentialFile":"/c.json","redirectPort":0}}`,
-			check: func(t *testing.T, f *fixture, e ServerEntry) {
+			check: func(t *testing.T, f *fixture, e Entry) {
 				if e.OAuth.CredentialFile != "/c.json" || e.OAuth.RedirectPort != 0 {
 					t.Errorf("oauth = %+v", e.OAuth)
 				}
@@ -303,10 +303,10 @@ func TestEntryValidation(t *testing.T) {
 				f.env[k] = v
 			}
 			f.writeProject(t, `{"s": `+tc.entry+`}`)
-			reg, err := LoadRegistry(f.opts(ScopeProject))
+			reg, err := Load(f.opts(ScopeProject))
 			if tc.wantErr != "" {
 				if err == nil {
-					t.Fatalf("LoadRegistry succeeded, want error containing %q", tc.wantErr)
+					t.Fatalf("Load succeeded, want error containing %q", tc.wantErr)
 				}
 				ce := asConfigError(t, err)
 				if !strings.Contains(ce.Msg, tc.wantErr) {
@@ -321,7 +321,7 @@ func TestEntryValidation(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("LoadRegistry: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			e, ok := reg.Lookup("s")
 			if !ok {
@@ -355,7 +355,7 @@ func TestServerNames(t *testing.T) {
 	for _, tc := range cases {
 		f := newFixture(t)
 		f.writeProject(t, `{"`+tc.name+`": {"command":"x"}}`)
-		_, err := LoadRegistry(f.opts(ScopeProject))
+		_, err := Load(f.opts(ScopeProject))
 		if tc.ok && err != nil {
 			t.Errorf("name %q: %v", tc.name, err)
 		}
@@ -374,11 +374,11 @@ func TestServerNames(t *testing.T) {
 func TestRegistryFileRules(t *testing.T) {
 	cases := []struct {
 		name    string
-		setup   func(t *testing.T, f *fixture) RegistryOptions
+		setup   func(t *testing.T, f *fixture) Options
 		wantErr string
 		check   func(t *testing.T, f *fixture, r *Registry)
 	}{
-		{name: "missing .mcp.json is an empty registry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "missing .mcp.json is an empty registry", setup: func(t *testing.T, f *fixture) Options {
 			return f.opts(ScopeProject)
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
 			if r.Present || r.Disabled || len(r.Servers) != 0 {
@@ -388,11 +388,11 @@ func TestRegistryFileRules(t *testing.T) {
 			if !reflect.DeepEqual(r.Sources, want) {
 				t.Errorf("Sources = %+v", r.Sources)
 			}
-			if r.Provenance != (Provenance{Project: f.project, Registry: RegistryProjectAndOptIn, Scope: "project"}) {
+			if r.Provenance != (Provenance{Project: f.project, Registry: ProjectAndOptInScopes, Scope: "project"}) {
 				t.Errorf("Provenance = %+v", r.Provenance)
 			}
 		}},
-		{name: "empty mcpServers is present", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "empty mcpServers is present", setup: func(t *testing.T, f *fixture) Options {
 			f.writeProject(t, `{}`)
 			return f.opts(ScopeProject)
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
@@ -400,7 +400,7 @@ func TestRegistryFileRules(t *testing.T) {
 				t.Errorf("registry = %+v", r)
 			}
 		}},
-		{name: "explicit config absolute", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "explicit config absolute", setup: func(t *testing.T, f *fixture) Options {
 			p := filepath.Join(f.home, "reg.json")
 			writeFile(t, p, `{"mcpServers":{"a":{"command":"x"}}}`)
 			f.writeProject(t, `{"b":{"command":"x"}}`) // ignored: --config is the only file
@@ -411,14 +411,14 @@ func TestRegistryFileRules(t *testing.T) {
 			if !reflect.DeepEqual(r.Names(), []string{"a"}) || !r.Present {
 				t.Errorf("names = %v", r.Names())
 			}
-			if r.Provenance.Registry != RegistryExplicitConfig || r.Provenance.Scope != "all" {
+			if r.Provenance.Registry != ExplicitConfig || r.Provenance.Scope != "all" {
 				t.Errorf("Provenance = %+v", r.Provenance)
 			}
 			if e := r.Servers["a"]; e.Kind != SourceConfig || e.Cwd != f.home {
 				t.Errorf("entry = %+v", e)
 			}
 		}},
-		{name: "explicit config relative to project", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "explicit config relative to project", setup: func(t *testing.T, f *fixture) Options {
 			if err := os.Mkdir(filepath.Join(f.project, "cfg"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -431,12 +431,12 @@ func TestRegistryFileRules(t *testing.T) {
 				t.Errorf("entry = %+v", e)
 			}
 		}},
-		{name: "explicit config missing", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "explicit config missing", setup: func(t *testing.T, f *fixture) Options {
 			o := f.opts(ScopeProject)
 			o.ConfigPath = "absent.json"
 			return o
 		}, wantErr: "Cannot read MCP registry file; check --config and file permissions"},
-		{name: "explicit config unreadable", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "explicit config unreadable", setup: func(t *testing.T, f *fixture) Options {
 			// A path through a regular file cannot be opened, even by root.
 			p := filepath.Join(f.project, "r.json")
 			writeFile(t, p, `{"mcpServers":{}}`)
@@ -444,64 +444,64 @@ func TestRegistryFileRules(t *testing.T) {
 			o.ConfigPath = filepath.Join(p, "inner.json")
 			return o
 		}, wantErr: "Cannot read MCP registry file"},
-		{name: "device", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "device", setup: func(t *testing.T, f *fixture) Options {
 			o := f.opts(ScopeProject)
 			o.ConfigPath = "/dev/null"
 			return o
 		}, wantErr: "MCP registry must be a regular file; FIFOs and devices are unsupported"},
-		{name: "directory", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "directory", setup: func(t *testing.T, f *fixture) Options {
 			if err := os.Mkdir(filepath.Join(f.project, ".mcp.json"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry must be a regular file"},
-		{name: "exactly 1 MiB", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "exactly 1 MiB", setup: func(t *testing.T, f *fixture) Options {
 			body := `{"mcpServers":{"a":{"command":"x"}}}`
-			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxRegistryBytes-len(body)))
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxFileBytes-len(body)))
 			return f.opts(ScopeProject)
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
 			if len(r.Servers) != 1 {
 				t.Errorf("servers = %v", r.Names())
 			}
 		}},
-		{name: "1 MiB + 1", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "1 MiB + 1", setup: func(t *testing.T, f *fixture) Options {
 			body := `{"mcpServers":{"a":{"command":"x"}}}`
-			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxRegistryBytes+1-len(body)))
+			writeFile(t, filepath.Join(f.project, ".mcp.json"), body+strings.Repeat(" ", MaxFileBytes+1-len(body)))
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry exceeds the 1 MiB limit"},
-		{name: "invalid JSON", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "invalid JSON", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers": {`)
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry is invalid JSON; values are omitted from diagnostics"},
-		{name: "trailing data", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "trailing data", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers": {}} x`)
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry is invalid JSON"},
-		{name: "top level array", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "top level array", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `[]`)
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry is invalid JSON"},
-		{name: "top level null", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "top level null", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `null`)
 			return f.opts(ScopeProject)
 		}, wantErr: "MCP registry is invalid JSON"},
-		{name: "no mcpServers", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "no mcpServers", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"servers":{}}`)
 			return f.opts(ScopeProject)
 		}, wantErr: "Project MCP registry requires mcpServers; check the registry format"},
-		{name: "mcpServers not object", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "mcpServers not object", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers":[]}`)
 			return f.opts(ScopeProject)
 		}, wantErr: "mcpServers must be an object"},
-		{name: "mcpServers null", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "mcpServers null", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{"mcpServers":null}`)
 			return f.opts(ScopeProject)
 		}, wantErr: "mcpServers must be an object"},
-		{name: "one bad entry invalidates all", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "one bad entry invalidates all", setup: func(t *testing.T, f *fixture) Options {
 			f.writeProject(t, `{"good":{"command":"x"},"bad":{"command":1}}`)
 			return f.opts(ScopeProject)
 		}, wantErr: "Invalid configuration for server bad"},
-		{name: "disabled entry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "disabled entry", setup: func(t *testing.T, f *fixture) Options {
 			f.writeProject(t, `{"on":{"command":"x"},"off":{"command":1,"disabled":true}}`)
 			return f.opts(ScopeProject)
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
@@ -509,11 +509,11 @@ func TestRegistryFileRules(t *testing.T) {
 				t.Errorf("names %v excluded %v", r.Names(), r.Excluded)
 			}
 		}},
-		{name: "disabled entry still rejects unknown fields", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "disabled entry still rejects unknown fields", setup: func(t *testing.T, f *fixture) Options {
 			f.writeProject(t, `{"off":{"command":"x","disabled":true,"bogus":1}}`)
 			return f.opts(ScopeProject)
 		}, wantErr: `unknown field "bogus"`},
-		{name: "no bridge ignores a broken registry", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "no bridge ignores a broken registry", setup: func(t *testing.T, f *fixture) Options {
 			writeFile(t, filepath.Join(f.project, ".mcp.json"), `{`)
 			o := f.opts(ScopeAll)
 			o.NoBridge = true
@@ -524,7 +524,7 @@ func TestRegistryFileRules(t *testing.T) {
 				t.Errorf("registry = %+v", r)
 			}
 		}},
-		{name: "scope none", setup: func(t *testing.T, f *fixture) RegistryOptions {
+		{name: "scope none", setup: func(t *testing.T, f *fixture) Options {
 			f.writeProject(t, `{"a":{"command":"x"}}`)
 			o := f.opts(ScopeNone)
 			o.ConfigPath = "absent.json"
@@ -534,17 +534,17 @@ func TestRegistryFileRules(t *testing.T) {
 				t.Errorf("registry = %+v", r)
 			}
 		}},
-		{name: "relative config without project", setup: func(t *testing.T, f *fixture) RegistryOptions {
-			return RegistryOptions{ConfigPath: "r.json", Scope: ScopeProject}
+		{name: "relative config without project", setup: func(t *testing.T, f *fixture) Options {
+			return Options{ConfigPath: "r.json", Scope: ScopeProject}
 		}, wantErr: "Cannot read MCP registry file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			reg, err := LoadRegistry(tc.setup(t, f))
+			reg, err := Load(tc.setup(t, f))
 			if tc.wantErr != "" {
 				if err == nil {
-					t.Fatalf("LoadRegistry succeeded, want %q", tc.wantErr)
+					t.Fatalf("Load succeeded, want %q", tc.wantErr)
 				}
 				if msg := asConfigError(t, err).Msg; !strings.Contains(msg, tc.wantErr) {
 					t.Fatalf("error %q lacks %q", msg, tc.wantErr)
@@ -552,7 +552,7 @@ func TestRegistryFileRules(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("LoadRegistry: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			tc.check(t, f, reg)
 		})
@@ -574,7 +574,7 @@ func TestRegistryFIFO(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := LoadRegistry(o)
+			_, err := Load(o)
 			done <- err
 		}()
 		bound := 5 * time.Second
@@ -591,7 +591,7 @@ func TestRegistryFIFO(t *testing.T) {
 			if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 				w.Close()
 			}
-			t.Fatalf("explicit=%v: LoadRegistry blocked on a FIFO for %v", explicit, bound)
+			t.Fatalf("explicit=%v: Load blocked on a FIFO for %v", explicit, bound)
 		}
 	}
 }
@@ -641,9 +641,9 @@ func TestForeignScopes(t *testing.T) {
 				// Without brokerAllowed, a project entry is still granted.
 				f.writeProject(t, `{"clash":{"command":"project-cmd"}}`)
 			}
-			reg, err := LoadRegistry(f.opts(tc.scope))
+			reg, err := Load(f.opts(tc.scope))
 			if err != nil {
-				t.Fatalf("LoadRegistry: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			if !reflect.DeepEqual(reg.Names(), tc.names) {
 				t.Errorf("names = %v, want %v", reg.Names(), tc.names)
@@ -660,7 +660,7 @@ func TestForeignScopes(t *testing.T) {
 			if e, ok := reg.Servers["localgranted"]; ok && (e.Kind != SourceLocal || !e.ToolAllowed("t") || e.ToolAllowed("u")) {
 				t.Errorf("localgranted = %+v", e)
 			}
-			if !reg.Present || reg.Provenance.Scope != tc.scope.String() || reg.Provenance.Registry != RegistryProjectAndOptIn {
+			if !reg.Present || reg.Provenance.Scope != tc.scope.String() || reg.Provenance.Registry != ProjectAndOptInScopes {
 				t.Errorf("present %v provenance %+v", reg.Present, reg.Provenance)
 			}
 		})
@@ -669,7 +669,7 @@ func TestForeignScopes(t *testing.T) {
 	t.Run("granted entries are validated", func(t *testing.T) {
 		f := newFixture(t)
 		writeFile(t, filepath.Join(f.home, ".claude.json"), `{"mcpServers":{"g":{"command":"x","brokerAllowed":true,"bogus":1}}}`)
-		_, err := LoadRegistry(f.opts(ScopeUser))
+		_, err := Load(f.opts(ScopeUser))
 		if err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) {
 			t.Fatalf("error = %v", err)
 		}
@@ -679,7 +679,7 @@ func TestForeignScopes(t *testing.T) {
 			f := newFixture(t)
 			o := f.opts(s)
 			o.Home = ""
-			_, err := LoadRegistry(o)
+			_, err := Load(o)
 			if err == nil || asConfigError(t, err).Msg != msgRegHomeMissing {
 				t.Errorf("scope %v: error = %v", s, err)
 			}
@@ -687,13 +687,13 @@ func TestForeignScopes(t *testing.T) {
 		f := newFixture(t)
 		o := f.opts(ScopeProject)
 		o.Home = ""
-		if _, err := LoadRegistry(o); err != nil {
+		if _, err := Load(o); err != nil {
 			t.Errorf("project scope needs no HOME: %v", err)
 		}
 	})
 	t.Run("absent claude.json", func(t *testing.T) {
 		f := newFixture(t)
-		reg, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+		reg, err := Load(f.opts(ScopeUser | ScopeLocal))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -704,7 +704,7 @@ func TestForeignScopes(t *testing.T) {
 	t.Run("claude.json without servers", func(t *testing.T) {
 		f := newFixture(t)
 		writeFile(t, filepath.Join(f.home, ".claude.json"), `{"projects":{}}`)
-		reg, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+		reg, err := Load(f.opts(ScopeUser | ScopeLocal))
 		if err != nil || !reg.Present || len(reg.Servers) != 0 {
 			t.Fatalf("registry = %+v, %v", reg, err)
 		}
@@ -719,7 +719,7 @@ func TestForeignScopes(t *testing.T) {
 		} {
 			f := newFixture(t)
 			writeFile(t, filepath.Join(f.home, ".claude.json"), strings.Replace(body, "PROJECT", f.project, 1))
-			_, err := LoadRegistry(f.opts(ScopeUser | ScopeLocal))
+			_, err := Load(f.opts(ScopeUser | ScopeLocal))
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error = %v, want %q", body, err, want)
 			}
@@ -780,7 +780,7 @@ func TestSelfLaunchDropped(t *testing.T) {
 	f.writeProject(t, "{"+strings.Join(parts, ",")+"}")
 	o := f.opts(ScopeProject)
 	o.SelfExecutables = []string{"/nonexistent/self", self}
-	reg, err := LoadRegistry(o)
+	reg, err := Load(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -819,7 +819,7 @@ func TestFingerprint(t *testing.T) {
 	  "h3": {"url":"https://h/","headers":{"X-K":"w"}},
 	  "h4": {"url":"https://h/","oauth":{"credentialFile":"c.json"}}
 	}`)
-	reg, err := LoadRegistry(f.opts(ScopeProject))
+	reg, err := Load(f.opts(ScopeProject))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -889,7 +889,7 @@ func TestSecretsNeverEchoed(t *testing.T) {
 		f := newFixture(t)
 		f.env = env
 		writeFile(t, filepath.Join(f.project, ".mcp.json"), body)
-		reg, err := LoadRegistry(f.opts(ScopeProject))
+		reg, err := Load(f.opts(ScopeProject))
 		if err == nil {
 			t.Errorf("case %d succeeded (%v), want an error: %s", i, reg.Names(), body)
 			continue
@@ -904,7 +904,7 @@ func TestSecretsNeverEchoed(t *testing.T) {
 	f := newFixture(t)
 	f.env = env
 	f.writeProject(t, `{"s":{"url":"https://h/","headers":{"Authorization":"Bearer ${TOKEN}"}}}`)
-	reg, err := LoadRegistry(f.opts(ScopeProject))
+	reg, err := Load(f.opts(ScopeProject))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -917,9 +917,9 @@ func TestSecretsNeverEchoed(t *testing.T) {
 	}
 }
 
-func TestRegistryOptionsProvenance(t *testing.T) {
-	o := RegistryOptions{Project: "/p", Scope: ScopeProject | ScopeLocal}
-	if got := o.Provenance(); got != (Provenance{Project: "/p", Registry: RegistryProjectAndOptIn, Scope: "project,local"}) {
+func TestOptionsProvenance(t *testing.T) {
+	o := Options{Project: "/p", Scope: ScopeProject | ScopeLocal}
+	if got := o.Provenance(); got != (Provenance{Project: "/p", Registry: ProjectAndOptInScopes, Scope: "project,local"}) {
 		t.Errorf("Provenance = %+v", got)
 	}
 	o.ConfigPath = "r.json"

@@ -1,4 +1,4 @@
-package broker
+package journal
 
 import (
 	"bufio"
@@ -37,9 +37,9 @@ func journalTestMeta(i int) CallMeta {
 
 func openTestJournal(t *testing.T, path string) *Journal {
 	t.Helper()
-	j, err := OpenJournal(JournalConfig{Path: path})
+	j, err := Open(Config{Path: path})
 	if err != nil {
-		t.Fatalf("OpenJournal(%q): %v", path, err)
+		t.Fatalf("Open(%q): %v", path, err)
 	}
 	return j
 }
@@ -65,7 +65,7 @@ func TestJournalLockPath(t *testing.T) {
 		"/d/x.lock":       "/d/x.lock.lock",
 		"/d.x/journal":    "/d.x/journal.lock",
 	} {
-		if got := journalLockPath(in); got != want {
+		if got := lockPath(in); got != want {
 			t.Errorf("journalLockPath(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -171,9 +171,9 @@ func TestJournalRecoveryAfterCrash(t *testing.T) {
 func TestJournalSecondOpenerSameProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.json")
 	j := openTestJournal(t, path)
-	_, err := OpenJournal(JournalConfig{Path: path})
-	if !errors.Is(err, ErrJournalLocked) {
-		t.Fatalf("second open: %v, want ErrJournalLocked", err)
+	_, err := Open(Config{Path: path})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
 	}
 	if !strings.Contains(err.Error(), "Broker journal is already owned by another runtime; choose a separate --journal path") {
 		t.Fatalf("message = %q", err)
@@ -193,8 +193,8 @@ func TestJournalSecondOpenerOtherProcess(t *testing.T) {
 	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("helper: %q %v", line, err)
 	}
-	_, err := OpenJournal(JournalConfig{Path: path})
-	if !errors.Is(err, ErrJournalLocked) {
+	_, err := Open(Config{Path: path})
+	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("open while another process holds it: %v", err)
 	}
 	stdin.Close()
@@ -225,8 +225,8 @@ func TestJournalRefusesGroupReadable(t *testing.T) {
 		if err := os.Chmod(path, perm); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenJournal(JournalConfig{Path: path})
-		if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), fmt.Sprintf("%04o", perm)) ||
+		_, err := Open(Config{Path: path})
+		if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), fmt.Sprintf("%04o", perm)) ||
 			!strings.Contains(err.Error(), "Broker journal must be an owned private 0600 file") {
 			t.Fatalf("mode %04o: %v", perm, err)
 		}
@@ -246,8 +246,8 @@ func TestJournalRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenJournal(JournalConfig{Path: link})
-	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
+	_, err := Open(Config{Path: link})
+	if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("symlink journal: %v", err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -260,8 +260,8 @@ func TestJournalRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(lockTarget, filepath.Join(dir, "journal.lock")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenJournal(JournalConfig{Path: filepath.Join(dir, "journal.json")})
-	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
+	_, err = Open(Config{Path: filepath.Join(dir, "journal.json")})
+	if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("symlink lock: %v", err)
 	}
 	if _, err := os.Lstat(lockTarget); !errors.Is(err, os.ErrNotExist) {
@@ -275,7 +275,7 @@ func TestJournalRefusesNonRegular(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := Open(Config{Path: path}); !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("directory journal: %v", err)
 	}
 	// A FIFO is refused without blocking on open.
@@ -283,7 +283,7 @@ func TestJournalRefusesNonRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(JournalConfig{Path: fifo}); !errors.Is(err, ErrJournalNotPrivate) {
+	if _, err := Open(Config{Path: fifo}); !errors.Is(err, ErrNotPrivate) {
 		t.Fatalf("fifo journal: %v", err)
 	}
 }
@@ -301,18 +301,18 @@ func TestJournalRefusesForeignOwner(t *testing.T) {
 	if err := os.Chown(path, 4242, 4242); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenJournal(JournalConfig{Path: path})
-	if !errors.Is(err, ErrJournalNotPrivate) || !strings.Contains(err.Error(), "owned by uid 4242") {
+	_, err := Open(Config{Path: path})
+	if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "owned by uid 4242") {
 		t.Fatalf("foreign owner: %v", err)
 	}
 }
 
 func TestJournalRefusesOversizedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.json")
-	if err := os.WriteFile(path, append([]byte("[]"), make([]byte, journalMaxFileBytes)...), 0o600); err != nil {
+	if err := os.WriteFile(path, append([]byte("[]"), make([]byte, maxFileBytes)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalInvalid) || !strings.Contains(err.Error(), "1 MiB") {
+	if _, err := Open(Config{Path: path}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "1 MiB") {
 		t.Fatalf("oversized: %v", err)
 	}
 }
@@ -377,7 +377,7 @@ func TestJournalTornTrailingRecord(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			j, err := OpenJournal(JournalConfig{Path: path})
+			j, err := Open(Config{Path: path})
 			if tc.ok {
 				if err != nil {
 					t.Fatal(err)
@@ -385,8 +385,8 @@ func TestJournalTornTrailingRecord(t *testing.T) {
 				j.Close()
 				return
 			}
-			if !errors.Is(err, ErrJournalInvalid) {
-				t.Fatalf("err = %v, want ErrJournalInvalid", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})
 	}
@@ -394,14 +394,14 @@ func TestJournalTornTrailingRecord(t *testing.T) {
 
 func TestJournalLoadRecordLimit(t *testing.T) {
 	var lines []string
-	for i := range journalMaxRecords + 1 {
+	for i := range maxRecords + 1 {
 		lines = append(lines, journalRecordLine(t, Record{ID: fmt.Sprintf("%d-x", i), Server: "s", Tool: "t", Status: StatusCompleted}))
 	}
 	path := filepath.Join(t.TempDir(), "journal.json")
 	if err := os.WriteFile(path, []byte("[\n"+strings.Join(lines, ",\n")+"\n]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(JournalConfig{Path: path}); !errors.Is(err, ErrJournalInvalid) {
+	if _, err := Open(Config{Path: path}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("257 records: %v", err)
 	}
 }
@@ -411,14 +411,14 @@ func TestJournalRecordBoundAndEviction(t *testing.T) {
 	defer j.Close()
 	ctx := t.Context()
 	var ids []string
-	for i := range journalMaxRecords {
+	for i := range maxRecords {
 		id, err := j.Dispatch(ctx, journalTestMeta(i))
 		if err != nil {
 			t.Fatalf("dispatch %d: %v", i, err)
 		}
 		ids = append(ids, id)
 	}
-	if _, err := j.Dispatch(ctx, journalTestMeta(999)); !errors.Is(err, ErrJournalFull) ||
+	if _, err := j.Dispatch(ctx, journalTestMeta(999)); !errors.Is(err, ErrFull) ||
 		err.Error() != "Effect journal has 256 in-flight calls; finish or cancel one before dispatching another" {
 		t.Fatalf("257th in-flight dispatch: %v", err)
 	}
@@ -435,7 +435,7 @@ func TestJournalRecordBoundAndEviction(t *testing.T) {
 		}
 	}
 	recs := j.Records()
-	if len(recs) != journalMaxRecords {
+	if len(recs) != maxRecords {
 		t.Fatalf("len = %d", len(recs))
 	}
 	for _, r := range recs {
@@ -446,7 +446,7 @@ func TestJournalRecordBoundAndEviction(t *testing.T) {
 	if recs[9].ID != ids[9] || recs[10].ID != ids[20] {
 		t.Fatalf("wrong records evicted: %s %s", recs[9].ID, recs[10].ID)
 	}
-	if st := j.Stats(); st.Evicted != 10 || st.InFlight != journalMaxRecords || st.Records != journalMaxRecords || st.Durable {
+	if st := j.Stats(); st.Evicted != 10 || st.InFlight != maxRecords || st.Records != maxRecords || st.Durable {
 		t.Fatalf("stats = %+v", st)
 	}
 	for i := 1; i < len(recs); i++ {
@@ -462,7 +462,7 @@ func TestJournalByteBudget(t *testing.T) {
 	defer j.Close()
 	big := func(i int) CallMeta {
 		m := journalTestMeta(i)
-		m.Project = fmt.Sprintf("/%04d", i) + strings.Repeat("p", journalMaxProject-5)
+		m.Project = fmt.Sprintf("/%04d", i) + strings.Repeat("p", maxProject-5)
 		return m
 	}
 	var ids []string
@@ -474,11 +474,11 @@ func TestJournalByteBudget(t *testing.T) {
 			break
 		}
 		ids = append(ids, id)
-		if st := j.Stats(); st.Bytes > journalMaxBytes {
+		if st := j.Stats(); st.Bytes > maxBytes {
 			t.Fatalf("bytes %d over budget", st.Bytes)
 		}
 	}
-	if !errors.Is(err, ErrJournalBudget) || len(ids) >= journalMaxRecords {
+	if !errors.Is(err, ErrBudget) || len(ids) >= maxRecords {
 		t.Fatalf("after %d in-flight: %v", len(ids), err)
 	}
 	if err := j.Finish(ids[0], StatusOutcomeUnknown); err != nil {
@@ -488,14 +488,14 @@ func TestJournalByteBudget(t *testing.T) {
 		t.Fatalf("dispatch after a finish: %v", err)
 	}
 	st := j.Stats()
-	if st.Evicted != 1 || st.Bytes > journalMaxBytes {
+	if st.Evicted != 1 || st.Bytes > maxBytes {
 		t.Fatalf("stats = %+v", st)
 	}
 	if j.Records()[0].ID != ids[1] {
 		t.Fatal("oldest finished record not evicted")
 	}
 	// The file stays within its 1 MiB bound.
-	if fi, err := os.Stat(path); err != nil || fi.Size() > journalMaxFileBytes {
+	if fi, err := os.Stat(path); err != nil || fi.Size() > maxFileBytes {
 		t.Fatalf("file: %v %v", fi.Size(), err)
 	}
 }
@@ -504,20 +504,20 @@ func TestJournalStringBounds(t *testing.T) {
 	j := openTestJournal(t, "")
 	defer j.Close()
 	ok := journalTestMeta(0)
-	ok.Server = strings.Repeat("é", journalMaxString) // characters, not bytes
-	ok.Project = strings.Repeat("p", journalMaxProject)
+	ok.Server = strings.Repeat("é", maxString) // characters, not bytes
+	ok.Project = strings.Repeat("p", maxProject)
 	_, err := j.Dispatch(t.Context(), ok)
 	if err != nil {
 		t.Fatalf("at the bounds: %v", err)
 	}
 	for name, mutate := range map[string]func(*CallMeta){
-		"server too long":     func(m *CallMeta) { m.Server = strings.Repeat("s", journalMaxString+1) },
+		"server too long":     func(m *CallMeta) { m.Server = strings.Repeat("s", maxString+1) },
 		"empty server":        func(m *CallMeta) { m.Server = "" },
 		"empty tool":          func(m *CallMeta) { m.Tool = "" },
-		"tool too long":       func(m *CallMeta) { m.Tool = strings.Repeat("t", journalMaxString+1) },
-		"session too long":    func(m *CallMeta) { m.SessionID = strings.Repeat("x", journalMaxString+1) },
-		"run too long":        func(m *CallMeta) { m.RunID = strings.Repeat("x", journalMaxString+1) },
-		"project too long":    func(m *CallMeta) { m.Project = strings.Repeat("p", journalMaxProject+1) },
+		"tool too long":       func(m *CallMeta) { m.Tool = strings.Repeat("t", maxString+1) },
+		"session too long":    func(m *CallMeta) { m.SessionID = strings.Repeat("x", maxString+1) },
+		"run too long":        func(m *CallMeta) { m.RunID = strings.Repeat("x", maxString+1) },
+		"project too long":    func(m *CallMeta) { m.Project = strings.Repeat("p", maxProject+1) },
 		"control in tool":     func(m *CallMeta) { m.Tool = "a\nb" },
 		"invalid utf-8":       func(m *CallMeta) { m.Server = "\xff" },
 		"control in project":  func(m *CallMeta) { m.Project = "/a\x00b" },
@@ -563,7 +563,7 @@ func TestJournalFinishErrors(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Dispatch(t.Context(), journalTestMeta(1)); !errors.Is(err, ErrJournalClosed) {
+	if _, err := j.Dispatch(t.Context(), journalTestMeta(1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Dispatch after Close: %v", err)
 	}
 	if len(j.Records()) != 1 {
@@ -618,7 +618,7 @@ func TestJournalPersistFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := j.Dispatch(t.Context(), journalTestMeta(2)); !errors.Is(err, ErrJournalPersist) ||
+	if _, err := j.Dispatch(t.Context(), journalTestMeta(2)); !errors.Is(err, ErrPersist) ||
 		!strings.Contains(err.Error(), "no tool was dispatched") || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Dispatch with failing disk: %v", err)
 	}
@@ -626,11 +626,11 @@ func TestJournalPersistFailure(t *testing.T) {
 		t.Fatalf("failed dispatch left a record: %d records", n)
 	}
 	err = j.Finish(done, StatusCompleted)
-	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP call completed but durable journal update failed; do not retry blindly") {
+	if !errors.Is(err, ErrPersist) || !strings.Contains(err.Error(), "MCP call completed but durable journal update failed; do not retry blindly") {
 		t.Fatalf("Finish completed: %v", err)
 	}
 	err = j.Finish(unknown, StatusOutcomeUnknown)
-	if !errors.Is(err, ErrJournalPersist) || !strings.Contains(err.Error(), "MCP outcome is unknown and durable journal update failed; do not retry blindly") {
+	if !errors.Is(err, ErrPersist) || !strings.Contains(err.Error(), "MCP outcome is unknown and durable journal update failed; do not retry blindly") {
 		t.Fatalf("Finish outcome_unknown: %v", err)
 	}
 }
@@ -768,11 +768,11 @@ func TestJournalHoldsNoPayload(t *testing.T) {
 	if !reflect.DeepEqual(keys, want) {
 		t.Fatalf("Record keys = %v, want %v", keys, want)
 	}
-	if len(journalKeys) != len(want) {
-		t.Fatalf("journalKeys = %v", journalKeys)
+	if len(recordKeys) != len(want) {
+		t.Fatalf("journalKeys = %v", recordKeys)
 	}
 	for _, k := range want {
-		if !journalKeys[k] {
+		if !recordKeys[k] {
 			t.Fatalf("journalKeys lacks %q", k)
 		}
 	}
@@ -805,10 +805,11 @@ func journalWaitFor(t *testing.T, cond func() bool) {
 
 // startJournalHelper re-executes the test binary as TestJournalHelperProcess
 // in the given mode, killed at test end if still running.
-func startJournalHelper(t *testing.T, mode, path string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
+func startJournalHelper(t *testing.T, mode, path string, env ...string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestJournalHelperProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), journalHelperModeEnv+"="+mode, journalHelperPathEnv+"="+path)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -845,7 +846,7 @@ func TestJournalHelperProcess(t *testing.T) {
 	}
 	switch mode {
 	case "hold":
-		j, err := OpenJournal(JournalConfig{Path: path})
+		j, err := Open(Config{Path: path})
 		if err != nil {
 			fail(err)
 		}
@@ -855,7 +856,7 @@ func TestJournalHelperProcess(t *testing.T) {
 			fail(err)
 		}
 	case "crash":
-		j, err := OpenJournal(JournalConfig{Path: path})
+		j, err := Open(Config{Path: path})
 		if err != nil {
 			fail(err)
 		}
@@ -866,9 +867,13 @@ func TestJournalHelperProcess(t *testing.T) {
 		fmt.Println(id)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "race":
+		if err := raceHelper(t.Context(), path); err != nil {
+			fail(err)
+		}
 	case "try":
-		_, err := OpenJournal(JournalConfig{Path: path})
-		if errors.Is(err, ErrJournalLocked) {
+		_, err := Open(Config{Path: path})
+		if errors.Is(err, ErrLocked) {
 			fmt.Println("locked")
 		} else {
 			fmt.Println("opened:", err)

@@ -1,4 +1,4 @@
-package broker
+package oauth
 
 import (
 	"bufio"
@@ -16,12 +16,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/oauthfixture"
 )
 
 // Login (contract 1.7) against internal/oauthfixture: the test plays the browser,
 // reading the URL Login prints, following it without following the redirect, and
 // delivering the callback itself.
+
+func wantErr(t *testing.T, err error, substr string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), substr) {
+		t.Fatalf("error = %v, want it to contain %q", err, substr)
+	}
+}
 
 // loginBudget bounds one login test: its context, the callback wait and every
 // request the test makes.
@@ -35,13 +43,13 @@ func loginBudget(t *testing.T) time.Duration {
 
 // oauthEntry is an authorization_code server entry for fx whose grant lives in
 // dir/store/grant.json.
-func oauthEntry(fx *oauthfixture.Server, dir string) ServerEntry {
-	return ServerEntry{
+func oauthEntry(fx *oauthfixture.Server, dir string) registry.Entry {
+	return registry.Entry{
 		Name:      "remote",
-		Transport: TransportHTTP,
+		Transport: registry.TransportHTTP,
 		URL:       fx.MCP,
-		OAuth: &OAuthConfig{
-			GrantType:      GrantAuthorizationCode,
+		OAuth: &registry.OAuthConfig{
+			GrantType:      registry.GrantAuthorizationCode,
 			CredentialFile: filepath.Join(dir, "store", "grant.json"),
 			Scopes:         []string{"tools"},
 		},
@@ -175,7 +183,7 @@ func follow(t *testing.T, authURL string) (int, string) {
 }
 
 // loginForTest runs a complete, successful login of entry against fx.
-func loginForTest(t *testing.T, entry ServerEntry) {
+func loginForTest(t *testing.T, entry registry.Entry) {
 	t.Helper()
 	r := startLogin(t, LoginConfig{Entry: entry})
 	if code, body := follow(t, r.authURL(t)); code != http.StatusOK {
@@ -352,11 +360,11 @@ func TestLoginKeepsRegisteredClientSecret(t *testing.T) {
 func TestLoginRefusesEntriesItCannotServe(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "store", "grant.json")
-	for _, e := range []ServerEntry{
-		{Name: "stdio", Transport: TransportStdio, Command: "true"},
-		{Name: "plain", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp"},
-		{Name: "cc", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &OAuthConfig{GrantType: GrantClientCredentials, ClientID: "a", ClientSecret: "b"}},
-		{Name: "nofile", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &OAuthConfig{GrantType: GrantAuthorizationCode}},
+	for _, e := range []registry.Entry{
+		{Name: "stdio", Transport: registry.TransportStdio, Command: "true"},
+		{Name: "plain", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp"},
+		{Name: "cc", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &registry.OAuthConfig{GrantType: registry.GrantClientCredentials, ClientID: "a", ClientSecret: "b"}},
+		{Name: "nofile", Transport: registry.TransportHTTP, URL: "http://127.0.0.1:1/mcp", OAuth: &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode}},
 	} {
 		err := Login(t.Context(), LoginConfig{Entry: e})
 		wantErr(t, err, "authorization_code with oauth.credentialFile")
@@ -367,26 +375,6 @@ func TestLoginRefusesEntriesItCannotServe(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused entry created the store: %v", err)
 	}
-}
-
-func TestLoginEntryFromRegistry(t *testing.T) {
-	tb := newTestBroker(t, map[string]any{
-		"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "oauth": map[string]any{"credentialFile": "store/grant.json"}},
-		"off":    map[string]any{"url": "http://127.0.0.1:1/mcp", "disabled": true},
-	})
-	e, err := tb.LoginEntry("remote")
-	if err != nil || e.OAuth == nil || e.OAuth.CredentialFile != filepath.Join(tb.project, "store", "grant.json") {
-		t.Fatalf("LoginEntry: %+v, %v", e, err)
-	}
-	_, err = tb.LoginEntry("missing")
-	wantErr(t, err, "unknown MCP server")
-	_, err = tb.LoginEntry("off")
-	wantErr(t, err, "disabled")
-
-	tb.writeRegistry(map[string]any{"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "bogus": true}})
-	tb.reload()
-	_, err = tb.LoginEntry("remote")
-	wantErr(t, err, "repair registry before OAuth login")
 }
 
 func TestLoginTimesOutWithoutCallback(t *testing.T) {

@@ -1,4 +1,4 @@
-package broker
+package argcheck
 
 import (
 	"context"
@@ -34,7 +34,7 @@ const valToolSchema = `{
 }`
 
 func TestValidatorAcceptsAndRejects(t *testing.T) {
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	tests := []struct {
 		name, schema, args string
 		pointer, rule      string // empty rule: must succeed
@@ -94,7 +94,7 @@ func TestValidatorAcceptsAndRejects(t *testing.T) {
 }
 
 func TestValidatorArgumentsMustBeObject(t *testing.T) {
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	for _, args := range []string{`[]`, `"x"`, `null`, `3`, `{"a":`, `{} {}`, `{"a":1}x`} {
 		err := v.Check(t.Context(), nil, json.RawMessage(args))
 		if !errors.Is(err, ErrArgumentsNotObject) {
@@ -119,7 +119,7 @@ func valNodes(key string, n int) string {
 }
 
 func TestValidatorBudgets(t *testing.T) {
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	anyOf := func(n int) string {
 		return `{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{},`, n), ",") + `]}`
 	}
@@ -182,7 +182,7 @@ func TestValidatorBudgets(t *testing.T) {
 }
 
 func TestValidatorRefCostBudget(t *testing.T) {
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	tree := `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`
 	doubling := `{"$defs":{"s":{"anyOf":[{"properties":{"a":{"$ref":"#/$defs/s"}}},{"properties":{"a":{"$ref":"#/$defs/s"}},"required":["zz"]}]}},"$ref":"#/$defs/s"}`
 	deep := strings.Repeat(`{"a":`, 40) + "{}" + strings.Repeat("}", 40)
@@ -208,7 +208,7 @@ func TestValidatorRefCostBudget(t *testing.T) {
 }
 
 func TestValidatorBudgetErrorsNameTheLimit(t *testing.T) {
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	err := v.Check(t.Context(), nil, json.RawMessage(valPadObject(MaxArgumentBytes+1)))
 	if err == nil || !strings.Contains(err.Error(), "limit 262144") || !strings.Contains(err.Error(), "arguments") {
 		t.Errorf("byte budget error = %v", err)
@@ -224,7 +224,7 @@ func TestValidatorBudgetErrorsNameTheLimit(t *testing.T) {
 }
 
 func TestValidatorCachesResolvedSchemas(t *testing.T) {
-	v := NewValidator(ValidatorConfig{CacheSize: 2})
+	v := New(Config{CacheSize: 2})
 	schema := func(i int) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"properties":{"n":{"type":"integer","maximum":%d}}}`, i))
 	}
@@ -270,7 +270,7 @@ func TestValidatorSlots(t *testing.T) {
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
 	}
-	v := NewValidator(ValidatorConfig{Slots: 4})
+	v := New(Config{Slots: 4})
 	release := make(chan struct{})
 	var active, maxActive atomic.Int32
 	v.onSlot = func() {
@@ -333,7 +333,7 @@ func TestValidatorSlots(t *testing.T) {
 
 func TestValidatorNeverEchoesValues(t *testing.T) {
 	const secret = "sk-LIVE-7f3a9c"
-	v := NewValidator(ValidatorConfig{})
+	v := New(Config{})
 	cases := []struct{ schema, args string }{
 		{valToolSchema, `{"name":1,"token":"` + secret + `"}`},
 		{valToolSchema, `{"name":"` + secret + `"}`},

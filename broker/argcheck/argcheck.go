@@ -1,4 +1,4 @@
-package broker
+package argcheck
 
 import (
 	"bytes"
@@ -84,8 +84,8 @@ func (e *ArgumentsError) Error() string {
 	return fmt.Sprintf("MCP arguments violate inputSchema at %s (%s); inspect mcp.help(server, tool). Values are omitted from diagnostics", where, rule)
 }
 
-// ValidatorConfig configures a Validator. Zero values take the contract defaults.
-type ValidatorConfig struct {
+// Config configures a Validator. Zero values take the contract defaults.
+type Config struct {
 	Slots     int // concurrent validations; default 4
 	CacheSize int // resolved schemas kept; default 1024, oldest evicted first
 	Logger    *slog.Logger
@@ -117,8 +117,8 @@ type valCompiled struct {
 	err        error
 }
 
-// NewValidator returns a Validator with defaults filled in from the contract.
-func NewValidator(cfg ValidatorConfig) *Validator {
+// New returns a Validator with defaults filled in from the contract.
+func New(cfg Config) *Validator {
 	if cfg.Slots <= 0 {
 		cfg.Slots = DefaultValidatorSlots
 	}

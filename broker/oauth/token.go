@@ -1,15 +1,15 @@
-package broker
+package oauth
 
 // OAuth at connect time (contract 8.7): the bearer token an HTTP entry with an
-// `oauth` object sends on every request. dialHTTP asks its bearerSource for a
-// token before the MCP handshake (so a missing or refused grant fails the
+// `oauth` object sends on every request. The broker's HTTP dial asks its Source
+// for a token before the MCP handshake (so a missing or refused grant fails the
 // connect with its own message), and the peer's round tripper asks again before
 // each request, so a token that expires mid-session is renewed there.
 //
 //   - client_credentials: discovery of the server's authorization server, then a
 //     client-credentials grant (resource = the server URL, the configured
 //     scopes); the token is kept in memory until it expires, then granted anew.
-//   - authorization_code: the grant --oauth-login stored (see oauthstore.go).
+//   - authorization_code: the grant --oauth-login stored (see store.go).
 //     An expired access token is refreshed under the store's lock, after reading
 //     the file again (another process may have refreshed it already), and the
 //     rotated tokens are saved.
@@ -34,6 +34,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/internal/safehttp"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -59,23 +61,39 @@ var (
 	errTokenNotJSON      = errors.New("the token endpoint answered without a JSON object")
 )
 
-// bearerSource yields the access token for the next request.
-type bearerSource interface {
-	token(ctx context.Context) (string, error)
+// ErrCredentialsRequired marks a server that needs a grant the broker does not
+// hold, or holds but cannot use or renew; explain reports it as credentials_missing.
+var ErrCredentialsRequired = errors.New("OAuth credentials required")
+
+// Error is an OAuth failure whose text is safe to show while errors.Is still sees
+// its cause (ErrCredentialsRequired, a context error, a store error): the cause
+// is only ever a sentinel, never a library's error, whose text may hold a URL.
+type Error struct {
+	msg   string
+	cause error
 }
 
-// newBearerSource returns the token source of e, an entry with an oauth object;
-// client carries every OAuth request (see newOAuthClient).
-func newBearerSource(e ServerEntry, client *http.Client) bearerSource {
-	if e.OAuth.GrantType == GrantClientCredentials {
+func (e *Error) Error() string { return e.msg }
+func (e *Error) Unwrap() error { return e.cause }
+
+// Source yields the access token for the next request. It is safe for
+// concurrent use; one grant or refresh runs at a time.
+type Source interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// NewSource returns the token source of e, an entry with an oauth object;
+// client carries every OAuth request (see NewClient).
+func NewSource(e registry.Entry, client *http.Client) Source {
+	if e.OAuth.GrantType == registry.GrantClientCredentials {
 		return &clientCredentialsSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
 	}
 	return &storedGrantSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
 }
 
-// newOAuthClient returns the client for discovery and token requests over base:
+// NewClient returns the client for discovery and token requests over base:
 // no redirects, bodies of at most 64 KiB, 30 s per request.
-func newOAuthClient(base http.RoundTripper) *http.Client {
+func NewClient(base http.RoundTripper) *http.Client {
 	return &http.Client{
 		Transport: &oauthRoundTripper{base: base},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -96,7 +114,7 @@ func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		resp.Body.Close()
 		return nil, errOAuthBodyTooLarge
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, limit: oauthBodyLimit, tooLarge: errOAuthBodyTooLarge}
+	resp.Body = safehttp.LimitBody(resp.Body, oauthBodyLimit, errOAuthBodyTooLarge, nil)
 	return resp, nil
 }
 
@@ -121,7 +139,7 @@ func tokenLifetime(expiresIn int64) time.Duration {
 	return life - min(tokenSkew, life/2)
 }
 
-// oauthError is the error a bearerSource returns: msg with a safe detail, and a
+// oauthError is the error a Source returns: msg with a safe detail, and a
 // cause that explain classifies (a timeout over missing credentials).
 func oauthError(ctx context.Context, msg, detail string, cause error) error {
 	switch err := ctx.Err(); {
@@ -133,7 +151,7 @@ func oauthError(ctx context.Context, msg, detail string, cause error) error {
 	if detail != "" {
 		msg += " (" + detail + ")"
 	}
-	return &safeError{msg: msg, cause: cause}
+	return &Error{msg: msg, cause: cause}
 }
 
 // storeError maps a credential store error to the connect error: no grant, an
@@ -141,23 +159,23 @@ func oauthError(ctx context.Context, msg, detail string, cause error) error {
 func storeError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrNoGrant):
-		return &safeError{msg: msgOAuthCodeGrant, cause: errCredentialsRequired}
+		return &Error{msg: msgOAuthCodeGrant, cause: ErrCredentialsRequired}
 	case errors.Is(err, ErrStoreDirUnsafe), errors.Is(err, ErrStoreUnsafe):
-		return &safeError{msg: err.Error(), cause: errors.Join(errCredentialsRequired, err)}
+		return &Error{msg: err.Error(), cause: errors.Join(ErrCredentialsRequired, err)}
 	case errors.Is(err, ErrGrantLocked):
-		return &safeError{msg: err.Error(), cause: err}
+		return &Error{msg: err.Error(), cause: err}
 	case errors.Is(err, ErrGrantInvalid):
 		detail := strings.TrimPrefix(err.Error(), ErrGrantInvalid.Error())
-		return oauthError(ctx, msgOAuthValidation, strings.Trim(detail, " ()"), errCredentialsRequired)
+		return oauthError(ctx, msgOAuthValidation, strings.Trim(detail, " ()"), ErrCredentialsRequired)
 	case ctx.Err() != nil:
 		return oauthError(ctx, msgOAuthRefresh, "", nil)
 	}
-	return oauthError(ctx, msgOAuthValidation, "the credential store failed", errCredentialsRequired)
+	return oauthError(ctx, msgOAuthValidation, "the credential store failed", ErrCredentialsRequired)
 }
 
 // clientCredentialsSource holds a client-credentials token in memory.
 type clientCredentialsSource struct {
-	cfg      *OAuthConfig
+	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
 	sem      chan struct{} // one grant at a time; guards the fields below
@@ -167,7 +185,7 @@ type clientCredentialsSource struct {
 	expires time.Time // zero: no known expiry
 }
 
-func (s *clientCredentialsSource) token(ctx context.Context) (string, error) {
+func (s *clientCredentialsSource) Token(ctx context.Context) (string, error) {
 	if err := semAcquire(ctx, s.sem); err != nil {
 		return "", oauthError(ctx, msgOAuthClientCreds, "", err)
 	}
@@ -182,7 +200,7 @@ func (s *clientCredentialsSource) token(ctx context.Context) (string, error) {
 		}
 		style, ok := clientAuthStyle(asm.TokenEndpointAuthMethodsSupported)
 		if !ok {
-			return "", oauthError(ctx, msgOAuthClientCreds, "the authorization server supports neither client_secret_basic nor client_secret_post", errCredentialsRequired)
+			return "", oauthError(ctx, msgOAuthClientCreds, "the authorization server supports neither client_secret_basic nor client_secret_post", ErrCredentialsRequired)
 		}
 		s.conf = &clientcredentials.Config{
 			ClientID:       s.cfg.ClientID,
@@ -200,7 +218,7 @@ func (s *clientCredentialsSource) token(ctx context.Context) (string, error) {
 		return "", oauthError(ctx, msgOAuthClientCreds, detail, cause)
 	}
 	if tok.AccessToken == "" || !bearerType(tok.TokenType) {
-		return "", oauthError(ctx, msgOAuthClientCreds, "the token endpoint returned no bearer access token", errCredentialsRequired)
+		return "", oauthError(ctx, msgOAuthClientCreds, "the token endpoint returned no bearer access token", ErrCredentialsRequired)
 	}
 	expiresIn := tok.ExpiresIn
 	if expiresIn == 0 && !tok.Expiry.IsZero() {
@@ -215,7 +233,7 @@ func (s *clientCredentialsSource) token(ctx context.Context) (string, error) {
 
 // storedGrantSource uses and refreshes the grant stored by --oauth-login.
 type storedGrantSource struct {
-	cfg      *OAuthConfig
+	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
 	sem      chan struct{} // one load or refresh at a time; guards the fields below
@@ -225,7 +243,7 @@ type storedGrantSource struct {
 	expires time.Time // zero: no known expiry
 }
 
-func (s *storedGrantSource) token(ctx context.Context) (string, error) {
+func (s *storedGrantSource) Token(ctx context.Context) (string, error) {
 	if err := semAcquire(ctx, s.sem); err != nil {
 		return "", oauthError(ctx, msgOAuthRefresh, "", err)
 	}
@@ -265,7 +283,7 @@ func (s *storedGrantSource) token(ctx context.Context) (string, error) {
 	}
 	if err := SaveGrant(s.cfg.CredentialFile, fresh); err != nil {
 		// The old refresh token may be spent: the store must be repaired.
-		return "", oauthError(ctx, msgOAuthValidation, "the refreshed grant could not be saved: "+err.Error(), errors.Join(errCredentialsRequired, err))
+		return "", oauthError(ctx, msgOAuthValidation, "the refreshed grant could not be saved: "+err.Error(), errors.Join(ErrCredentialsRequired, err))
 	}
 	if err := s.use(fresh); err != nil {
 		return "", err
@@ -280,7 +298,7 @@ func (s *storedGrantSource) valid() bool {
 // use validates g for this server and takes its access token.
 func (s *storedGrantSource) use(g *Grant) error {
 	invalid := func(detail string) error {
-		return &safeError{msg: msgOAuthValidation + " (" + detail + ")", cause: errCredentialsRequired}
+		return &Error{msg: msgOAuthValidation + " (" + detail + ")", cause: ErrCredentialsRequired}
 	}
 	switch {
 	case g.Resource != s.resource:
@@ -311,10 +329,10 @@ func (s *storedGrantSource) use(g *Grant) error {
 // without a refresh token keeps the old one. golang.org/x/oauth2 cannot send the
 // resource parameter on a refresh nor return the response as received, so the
 // request is built here.
-func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *OAuthConfig) (*Grant, error) {
+func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *registry.OAuthConfig) (*Grant, error) {
 	refresh, _ := g.TokenResponse["refresh_token"].(string)
 	if refresh == "" {
-		return nil, oauthError(ctx, msgOAuthRefresh, "the grant holds no refresh token", errCredentialsRequired)
+		return nil, oauthError(ctx, msgOAuthRefresh, "the grant holds no refresh token", ErrCredentialsRequired)
 	}
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "resource": {g.Resource}}
 	id, secret := g.ClientID, g.ClientSecret
@@ -331,7 +349,7 @@ func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *OAuth
 	resp, err := postForm(ctx, client, g.TokenEndpoint, form, id, secret)
 	if err != nil {
 		detail, _ := tokenRequestDetail(err)
-		return nil, oauthError(ctx, msgOAuthRefresh, detail, errCredentialsRequired)
+		return nil, oauthError(ctx, msgOAuthRefresh, detail, ErrCredentialsRequired)
 	}
 	if refreshed, _ := resp["refresh_token"].(string); refreshed == "" {
 		resp["refresh_token"] = refresh
@@ -339,7 +357,7 @@ func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *OAuth
 	access, _ := resp["access_token"].(string)
 	typ, _ := resp["token_type"].(string)
 	if _, ok := jsonInt(resp["expires_in"]); access == "" || !bearerType(typ) || !ok {
-		return nil, oauthError(ctx, msgOAuthRefresh, "the token endpoint returned no bearer access token", errCredentialsRequired)
+		return nil, oauthError(ctx, msgOAuthRefresh, "the token endpoint returned no bearer access token", ErrCredentialsRequired)
 	}
 	fresh := *g
 	fresh.TokenResponse = resp
@@ -415,13 +433,13 @@ func tokenRequestDetail(err error) (string, error) {
 	var re *oauth2.RetrieveError
 	switch {
 	case errors.As(err, &te):
-		return te.Error(), errCredentialsRequired
+		return te.Error(), ErrCredentialsRequired
 	case errors.As(err, &re):
 		te := &tokenEndpointError{code: safeErrorCode(re.ErrorCode)}
 		if re.Response != nil {
 			te.status = re.Response.StatusCode
 		}
-		return te.Error(), errCredentialsRequired
+		return te.Error(), ErrCredentialsRequired
 	case errors.Is(err, errOAuthBodyTooLarge):
 		return "the token endpoint's answer exceeds 16 KiB", nil
 	case errors.Is(err, errTokenEndpointURL), errors.Is(err, errTokenNotJSON):
@@ -429,7 +447,7 @@ func tokenRequestDetail(err error) (string, error) {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return "token endpoint: " + netReason(ue.Err), nil
+		return "token endpoint: " + safehttp.NetReason(ue.Err), nil
 	}
 	return "the token endpoint's answer is not a usable token response", nil
 }

@@ -1,18 +1,4 @@
-package broker
-
-// The effect journal: metadata of every downstream tool call, so that after a
-// cancel or a crash an agent can tell whether a remote write may have happened.
-// One Journal is shared by every broker of the runtime (one per project); each
-// record carries its session and project. Records hold metadata only, never
-// arguments or results.
-//
-// With a path, the journal is a private file holding a JSON array with one
-// record per line. Every change is written as an atomic snapshot (temp file in
-// the same directory, fsync, rename, fsync the directory) before Dispatch or
-// Finish returns. Writers are serialized by writeSem and coalesce: a writer
-// whose change was already included in another writer's snapshot returns at
-// once. The metadata mutex is never held across I/O, so Records never waits on
-// a disk flush.
+package journal
 
 import (
 	"bytes"
@@ -32,42 +18,46 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/iota-uz/repl-mcp/broker/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
 // Journal limits (contract 13.1).
 const (
-	journalMaxRecords   = 256
-	journalMaxBytes     = 900_000 // serialized bytes held in memory
-	journalMaxFileBytes = 1 << 20
-	journalMaxString    = 400 // characters, for every string but project
-	journalMaxProject   = 4096
+	maxRecords   = 256
+	maxBytes     = 900_000 // serialized bytes held in memory
+	maxFileBytes = 1 << 20
+	maxString    = 400 // characters, for every string but project
+	maxProject   = 4096
 )
 
-// Errors returned by OpenJournal, Dispatch and Finish.
+// Errors returned by Open, Dispatch and Finish.
 var (
-	// ErrJournalLocked: another Journal, in this or another process, owns the path.
-	ErrJournalLocked = errors.New("Broker journal is already owned by another runtime; choose a separate --journal path")
-	// ErrJournalNotPrivate: the journal (or its lock) is a symlink, not a
+	// ErrLocked: another Journal, in this or another process, owns the path.
+	ErrLocked = errors.New("Broker journal is already owned by another runtime; choose a separate --journal path")
+	// ErrLockFile: the journal path ends in .lock, the name of a lock file; a
+	// journal written there could replace another journal's lock.
+	ErrLockFile = errors.New("Broker journal path must not be a lock file (a name ending in .lock); choose a separate --journal path")
+	// ErrNotPrivate: the journal (or its lock) is a symlink, not a
 	// regular file, not owned by the effective user, or open to group/others.
-	ErrJournalNotPrivate = errors.New("Broker journal must be an owned private 0600 file")
-	// ErrJournalInvalid: the journal file is too large or its content is not a
+	ErrNotPrivate = errors.New("Broker journal must be an owned private 0600 file")
+	// ErrInvalid: the journal file is too large or its content is not a
 	// journal (a torn last record is not an error).
-	ErrJournalInvalid = errors.New("Broker journal is invalid")
-	// ErrJournalFull: every one of the 256 records is still in flight.
-	ErrJournalFull = errors.New("Effect journal has 256 in-flight calls; finish or cancel one before dispatching another")
-	// ErrJournalBudget: in-flight records alone fill the 900,000-byte budget.
-	ErrJournalBudget = errors.New("Effect journal metadata budget exhausted by in-flight calls; no tool was dispatched")
-	// ErrJournalPersist: a durable write failed. Dispatch wraps it when no tool
+	ErrInvalid = errors.New("Broker journal is invalid")
+	// ErrFull: every one of the 256 records is still in flight.
+	ErrFull = errors.New("Effect journal has 256 in-flight calls; finish or cancel one before dispatching another")
+	// ErrBudget: in-flight records alone fill the 900,000-byte budget.
+	ErrBudget = errors.New("Effect journal metadata budget exhausted by in-flight calls; no tool was dispatched")
+	// ErrPersist: a durable write failed. Dispatch wraps it when no tool
 	// was dispatched; Finish wraps it in the contract's "do not retry blindly"
 	// messages.
-	ErrJournalPersist = errors.New("durable journal update failed")
-	// ErrJournalClosed: the Journal was closed.
-	ErrJournalClosed = errors.New("broker journal is closed")
+	ErrPersist = errors.New("durable journal update failed")
+	// ErrClosed: the Journal was closed.
+	ErrClosed = errors.New("broker journal is closed")
 	// ErrInvalidCallMeta: call metadata exceeds the journal's string bounds.
 	ErrInvalidCallMeta = errors.New("MCP call metadata exceeds journal limits; no tool was dispatched")
-	// errJournalWaitAbandoned: persist gave up waiting for other writers.
-	errJournalWaitAbandoned = errors.New("journal write abandoned")
+	// errWaitAbandoned: persist gave up waiting for other writers.
+	errWaitAbandoned = errors.New("journal write abandoned")
 	// ErrUnknownCall: Finish was given an id the journal does not hold.
 	ErrUnknownCall = errors.New("journal has no record with this id")
 	// ErrCallFinished: Finish was called twice for one id.
@@ -116,23 +106,25 @@ type Record struct {
 	Status     Status `json:"status"`
 }
 
-// journalKeys are the only keys a stored record may have.
-var journalKeys = map[string]bool{
+// recordKeys are the only keys a stored record may have.
+var recordKeys = map[string]bool{
 	"id": true, "session_id": true, "project": true, "run_id": true, "server": true,
 	"tool": true, "started_ms": true, "finished_ms": true, "status": true,
 }
 
-// JournalConfig configures OpenJournal.
-type JournalConfig struct {
+// Config configures Open.
+type Config struct {
 	// Path of the journal file; empty keeps the journal in memory only. The
-	// lock file is Path with its extension replaced by "lock".
+	// lock file is Path with its extension replaced by "lock", beside the
+	// journal in its directory with symbolic links and ".." resolved. A Path
+	// ending in .lock is refused (ErrLockFile).
 	Path string
 	// Logger receives recovery, eviction and write-failure reports; nil discards.
 	Logger *slog.Logger
 }
 
-// JournalStats reports a journal's occupancy, for health output.
-type JournalStats struct {
+// Stats reports a journal's occupancy, for health output.
+type Stats struct {
 	Durable   bool   // backed by a file
 	Records   int    // records held
 	InFlight  int    // records still dispatched
@@ -167,14 +159,14 @@ type journalEntry struct {
 	line []byte // rec as JSON, one line of the file
 }
 
-// size is what the entry costs against journalMaxBytes: its line plus ",\n".
+// size is what the entry costs against maxBytes: its line plus ",\n".
 func (e journalEntry) size() int { return len(e.line) + 2 }
 
-// OpenJournal opens the journal described by cfg. With a Path it takes an
-// exclusive lock (failing at once with ErrJournalLocked if held), checks that
+// Open opens the journal described by cfg. With a Path it takes an
+// exclusive lock (failing at once with ErrLocked if held), checks that
 // the file is private, loads it, turns unfinished dispatched records into
 // outcome_unknown and saves the result before returning.
-func OpenJournal(cfg JournalConfig) (*Journal, error) {
+func Open(cfg Config) (*Journal, error) {
 	j := &Journal{log: cfg.Logger, writeSem: make(chan struct{}, 1)}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
@@ -182,15 +174,19 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 	if cfg.Path == "" {
 		return j, nil
 	}
-	j.path = filepath.Clean(cfg.Path)
-	lock, err := journalAcquireLock(journalLockPath(j.path))
+	path, err := canonicalPath(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	j.path = path
+	lock, err := acquireLock(lockPath(j.path))
 	if err != nil {
 		return nil, err
 	}
 	j.lock = lock
-	recs, torn, err := journalLoad(j.path)
+	recs, torn, err := load(j.path)
 	if err != nil {
-		journalReleaseLock(lock)
+		privfile.Unlock(lock)
 		return nil, err
 	}
 	if torn {
@@ -205,14 +201,14 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 		}
 		line, err := json.Marshal(rec)
 		if err != nil {
-			journalReleaseLock(lock)
-			return nil, fmt.Errorf("%w: %s: %v", ErrJournalInvalid, j.path, err)
+			privfile.Unlock(lock)
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, j.path, err)
 		}
 		j.entries = append(j.entries, journalEntry{rec: rec, line: line})
 		j.bytes += len(line) + 2
 	}
 	// Every loaded record is terminal now, so the byte budget can always be met.
-	for j.bytes > journalMaxBytes {
+	for j.bytes > maxBytes {
 		j.evictLocked(0)
 	}
 	if j.recovered > 0 {
@@ -222,8 +218,8 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 	// before any new call is dispatched.
 	j.seq = 1
 	if err := j.persist(nil, 1); err != nil {
-		journalReleaseLock(lock)
-		return nil, fmt.Errorf("%w: %s: %w", ErrJournalPersist, j.path, err)
+		privfile.Unlock(lock)
+		return nil, fmt.Errorf("%w: %s: %w", ErrPersist, j.path, err)
 	}
 	return j, nil
 }
@@ -259,7 +255,7 @@ func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		return "", ErrJournalClosed
+		return "", ErrClosed
 	}
 	if err := j.makeRoomLocked(e.size()); err != nil {
 		j.mu.Unlock()
@@ -281,13 +277,13 @@ func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
 		}
 		j.mu.Unlock()
 		switch {
-		case errors.Is(err, errJournalWaitAbandoned):
+		case errors.Is(err, errWaitAbandoned):
 			return "", ctx.Err()
-		case errors.Is(err, ErrJournalClosed):
+		case errors.Is(err, ErrClosed):
 			return "", err
 		}
 		j.log.Error("broker journal dispatch record not written", "path", j.path, "err", err)
-		return "", fmt.Errorf("%w; no tool was dispatched: %w", ErrJournalPersist, err)
+		return "", fmt.Errorf("%w; no tool was dispatched: %w", ErrPersist, err)
 	}
 	return rec.ID, nil
 }
@@ -296,7 +292,7 @@ func (j *Journal) Dispatch(ctx context.Context, meta CallMeta) (string, error) {
 // outcome_unknown). With a file, the change is on disk before
 // Finish returns. Finish takes no context: a cancelled call must still be
 // recorded. A write failure is reported with the contract's "do not retry
-// blindly" message, wrapping ErrJournalPersist.
+// blindly" message, wrapping ErrPersist.
 func (j *Journal) Finish(id string, status Status) error {
 	if !status.terminal() {
 		return fmt.Errorf("journal: %q is not a terminal status", status)
@@ -306,7 +302,7 @@ func (j *Journal) Finish(id string, status Status) error {
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		return ErrJournalClosed
+		return ErrClosed
 	}
 	i := j.indexLocked(id)
 	if i < 0 {
@@ -327,7 +323,7 @@ func (j *Journal) Finish(id string, status Status) error {
 	}
 	j.bytes += len(line) - len(j.entries[i].line)
 	j.entries[i] = journalEntry{rec: rec, line: line}
-	for j.bytes > journalMaxBytes {
+	for j.bytes > maxBytes {
 		// The record just finished is terminal, so there is always one to evict.
 		j.evictLocked(j.oldestTerminalLocked())
 	}
@@ -336,14 +332,14 @@ func (j *Journal) Finish(id string, status Status) error {
 	j.mu.Unlock()
 
 	if err := j.persist(nil, want); err != nil {
-		if errors.Is(err, ErrJournalClosed) {
+		if errors.Is(err, ErrClosed) {
 			return err
 		}
 		j.log.Error("broker journal update failed", "path", j.path, "id", id, "status", string(status), "err", err)
 		if status == StatusOutcomeUnknown {
-			return fmt.Errorf("MCP outcome is unknown and %w; do not retry blindly (%w)", ErrJournalPersist, err)
+			return fmt.Errorf("MCP outcome is unknown and %w; do not retry blindly (%w)", ErrPersist, err)
 		}
-		return fmt.Errorf("MCP call completed but %w; do not retry blindly (%w)", ErrJournalPersist, err)
+		return fmt.Errorf("MCP call completed but %w; do not retry blindly (%w)", ErrPersist, err)
 	}
 	return nil
 }
@@ -365,10 +361,10 @@ func (j *Journal) Records() []Record {
 }
 
 // Stats reports occupancy and eviction counts.
-func (j *Journal) Stats() JournalStats {
+func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	s := JournalStats{
+	s := Stats{
 		Durable:   j.path != "",
 		Records:   len(j.entries),
 		Bytes:     j.bytes,
@@ -384,7 +380,7 @@ func (j *Journal) Stats() JournalStats {
 }
 
 // Close flushes any change not yet on disk and releases the lock. Records
-// stays usable; Dispatch and Finish return ErrJournalClosed. Calls still
+// stays usable; Dispatch and Finish return ErrClosed. Calls still
 // dispatched become outcome_unknown at the next open. Close is idempotent.
 func (j *Journal) Close() error {
 	j.mu.Lock()
@@ -403,10 +399,10 @@ func (j *Journal) Close() error {
 	j.mu.Lock()
 	j.released = true
 	j.mu.Unlock()
-	journalReleaseLock(j.lock)
+	privfile.Unlock(j.lock)
 	<-j.writeSem
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrJournalPersist, j.path, err)
+		return fmt.Errorf("%w: %s: %w", ErrPersist, j.path, err)
 	}
 	return nil
 }
@@ -420,7 +416,7 @@ func (j *Journal) persist(done <-chan struct{}, want uint64) error {
 	select {
 	case j.writeSem <- struct{}{}:
 	case <-done:
-		return errJournalWaitAbandoned
+		return errWaitAbandoned
 	}
 	defer func() { <-j.writeSem }()
 
@@ -431,7 +427,7 @@ func (j *Journal) persist(done <-chan struct{}, want uint64) error {
 	}
 	if j.released {
 		j.mu.Unlock()
-		return ErrJournalClosed
+		return ErrClosed
 	}
 	seq := j.seq
 	var buf bytes.Buffer
@@ -447,7 +443,7 @@ func (j *Journal) persist(done <-chan struct{}, want uint64) error {
 	buf.WriteString("]\n")
 	j.mu.Unlock()
 
-	if err := journalWriteAtomic(j.path, buf.Bytes()); err != nil {
+	if err := writeAtomic(j.path, buf.Bytes()); err != nil {
 		return err
 	}
 	j.mu.Lock()
@@ -461,13 +457,13 @@ func (j *Journal) persist(done <-chan struct{}, want uint64) error {
 // makeRoomLocked evicts the oldest terminal records until one more record of
 // size bytes fits, or reports which bound in-flight records exhaust.
 func (j *Journal) makeRoomLocked(size int) error {
-	for len(j.entries)+1 > journalMaxRecords || j.bytes+size > journalMaxBytes {
+	for len(j.entries)+1 > maxRecords || j.bytes+size > maxBytes {
 		i := j.oldestTerminalLocked()
 		if i < 0 {
-			if len(j.entries)+1 > journalMaxRecords {
-				return ErrJournalFull
+			if len(j.entries)+1 > maxRecords {
+				return ErrFull
 			}
-			return ErrJournalBudget
+			return ErrBudget
 		}
 		j.evictLocked(i)
 	}
@@ -505,18 +501,18 @@ func (j *Journal) indexLocked(id string) int {
 
 func (m CallMeta) validate() error {
 	check := func(name, v string, minLen, maxLen int) error {
-		if journalStringOK(v, minLen, maxLen) {
+		if stringOK(v, minLen, maxLen) {
 			return nil
 		}
 		return fmt.Errorf("%w: %s must be %d..%d characters of valid UTF-8 without control characters",
 			ErrInvalidCallMeta, name, minLen, maxLen)
 	}
 	for _, err := range []error{
-		check("server", m.Server, 1, journalMaxString),
-		check("tool", m.Tool, 1, journalMaxString),
-		check("session_id", m.SessionID, 0, journalMaxString),
-		check("run_id", m.RunID, 0, journalMaxString),
-		check("project", m.Project, 0, journalMaxProject),
+		check("server", m.Server, 1, maxString),
+		check("tool", m.Tool, 1, maxString),
+		check("session_id", m.SessionID, 0, maxString),
+		check("run_id", m.RunID, 0, maxString),
+		check("project", m.Project, 0, maxProject),
 	} {
 		if err != nil {
 			return err
@@ -525,7 +521,7 @@ func (m CallMeta) validate() error {
 	return nil
 }
 
-func journalStringOK(s string, minLen, maxLen int) bool {
+func stringOK(s string, minLen, maxLen int) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
@@ -536,120 +532,104 @@ func journalStringOK(s string, minLen, maxLen int) bool {
 	return strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// journalLockPath is path with its extension replaced by "lock"
-// (journal.json → journal.lock).
-func journalLockPath(path string) string {
-	lock := strings.TrimSuffix(path, filepath.Ext(path)) + ".lock"
-	if lock == path {
-		lock += ".lock"
-	}
-	return lock
-}
-
-// journalAcquireLock opens (creating 0600, never following a link) the lock
-// file and takes a non-blocking exclusive flock on it.
-func journalAcquireLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: lock %s is a symbolic link", ErrJournalNotPrivate, path)
+// canonicalPath is the journal's path with its directory resolved as the file
+// system resolves it (symbolic links, then ".." from where they lead), so that
+// every spelling of one journal derives the same lock. The last element stays
+// as given: a journal that is itself a symbolic link is refused when opened.
+// filepath.Clean is not used first: it removes ".." lexically, and "link/.."
+// would name the link's directory instead of its target's parent.
+func canonicalPath(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("broker journal %s: the working directory cannot be resolved: %w", path, err)
 		}
-		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
+		path = wd + string(filepath.Separator) + path
 	}
-	if err := journalCheckPrivate(f, path, "lock "); err != nil {
-		f.Close()
-		return nil, err
+	i := strings.LastIndexByte(path, filepath.Separator)
+	dir, base := path[:i+1], path[i+1:]
+	if base == "" || base == "." || base == ".." {
+		return "", fmt.Errorf("%w: %s names a directory, not a journal file", ErrInvalid, path)
 	}
-	rc, err := f.SyscallConn()
+	if strings.EqualFold(filepath.Ext(base), ".lock") {
+		return "", fmt.Errorf("%w (%s)", ErrLockFile, path)
+	}
+	dir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
+		return "", fmt.Errorf("broker journal %s: its directory cannot be resolved: %w", path, err)
 	}
-	var flockErr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			flockErr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
-			if flockErr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
-	}
-	if flockErr != nil {
-		f.Close()
-		if errors.Is(flockErr, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w (lock %s is held)", ErrJournalLocked, path)
-		}
-		return nil, fmt.Errorf("broker journal lock %s: %w", path, flockErr)
-	}
-	return f, nil
+	return filepath.Join(dir, base), nil
 }
 
-// journalReleaseLock unlocks and closes the lock file; closing alone would
-// release the flock too, the explicit unlock just makes it prompt.
-func journalReleaseLock(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { syscall.Flock(int(fd), syscall.LOCK_UN) })
+// lockPath is the journal's lock file: path with its extension replaced by
+// "lock" (journal.json → journal.lock).
+func lockPath(path string) string { return privfile.LockPath(path) }
+
+// acquireLock opens (creating 0600, never following a link) the lock file and
+// takes a non-blocking exclusive flock on it.
+func acquireLock(path string) (*os.File, error) {
+	f, err := privfile.Lock(path)
+	var np *privfile.NotPrivateError
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, privfile.ErrLocked):
+		return nil, fmt.Errorf("%w (lock %s is held)", ErrLocked, path)
+	case errors.As(err, &np):
+		return nil, fmt.Errorf("%w: lock %s %s", ErrNotPrivate, path, np.Reason)
 	}
-	f.Close()
+	return nil, fmt.Errorf("broker journal lock %s: %w", path, err)
 }
 
-// journalCheckPrivate refuses anything but a regular file owned by the
-// effective user without group or other permission bits.
-func journalCheckPrivate(f *os.File, path, what string) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("broker journal %s%s: %w", what, path, err)
+// checkPrivate refuses anything but a regular file owned by the effective user
+// without group or other permission bits.
+func checkPrivate(f *os.File, path string) error {
+	err := privfile.Check(f)
+	var np *privfile.NotPrivateError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &np):
+		return fmt.Errorf("%w: %s %s", ErrNotPrivate, path, np.Reason)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s%s is not a regular file", ErrJournalNotPrivate, what, path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%w: %s%s is owned by uid %d, not uid %d", ErrJournalNotPrivate, what, path, st.Uid, os.Geteuid())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%w: %s%s has mode %04o, open to group or others; chmod 600 it", ErrJournalNotPrivate, what, path, perm)
-	}
-	return nil
+	return fmt.Errorf("broker journal %s: %w", path, err)
 }
 
-// journalLoad reads and validates the journal at path. A missing file is an
+// load reads and validates the journal at path. A missing file is an
 // empty journal. torn reports a partial last record, which was dropped.
-func journalLoad(path string) (recs []Record, torn bool, err error) {
+func load(path string) (recs []Record, torn bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, false, fmt.Errorf("%w: %s is a symbolic link", ErrJournalNotPrivate, path)
+			return nil, false, fmt.Errorf("%w: %s is a symbolic link", ErrNotPrivate, path)
 		}
 		return nil, false, fmt.Errorf("broker journal %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := journalCheckPrivate(f, path, ""); err != nil {
+	if err := checkPrivate(f, path); err != nil {
 		return nil, false, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, journalMaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return nil, false, fmt.Errorf("broker journal %s: %w", path, err)
 	}
-	if len(data) > journalMaxFileBytes {
-		return nil, false, fmt.Errorf("%w: %s exceeds 1 MiB", ErrJournalInvalid, path)
+	if len(data) > maxFileBytes {
+		return nil, false, fmt.Errorf("%w: %s exceeds 1 MiB", ErrInvalid, path)
 	}
-	recs, torn, err = journalParse(data)
+	recs, torn, err = parse(data)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrJournalInvalid, path, err)
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	return recs, torn, nil
 }
 
-// journalParse decodes a journal: a JSON array of records, in any layout. If
+// parse decodes a journal: a JSON array of records, in any layout. If
 // the data is not valid JSON it is read line by line as this package writes
 // it, and an unparsable last line is a torn record: the end of the log.
-func journalParse(data []byte) (recs []Record, torn bool, err error) {
+func parse(data []byte) (recs []Record, torn bool, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, false, nil
 	}
@@ -687,12 +667,12 @@ func journalParse(data []byte) (recs []Record, torn bool, err error) {
 			raws = append(raws, json.RawMessage(line))
 		}
 	}
-	if len(raws) > journalMaxRecords {
-		return nil, false, fmt.Errorf("%d records, more than %d", len(raws), journalMaxRecords)
+	if len(raws) > maxRecords {
+		return nil, false, fmt.Errorf("%d records, more than %d", len(raws), maxRecords)
 	}
 	seen := make(map[string]bool, len(raws))
 	for n, raw := range raws {
-		rec, err := journalDecodeRecord(raw)
+		rec, err := decodeRecord(raw)
 		if err != nil {
 			return nil, false, fmt.Errorf("record %d: %v", n+1, err)
 		}
@@ -705,15 +685,15 @@ func journalParse(data []byte) (recs []Record, torn bool, err error) {
 	return recs, torn, nil
 }
 
-// journalDecodeRecord decodes one stored record, allowing only the record
+// decodeRecord decodes one stored record, allowing only the record
 // keys (matched exactly) and bounded strings without control characters.
-func journalDecodeRecord(raw json.RawMessage) (Record, error) {
+func decodeRecord(raw json.RawMessage) (Record, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil {
 		return Record{}, errors.New("not a JSON object")
 	}
 	for k := range keys {
-		if !journalKeys[k] {
+		if !recordKeys[k] {
 			return Record{}, fmt.Errorf("key %q is not allowed", k)
 		}
 	}
@@ -726,14 +706,14 @@ func journalDecodeRecord(raw json.RawMessage) (Record, error) {
 		v        string
 		min, max int
 	}{
-		{"id", rec.ID, 1, journalMaxString},
-		{"session_id", rec.SessionID, 0, journalMaxString},
-		{"project", rec.Project, 0, journalMaxProject},
-		{"run_id", rec.RunID, 0, journalMaxString},
-		{"server", rec.Server, 1, journalMaxString},
-		{"tool", rec.Tool, 1, journalMaxString},
+		{"id", rec.ID, 1, maxString},
+		{"session_id", rec.SessionID, 0, maxString},
+		{"project", rec.Project, 0, maxProject},
+		{"run_id", rec.RunID, 0, maxString},
+		{"server", rec.Server, 1, maxString},
+		{"tool", rec.Tool, 1, maxString},
 	} {
-		if !journalStringOK(f.v, f.min, f.max) {
+		if !stringOK(f.v, f.min, f.max) {
 			return Record{}, fmt.Errorf("%s must be %d..%d characters without control characters", f.name, f.min, f.max)
 		}
 	}
@@ -746,8 +726,7 @@ func journalDecodeRecord(raw json.RawMessage) (Record, error) {
 	return rec, nil
 }
 
-// journalWriteAtomic replaces path with data through a `<path>.<uuid>.new`
-// temp file (see writeFileAtomic).
-func journalWriteAtomic(path string, data []byte) error {
-	return writeFileAtomic(path, path+"."+ids.UUID()+".new", data)
+// writeAtomic replaces path with data through a `<path>.<uuid>.new` temp file.
+func writeAtomic(path string, data []byte) error {
+	return privfile.WriteAtomic(path, path+"."+ids.UUID()+".new", data)
 }

@@ -1,4 +1,4 @@
-package broker
+package oauth
 
 // The OAuth credential store (contract 8.7): one private JSON file per
 // authorization-code grant, written by --oauth-login and by a refresh, read at
@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/broker/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
@@ -152,7 +153,7 @@ func SaveGrant(credentialFile string, g *Grant) error {
 	}
 	dir, name := filepath.Split(credentialFile)
 	tmp := filepath.Join(dir, strings.TrimSuffix(name, filepath.Ext(name))+"."+ids.UUID()+".new")
-	if err := writeFileAtomic(credentialFile, tmp, data); err != nil {
+	if err := privfile.WriteAtomic(credentialFile, tmp, data); err != nil {
 		return fmt.Errorf("%w (the credential file cannot be written: %v)", ErrStoreUnsafe, pathlessError(err))
 	}
 	return nil
@@ -168,20 +169,20 @@ func lockGrant(ctx context.Context, credentialFile string, wait time.Duration) (
 	if err := CheckStoreDir(credentialFile, false); err != nil {
 		return nil, err
 	}
-	path := journalLockPath(credentialFile)
+	path := privfile.LockPath(credentialFile)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	retry := time.NewTicker(grantLockRetry)
 	defer retry.Stop()
 	for {
-		f, err := journalAcquireLock(path)
+		f, err := privfile.Lock(path)
 		switch {
 		case err == nil:
-			return func() { journalReleaseLock(f) }, nil
-		case errors.Is(err, ErrJournalNotPrivate):
+			return func() { privfile.Unlock(f) }, nil
+		case errors.Is(err, privfile.ErrNotPrivate):
 			return nil, fmt.Errorf("%w (the lock file is not a private regular file of this user)", ErrStoreUnsafe)
-		case !errors.Is(err, ErrJournalLocked):
-			return nil, fmt.Errorf("%w (the lock file cannot be opened: %v)", ErrStoreUnsafe, pathlessError(errors.Unwrap(err)))
+		case !errors.Is(err, privfile.ErrLocked):
+			return nil, fmt.Errorf("%w (the lock file cannot be opened: %v)", ErrStoreUnsafe, pathlessError(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -213,39 +214,6 @@ func checkPrivateFile(f *os.File, what string) error {
 		return fmt.Errorf("%w (the %s exceeds 64 KiB)", ErrStoreUnsafe, what)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data through tmp, a new file in the same
-// directory: created 0600 (exclusively, never through a link), synced, renamed
-// over path, then the directory synced.
-func writeFileAtomic(path, tmp string, data []byte) error {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = dir.Sync()
-	if cerr := dir.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // pathlessError is err without the path an *fs.PathError or *os.LinkError names.

@@ -1,0 +1,11 @@
+// Package privfile holds the file rules the broker's journal and its OAuth
+// credential store share: a private file (a regular file of the effective user
+// without group or other permission bits), a lock file beside it (created 0600,
+// never through a link, held with a non-blocking exclusive flock), and an atomic
+// replace (a temp file in the same directory, fsync, rename, fsync the directory).
+//
+// It does not say what a file holds or what a failure means to its user: callers
+// word the errors (the journal's and the store's messages differ) from the
+// sentinels and reasons returned here. Nothing here runs in the background; a
+// lock is held from [Lock] until the caller's [Unlock] (or its process's exit).
+package privfile
