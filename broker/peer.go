@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -95,43 +94,24 @@ func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer,
 	if err != nil {
 		return nil, fmt.Errorf("downstream command %s cannot be run: %w", spec.display(), pathless(err))
 	}
-	inR, inW, err := os.Pipe()
+	proc, err := guardian.StartPiped(exe, guardian.Spec{Program: command, Args: spec.Args, Env: spec.Env, Dir: spec.Dir},
+		guardian.Pipes{Stdin: true, Stdout: true})
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	proc, err := guardian.Start(guardian.Config{
-		Executable: exe,
-		Spec:       guardian.Spec{Program: command, Args: spec.Args, Env: spec.Env, Dir: spec.Dir},
-		Stdin:      inR,
-		Stdout:     outW,
-	})
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
 		return nil, fmt.Errorf("start downstream server %s: %s", spec.display(), spec.redact(err.Error(), command))
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "repl-mcp-broker", Version: version}, nil)
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: peerLineLimit}, nil)
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin, MaxLineLength: peerLineLimit}, nil)
 	if err != nil {
 		proc.Stop(peerStopGrace)
-		inW.Close()
-		outR.Close()
+		proc.CloseAll()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("downstream server %s did not complete the MCP handshake within %v", spec.display(), connectTimeout)
 		}
 		return nil, fmt.Errorf("MCP handshake with downstream server %s failed: %s", spec.display(), spec.redact(err.Error(), command))
 	}
-	return newPeer(session, proc), nil
+	return newPeer(session, proc.Process), nil
 }
 
 // alive reports whether the MCP session is still open and, for stdio, the server
