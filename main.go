@@ -311,7 +311,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 			ConfigPath:      o.config,
 			Scope:           scope,
 			Home:            os.Getenv("HOME"),
-			LookupEnv:       os.LookupEnv,
+			LookupEnv:       lookupIn(cfg.Env),
 			NoBridge:        os.Getenv("REPL_MCP_NO_BRIDGE") == "1",
 			SelfExecutables: []string{exe},
 		},
@@ -344,6 +344,21 @@ func scrubEnv(env []string) []string {
 		}
 	}
 	return kept
+}
+
+// lookupIn looks a variable up in env, the scrubbed environment: a registry's
+// ${VAR} (a project's .mcp.json may come with a repository someone else wrote)
+// can name only what a worker or downstream server could read anyway, never the
+// server's own secrets.
+func lookupIn(env []string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if value, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return value, true
+			}
+		}
+		return "", false
+	}
 }
 
 // replConfig turns options and the environment into the sessions' Config.
