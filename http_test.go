@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -245,16 +246,7 @@ func TestHTTPBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 			// It ignores SIGINT, so stopping it takes the escalation to SIGKILL.
 			"code": fmt.Sprintf("import signal, time, pathlib\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\npathlib.Path(%q).write_text('1')\ntime.sleep(60)", started)}})
 	}()
-	end := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("the long cell did not start within 20 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 20*time.Second, "the long cell to start", func() bool { _, err := os.Stat(started); return err == nil })
 
 	begin := time.Now()
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -273,17 +265,10 @@ func TestHTTPBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("repl-mcp still running 5 s after SIGTERM")
 	}
-	end = time.Now().Add(2 * time.Second)
-	for {
-		alive, how := pidState(int(pid))
-		if !alive {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("worker %d still alive 2 s after the server exited (%s)", int(pid), how)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 2*time.Second, fmt.Sprintf("worker %d to be gone after the server exited", int(pid)), func() bool {
+		alive, _ := pidState(int(pid))
+		return !alive
+	})
 	select {
 	case <-callDone:
 	case <-time.After(5 * time.Second):

@@ -16,6 +16,7 @@ import (
 	"github.com/iota-uz/repl-mcp/broker/journal"
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -268,7 +269,7 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	wg.Go(func() {
 		_, keptErr = tb.call("fx", "slow_write", map[string]any{"marker": kept, "timeout": 1.5})
 	})
-	waitUntil(t, func() bool { return tb.logLines("tools/call slow_write") == 2 })
+	testwait.Until(t, 20*time.Second, "two slow_write calls to reach the fixture", func() bool { return tb.logLines("tools/call slow_write") == 2 })
 	cancel()
 	wg.Wait()
 	wantErr(t, cancelErr, "cancelled")
@@ -433,17 +434,6 @@ func TestSetSharesAndClosesProjectBrokers(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestHTTPServerThroughBroker(t *testing.T) {
 	project := t.TempDir()
 	log := filepath.Join(project, "fixture.log")
@@ -502,7 +492,9 @@ func TestRequestsBeyond32AreQueuedThenRefused(t *testing.T) {
 			tb.call("fx", "slow_write", map[string]any{"marker": filepath.Join(tb.project, fmt.Sprint("m", i)), "timeout": 3})
 		})
 	}
-	waitUntil(t, func() bool { return tb.logLines("tools/call slow_write") == MaxConcurrentRequests })
+	testwait.Until(t, 20*time.Second, "every request slot's call to reach the fixture", func() bool {
+		return tb.logLines("tools/call slow_write") == MaxConcurrentRequests
+	})
 	_, err := tb.callCtx(t.Context(), "fx", "echo", map[string]any{"text": "x"}, 500*time.Millisecond)
 	wantErr(t, err, "MCP request budget exceeded while queued")
 	wg.Wait()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/registry"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
 // TestStalledRegistryLoadKeepsItsOneJob: a load stalled on the file system is one
@@ -115,7 +116,7 @@ func TestAbandonedListingIsRetriedByTheOthers(t *testing.T) {
 		_, err := tb.ListTools(first, "web", DefaultListTimeout)
 		firstErr <- err
 	}()
-	waitUntil(t, func() bool { return lists.Load() == 1 })
+	testwait.Until(t, 20*time.Second, "the shared listing to start", func() bool { return lists.Load() == 1 })
 	secondErr := make(chan error, 1)
 	go func() {
 		_, err := tb.ListTools(t.Context(), "web", DefaultListTimeout)
@@ -124,7 +125,7 @@ func TestAbandonedListingIsRetriedByTheOthers(t *testing.T) {
 	// Holding its request slot, the second is microseconds from joining the first's
 	// listing, which has 500 ms to go. (Had it not joined, it would list on its own
 	// and the counts below would be the same.)
-	waitUntil(t, func() bool { return len(tb.sem) == 2 })
+	testwait.Until(t, 20*time.Second, "two request slots to be taken", func() bool { return len(tb.sem) == 2 })
 	cancel()
 	wantErr(t, <-firstErr, msgCancelledBeforeDispatch)
 	if err := <-secondErr; err != nil {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -106,27 +108,17 @@ func TestCloseKillsAServerStuckInACall(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pid")
 	go p.session.CallTool(t.Context(), &mcp.CallToolParams{Name: "native_hold", Arguments: map[string]any{"marker": marker}})
 	var pid int
-	deadline := time.Now().Add(5 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
+	testwait.Until(t, 5*time.Second, "the fixture to report its pid", func() bool {
 		data, _ := os.ReadFile(marker)
 		pid, _ = strconv.Atoi(string(data))
-		time.Sleep(20 * time.Millisecond)
-	}
-	if pid == 0 {
-		t.Fatal("fixture never reported its pid")
-	}
+		return pid != 0
+	})
 	start := time.Now()
 	p.close()
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("close took %v", d)
 	}
-	deadline = time.Now().Add(2 * time.Second)
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("downstream pid %d still alive after close", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 2*time.Second, fmt.Sprintf("downstream pid %d to be gone after close", pid), func() bool { return !running(pid) })
 }
 
 // running reports a live process; a zombie waiting for init to reap it is gone.

@@ -1,6 +1,7 @@
 package guardian
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
 // TestMain lets the test binary serve as the guardian it tests.
@@ -25,14 +28,7 @@ func shell(script string) Spec {
 // waitGone waits until pid no longer exists (or is a zombie nobody reaps).
 func waitGone(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if !alive(pid) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("pid %d still alive after %v", pid, within)
+	testwait.Until(t, within, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
 }
 
 func alive(pid int) bool {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
 // The tools repl-mcp lists, in its order.
@@ -228,7 +230,7 @@ func (s *suite) testEverything(t *testing.T, overHTTP bool) {
 	}
 	// Over HTTP the broker ends its MCP session (DELETE) when repl-mcp closes.
 	r.close()
-	waitFor(t, 10*time.Second, "server-everything to log the session's termination", func() bool {
+	testwait.Until(t, 10*time.Second, "server-everything to log the session's termination", func() bool {
 		return strings.Contains(httpLogs.String(), "Received session termination request")
 	})
 }
@@ -241,7 +243,7 @@ func (s *suite) closeAndCheckReaped(t *testing.T, r *repl, marker string) {
 		t.Fatalf("no live process carries INTEROP_MARKER=%s before close: the marker check would prove nothing", marker)
 	}
 	r.close()
-	waitFor(t, 10*time.Second, "the downstream server to be gone after repl-mcp closed", func() bool {
+	testwait.Until(t, 10*time.Second, "the downstream server to be gone after repl-mcp closed", func() bool {
 		return len(markedProcesses(marker)) == 0
 	})
 }

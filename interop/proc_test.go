@@ -3,12 +3,11 @@ package interop
 import (
 	"bytes"
 	"context"
-	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
-	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 )
 
 // The process helpers shared with packaging's tests (internal/testproc).
@@ -43,26 +42,4 @@ func markedProcesses(marker string) []int {
 		}
 	}
 	return pids
-}
-
-// waitFor polls cond every 50 ms until it holds; it fails the test after d, or
-// earlier when the test's own deadline is near.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	if dl, ok := t.Deadline(); ok && dl.Add(-5*time.Second).Before(end) {
-		end = dl.Add(-5 * time.Second)
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("test ended while waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
 // TestProbeThatHangsAfterValidOutputIsKilled: a fake interpreter that prints a valid
@@ -30,7 +32,7 @@ wait`)
 	}
 	data, _ := os.ReadFile(pidFile)
 	pid := strings.TrimSpace(string(data))
-	waitFor(t, func() bool { return !processAlive(atoi(t, pid)) })
+	testwait.Until(t, 10*time.Second, "the hung probe to be killed", func() bool { return !processAlive(atoi(t, pid)) })
 	if n := len(m.List()); n != 1 {
 		t.Fatalf("%d sessions published, want only the default", n)
 	}
@@ -62,7 +64,7 @@ func TestOpeningCapacity(t *testing.T) {
 			started <- err
 		}()
 	}
-	waitFor(t, func() bool { return len(m.opening) == maxOpening })
+	testwait.Until(t, 10*time.Second, "every opening slot to be taken", func() bool { return len(m.opening) == maxOpening })
 	_, err := m.Open(t.Context(), OpenRequest{Name: "fifth", Project: t.TempDir(), Python: realPython(t)})
 	if err == nil || !strings.Contains(err.Error(), msgOpeningFull) {
 		t.Fatalf("err = %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
 // TestMain lets the test binary serve as the process guardian.
@@ -182,7 +183,7 @@ func TestStartGuardsAtTheCall(t *testing.T) {
 	if failed != nil {
 		t.Fatalf("start with the new generation: %s", *failed.Error)
 	}
-	waitFor(t, func() bool { _, res, _ := s.Lookup(info.RunID); return res != nil })
+	testwait.Until(t, 10*time.Second, "the started run's result", func() bool { _, res, _ := s.Lookup(info.RunID); return res != nil })
 	if _, res, _ := s.Lookup(info.RunID); !res.Success || res.Generation != 2 {
 		t.Fatalf("started run: %+v", res)
 	}
@@ -195,7 +196,10 @@ func TestBusyAndCancelledPredecessor(t *testing.T) {
 	if failed != nil {
 		t.Fatalf("start: %v", *failed.Error)
 	}
-	waitFor(t, func() bool { snap, _, _ := s.Lookup(info.RunID); return snap != nil && snap.Status == RunRunning })
+	testwait.Until(t, 10*time.Second, "the run to reach its worker", func() bool {
+		snap, _, _ := s.Lookup(info.RunID)
+		return snap != nil && snap.Status == RunRunning
+	})
 	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), "already running", StatePreserved)
 	if _, failed := s.Start(ExecRequest{Code: "1"}); failed == nil {
 		t.Fatal("second start accepted while busy")
@@ -232,7 +236,10 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	if failed != nil {
 		t.Fatal(*failed.Error)
 	}
-	waitFor(t, func() bool { snap, _, _ := s.Lookup(info.RunID); return snap != nil && snap.Status == RunRunning })
+	testwait.Until(t, 10*time.Second, "the run to reach its worker", func() bool {
+		snap, _, _ := s.Lookup(info.RunID)
+		return snap != nil && snap.Status == RunRunning
+	})
 	pid := s.Health().Python.Pid
 	start := time.Now()
 	m.Close(200 * time.Millisecond)
@@ -246,22 +253,8 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	if res.Error == nil || (*res.Error != msgCancelled && *res.Error != msgAbandoned) {
 		t.Fatalf("closed run: %+v", res)
 	}
-	waitFor(t, func() bool { return !processAlive(pid) })
+	testwait.Until(t, 10*time.Second, "the closed session's worker to be gone", func() bool { return !processAlive(pid) })
 	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), msgSessionClosed, StatePreserved)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	if d, ok := t.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func processAlive(pid int) bool {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -517,7 +518,7 @@ func TestHTTPClientDisconnect(t *testing.T) {
 				_, _, _, err := rawPost(t, ctx, url, h, body)
 				posted <- err
 			}()
-			waitFor(t, 20*time.Second, "the long cell to start", func() bool { _, err := os.Stat(started); return err == nil })
+			testwait.Until(t, 20*time.Second, "the long cell to start", func() bool { _, err := os.Stat(started); return err == nil })
 			// Served while the cell runs.
 			callTool(t, other, "python_health", map[string]any{})
 			hangUp()
@@ -526,7 +527,7 @@ func TestHTTPClientDisconnect(t *testing.T) {
 			}
 			// The session is free again well before the 4 s cell would end.
 			var last error
-			waitFor(t, 2*time.Second, "the cancelled cell to release its session", func() bool {
+			testwait.Until(t, 2*time.Second, "the cancelled cell to release its session", func() bool {
 				sc, err := tryTool(t, other, "execute_python", map[string]any{"code": "6 * 7", "session_id": sid})
 				last = err
 				return err == nil && sc["value"] == 42.0
@@ -551,18 +552,6 @@ func fileTime(t *testing.T, path string) time.Time {
 	return info.ModTime()
 }
 
-// waitFor polls cond until it holds, or fails the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // TestHTTPShutdownWithOpenStreams: cancelling the context ends the server within
 // 2 s while a cell runs and a client holds its standalone SSE stream open.
 func TestHTTPShutdownWithOpenStreams(t *testing.T) {
@@ -581,7 +570,7 @@ func TestHTTPShutdownWithOpenStreams(t *testing.T) {
 	a := connect(t, url, "2025-11-25", "") // holds a standalone GET stream
 	started := filepath.Join(dir, "started")
 	go tryTool(t, a, "execute_python", map[string]any{"code": fmt.Sprintf("import time, pathlib\npathlib.Path(%q).write_text('1')\ntime.sleep(60)", started)})
-	waitFor(t, 20*time.Second, "the long cell to start", func() bool { _, err := os.Stat(started); return err == nil })
+	testwait.Until(t, 20*time.Second, "the long cell to start", func() bool { _, err := os.Stat(started); return err == nil })
 
 	begin := time.Now()
 	cancel()
@@ -1211,7 +1200,7 @@ func TestHTTPSessionWithCallInFlightKept(t *testing.T) {
 			sc, _ := res["structuredContent"].(map[string]any)
 			ch <- reply{value: sc["value"]}
 		}()
-		waitFor(t, 20*time.Second, name+"'s cell to start", func() bool { _, err := os.Stat(started); return err == nil })
+		testwait.Until(t, 20*time.Second, name+"'s cell to start", func() bool { _, err := os.Stat(started); return err == nil })
 		return func() { os.WriteFile(released, nil, 0o600) }, ch
 	}
 	list := func(h http.Header) int {
@@ -1276,7 +1265,7 @@ func TestHTTPIdleSessionsClosed(t *testing.T) {
 		called <- err
 	}()
 	// Watched from inside: a request would count as use.
-	waitFor(t, 10*time.Second, "the abandoned session to be closed", func() bool {
+	testwait.Until(t, 10*time.Second, "the abandoned session to be closed", func() bool {
 		n := 0
 		for ss := range srv.mcp.Sessions() {
 			if ss.ID() != "" {
