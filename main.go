@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read
-// at startup (contract 1.6), and returns once the grant is saved or the login
+// at startup (docs/contract.md §1.6), and returns once the grant is saved or the login
 // failed; the server does not start.
 func oauthLogin(ctx context.Context, root *broker.Broker, server string, stderr io.Writer) error {
 	entry, err := root.LoginEntry(server)

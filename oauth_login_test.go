@@ -17,7 +17,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/oauthfixture"
 )
 
-// The real binary with --oauth-login (contract 1.6, 1.7): the URL read from
+// The real binary with --oauth-login (docs/contract.md §1.6, §1.7): the URL read from
 // stderr and followed like a browser, exit 0 and a private grant; a public store
 // directory and a broken registry refused with exit 1 and no grant.
 

@@ -21,7 +21,7 @@
 // server leaves nothing on disk. Its SHA-256 is computed while the bytes are written;
 // [Store.Save] and [Store.ForwardValue] verify it again, [Store.Read] does not.
 //
-// Everything is bounded (contract 9.2): 64 entries and 64 MiB in the whole store, 16 MiB
+// Everything is bounded (docs/contract.md §9.2): 64 entries and 64 MiB in the whole store, 16 MiB
 // per artifact, 64 KiB per range read, 512 KiB per forward, 4 concurrent I/O jobs taken
 // by try-acquire, 4 unfinished uploads, 32 KiB upload chunks, 256 owners and 256 active
 // runs. Only a successful create or commit evicts, oldest first across all owners, and
@@ -31,4 +31,8 @@
 // A Store is safe for concurrent use. The store lock is never held across file I/O, so
 // a slow save does not block reads of other artifacts; an artifact deleted or evicted
 // while a job still reads it keeps its descriptor open until that job ends.
+//
+// The rules it implements are docs/contract.md §9 (store model, limits, operations,
+// automatic artifacts) and §3.9 (the artifact tools); docs/design.md places it among
+// the packages.
 package artifacts

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Range is one range read of an artifact (contract 3.9, artifact_read).
+// Range is one range read of an artifact (docs/contract.md §3.9, artifact_read).
 type Range struct {
 	Artifact Ref    `json:"artifact"`
 	Offset   int64  `json:"offset"`

@@ -15,7 +15,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
-// Saved is the result of [Store.Save] (contract 3.9, artifact_save).
+// Saved is the result of [Store.Save] (docs/contract.md §3.9, artifact_save).
 type Saved struct {
 	Artifact Ref    `json:"artifact"`
 	Saved    bool   `json:"saved"`

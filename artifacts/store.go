@@ -11,7 +11,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
-// Limits of the store (contract 9.2 and 13.1). They are fixed by the contract, not
+// Limits of the store (docs/contract.md §9.2 and §13.1). They are fixed by the contract, not
 // configurable.
 const (
 	MaxEntries       = 64        // artifacts in the whole store, all owners
@@ -57,7 +57,7 @@ func (f Format) valid() bool {
 	return f == FormatJSON || f == FormatText || f == FormatBinary
 }
 
-// Ref is the reference object handed to clients (contract 3.9).
+// Ref is the reference object handed to clients (docs/contract.md §3.9).
 type Ref struct {
 	ID       string `json:"id"`
 	Size     int64  `json:"size"`

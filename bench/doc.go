@@ -33,4 +33,6 @@
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm
 // cell's cost between Python and Go.
+//
+// The targets and why they are ratios are in docs/design.md ("Performance targets").
 package main

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Broker limits (contract 8.5, 8.6 and 13.1).
+// Broker limits (docs/contract.md §8.5, §8.6 and §13.1).
 const (
 	// MaxConcurrentRequests bounds the catalogue and call requests in flight per broker.
 	MaxConcurrentRequests = 32
@@ -313,7 +313,7 @@ func (b *Broker) entry(reg *registry.Registry, server string) (registry.Entry, e
 	return e, nil
 }
 
-// Health is the broker section of python_health (contract 3.3).
+// Health is the broker section of python_health (docs/contract.md §3.3).
 type Health struct {
 	ConfiguredServers     int                 `json:"configured_servers"`
 	ConnectedTransports   int                 `json:"connected_transports"`

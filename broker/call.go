@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Call messages (contract 8.6 and 13.2). Each says whether the request reached the
+// Call messages (docs/contract.md §8.6 and §13.2). Each says whether the request reached the
 // server and that nothing was retried.
 const (
 	msgDeadlineBeforeDispatch  = "MCP deadline exceeded before dispatch; no tool was called and nothing was retried"

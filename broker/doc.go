@@ -17,4 +17,7 @@
 // journal records its dispatch, and the dispatch is on record (on disk with
 // --journal) before the request is sent. A Set holds one Broker per project,
 // shared by that project's sessions, and one journal and validator for all.
+//
+// The broker's contract is docs/contract.md §8 (and §7.5 for the mcp helper cells
+// see); docs/design.md says how its packages fit together.
 package broker

@@ -9,7 +9,7 @@ import (
 	"github.com/iota-uz/repl-mcp/broker/registry"
 )
 
-// Explanation is mcp.explain's answer (contract 8.9): what the broker knows about
+// Explanation is mcp.explain's answer (docs/contract.md §8.9): what the broker knows about
 // one server and tool, from state it already holds. Building it never connects,
 // probes the network or creates a credential store.
 type Explanation struct {
@@ -105,7 +105,7 @@ func (b *Broker) explain(server string, tool *string) Explanation {
 	return x
 }
 
-// diagnoseLocked applies contract 8.9's decision order.
+// diagnoseLocked applies docs/contract.md §8.9's decision order.
 func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (status, evidence string) {
 	if b.configErr != nil {
 		var ce *registry.ConfigError

@@ -8,7 +8,7 @@ import (
 )
 
 // LoginEntry returns the server that --oauth-login names from b's registry, as b
-// loaded it when it was made (contract 1.6: the registry is read before the
+// loaded it when it was made (docs/contract.md §1.6: the registry is read before the
 // login runs). A registry with a configuration error refuses every login.
 func (b *Broker) LoginEntry(server string) (registry.Entry, error) {
 	b.mu.Lock()

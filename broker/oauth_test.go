@@ -22,7 +22,7 @@ import (
 
 // ---- connect, against the OAuth fixture ----
 
-// The contract's OAuth messages (reference 8.7), as a cell sees them.
+// The contract's OAuth messages (docs/contract.md §8.7), as a cell sees them.
 const (
 	msgOAuthCodeGrant   = "Independent OAuth grant required: run repl-mcp --config REGISTRY --oauth-login SERVER"
 	msgOAuthClientCreds = "OAuth client credentials exchange failed; verify independent broker grant and supported authentication method"

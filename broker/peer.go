@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Peer limits (reference section 13.1).
+// Peer limits (docs/contract.md §13.1).
 const (
 	connectTimeout = 30 * time.Second
 	peerLineLimit  = 1 << 20
@@ -180,5 +180,5 @@ func (p *peer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 // connection that carried it is fine.
 var errCatalogueRefused = errors.New(msgCatalogueInvalid)
 
-// maxPages bounds catalogue pagination (reference section 13.1).
+// maxPages bounds catalogue pagination (docs/contract.md §13.1).
 const maxPages = 128

@@ -8,7 +8,7 @@ import (
 )
 
 // Set holds one broker per project directory, shared by that project's sessions
-// (contract 6.5). The root broker, of the server's own project, lives as long as
+// (docs/contract.md §6.5). The root broker, of the server's own project, lives as long as
 // the Set; another project's broker closes with the last session that used it.
 // Different projects never share a registry or a connection; all share one
 // journal and one validator.

@@ -13,7 +13,7 @@ import (
 	"github.com/kballard/go-shellquote"
 )
 
-// Connection messages (contract 8.5).
+// Connection messages (docs/contract.md §8.5).
 const (
 	msgCooldown        = "MCP connection recently failed; verify configuration then mcp.refresh() to retry"
 	msgConnectTimeout  = "MCP connect timeout; verify server configuration"
@@ -22,7 +22,7 @@ const (
 	msgUnavailable     = "MCP transport unavailable; request was not retried"
 )
 
-// Failure kinds explain reports for the last connect attempt (contract 8.9).
+// Failure kinds explain reports for the last connect attempt (docs/contract.md §8.9).
 const (
 	failTimeout     = "connection_timeout"
 	failCredentials = "credentials_missing"

@@ -10,7 +10,7 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// Messages of the broker ops' decoding (contract 8.9, 8.10); what the params
+// Messages of the broker ops' decoding (docs/contract.md §8.9, §8.10); what the params
 // may hold is the broker's to check, and its messages say so.
 const (
 	msgCallParams    = "MCP call params must be an object"
@@ -24,7 +24,7 @@ const (
 type brokerOp func(ctx context.Context, b *broker.Broker, rpc repl.RPC) (any, error)
 
 // brokerOps are the mcp helper's ops, each answered by the broker of the session's
-// project (contract 8.10). Errors are the broker's messages for the cell.
+// project (docs/contract.md §8.10). Errors are the broker's messages for the cell.
 func (o *Ops) brokerOps() map[string]opFunc {
 	ops := map[string]brokerOp{
 		"servers": func(_ context.Context, b *broker.Broker, _ repl.RPC) (any, error) {

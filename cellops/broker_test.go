@@ -98,7 +98,7 @@ func (o *testOps) mustServe(op, params string) map[string]any {
 	return v
 }
 
-// TestBrokerOpsResults pins each op's result as the worker reads it (contract 8.10).
+// TestBrokerOpsResults pins each op's result as the worker reads it (docs/contract.md §8.10).
 func TestBrokerOpsResults(t *testing.T) {
 	o := newTestOps(t)
 	if got := o.mustServe("servers", `{}`); !jsonEqual(t, got, `{"servers": ["fx"]}`) {

@@ -13,4 +13,8 @@
 // no longer than the run that began them), and for every rpc of the active run.
 // Ops starts no goroutine and owns neither the brokers nor the store: main closes
 // those after the sessions.
+//
+// The ops' results are docs/contract.md §8.10 (broker) and §9.3 (artifacts); the
+// helpers that send them are §7.5 and §7.7; docs/design.md shows where the table sits
+// between repl and the broker and store.
 package cellops

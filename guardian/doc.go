@@ -14,4 +14,7 @@
 //
 // The package does not know what the child is: a Python worker, an interpreter probe
 // or a downstream MCP server are all just a [Spec].
+//
+// docs/design.md ("Processes") draws the process tree and the descriptors each child
+// gets; docs/contract.md §5.1 and §5.9 say what users can rely on.
 package guardian

@@ -30,4 +30,6 @@
 // requirements.txt. When either is missing or stale the tests fail and name that step.
 // Node.js comes from the machine (`node` on PATH, 20 or newer), except for the
 // conformance suite, which needs Node 22.
+//
+// docs/design.md ("Tests") says why each of these runs.
 package interop

@@ -7,7 +7,7 @@
 // internal/wheel and verifies the wheel, installs it with the pinned uv (`uv venv` and
 // `uv pip install`) on every CPython that internal/pythons finds, and once with plain
 // `python -m venv` and pip, then drives the installed <venv>/bin/repl-mcp over stdio
-// from a project outside the checkout (contract 11.9): the version, a lazy
+// from a project outside the checkout (docs/contract.md §10.1): the version, a lazy
 // python_health, a cell whose sys.prefix is the venv (the sibling interpreter was
 // chosen, with no --python and no REPL_MCP_PYTHON) and which imports httpx and openpyxl
 // at the pinned versions, and exit status 0 when stdin closes.
@@ -24,4 +24,6 @@
 // in interop/.venv-uv that `make interop-deps` creates; its cache is interop/.cache/uv,
 // so repeated runs reuse downloaded dependencies. Every process runs in its own process
 // group, which is killed when the test is done with it.
+//
+// What a wheel and an sdist must be is docs/contract.md §10.1.
 package packaging

@@ -14,4 +14,6 @@
 // commands, check the manifests and the skill against the server, and finally run the
 // launcher end to end with the pinned real uvx against a wheel built from this checkout.
 // Nothing here starts a process that outlives its test.
+//
+// The plugin's contract is docs/contract.md §10.2 to §10.5.
 package plugin

@@ -303,7 +303,7 @@ func TestHooksFile(t *testing.T) {
 }
 
 // TestSkill: the skill has its frontmatter, names every tool the server registers, and
-// covers the topics an agent needs (contract 10.5 as this implementation has them).
+// covers the topics an agent needs (docs/contract.md §10.5 as this implementation has them).
 func TestSkill(t *testing.T) {
 	text := string(readFile(t, skillFile))
 	front, body, ok := strings.Cut(strings.TrimPrefix(text, "---\n"), "\n---\n")

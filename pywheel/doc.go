@@ -9,4 +9,6 @@
 // the binary's ELF or Mach-O header, and without --version it uses pyproject.toml's.
 // verify prints one line per wheel and fails if any wheel has a problem; pep440 prints a
 // version in normalized PEP 440 form (3.2.0-rc.1 becomes 3.2.0rc1).
+//
+// The wheel's contract is docs/contract.md §10.1.
 package main

@@ -9,7 +9,14 @@
 // generation counter that tells a caller whether Python state survived.
 //
 // The package knows nothing of MCP: package server turns its requests and results into
-// tools. It does not own processes either: package guardian starts and kills them.
-// Who stops what: the Manager's Close closes every session; a session's Close cancels
-// its run and stops its worker; a worker is stopped by hanging up its guardian.
+// tools. Nor does it know what cell code's ops mean: it routes them to the Services
+// main gives it (package cellops). It does not own processes either: package guardian
+// starts and kills them. Who stops what: the Manager's Close closes every session; a
+// session's Close cancels its run, waits for its rpcs, ends its Services and stops its
+// worker; a worker is stopped only by Session.stopWorker (state.go's table says when),
+// which hangs up its guardian and reaps it.
+//
+// What it promises is docs/contract.md §4 (the execution result and truthful state),
+// §5 (the worker as users see it) and §6 (sessions); docs/design.md ("The supervisor")
+// draws the worker's states.
 package repl

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// How the default interpreter was chosen (reference section 1.5).
+// How the default interpreter was chosen (docs/contract.md §1.5).
 const (
 	ChosenByFlag   = "--python"
 	ChosenByEnv    = "REPL_MCP_PYTHON"

@@ -20,7 +20,7 @@ type Truncated struct {
 	Return bool `json:"return"`
 }
 
-// Result is the execution result envelope (reference section 4).
+// Result is the execution result envelope (docs/contract.md §4).
 type Result struct {
 	RunID       string          `json:"run_id"`
 	Success     bool            `json:"success"`

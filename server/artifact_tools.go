@@ -20,7 +20,7 @@ var (
 	errNoForwardBroker = errors.New("No MCP broker serves this session; artifacts cannot be forwarded")
 )
 
-// artifactRefSchema is an artifact reference (contract 3.9).
+// artifactRefSchema is an artifact reference (docs/contract.md §3.9).
 const artifactRefSchema = `{"type": "object",
   "required": ["id", "size", "format", "sha256", "lifetime", "eviction"],
   "properties": {"id": {"type": "string"}, "size": {"type": "integer"}, "format": {"enum": ["json", "text", "binary"]},

@@ -1,12 +1,16 @@
 // Package server owns the MCP surface of repl-mcp: the tool list and schemas (one
 // file per tool), routing of session_id, the identity fields of results, the
-// presentation of results as CallToolResults, the stdio and Streamable HTTP
-// transports and shutdown, and the adapters through which repl reaches the broker
-// and the artifact store.
+// presentation of results as CallToolResults, and the stdio and Streamable HTTP
+// transports and shutdown.
 //
-// It knows nothing of Python or processes: it calls package repl. [New] builds a
+// It knows nothing of Python, processes or the worker protocol: it calls package
+// repl for sessions, the artifact store's typed methods for the artifact tools, and
+// the broker only for health and artifact_forward. [New] builds a
 // Server from a Config; [Server.ServeStdio] serves one client until stdin ends or its
 // context is cancelled, [Server.ServeStreamableHTTP] serves any number of clients on
 // one endpoint until its context is cancelled, and both close every session before
 // they return.
+//
+// Its contract is docs/contract.md §2 (the MCP surface and the error boundary) and §3
+// (the tools); docs/design.md ("Transports") says how the two transports are built.
 package server

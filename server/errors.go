@@ -7,7 +7,7 @@ import (
 )
 
 // The failures of a tool call that are the client's mistake in the request itself
-// (contract 2.3). Their messages are the contract's.
+// (docs/contract.md §2.3). Their messages are the contract's.
 var (
 	// errInvalidArguments is every *argError: arguments the input schema refuses.
 	errInvalidArguments = errors.New("Invalid arguments")
@@ -16,7 +16,7 @@ var (
 	errSessionUnknown   = errors.New("Session not found or closed; open a new session")
 )
 
-// protocolError is the error table (contract 2.3): which failures of a tool call
+// protocolError is the error table (docs/contract.md §2.3): which failures of a tool call
 // reach the client as a JSON-RPC error -32602 (invalid params) instead of a tool
 // result. Any other error a handler returns becomes a tool result {"error": message}
 // with isError, which the model sees and can act on. go-sdk recognises a protocol

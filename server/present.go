@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Presentation limits (reference section 3.4).
+// Presentation limits (docs/contract.md §3.4).
 const (
 	textLimit   = 8192
 	resultLimit = 1000000

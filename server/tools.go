@@ -75,7 +75,7 @@ func (s *Server) tools() []tool {
 	}
 }
 
-// register adds t to the MCP server behind the generic checks of reference 2.3:
+// register adds t to the MCP server behind the generic checks of docs/contract.md §2.3:
 // schema, session_id under stateless protocols, session routing. It panics when t's
 // params struct does not match its declaration, a programming error that building
 // any Server shows.
@@ -149,7 +149,7 @@ func annotations(readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnn
 }
 
 // identity is the fields that say which state a routed tool's result is about
-// (contract 2.3, "identify").
+// (docs/contract.md §2.3, "identify").
 type identity struct {
 	ServerID   string `json:"server_id"`
 	SessionID  string `json:"session_id"`

@@ -26,7 +26,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// Budgets for argument validation (contract 8.6 and 13.1). They are fixed by the
+// Budgets for argument validation (docs/contract.md §8.6 and §13.1). They are fixed by the
 // contract, not configurable: a hostile or huge schema must never stall the server.
 const (
 	MaxArgumentBytes = 262144 // serialized arguments

@@ -22,7 +22,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
-// Journal limits (contract 13.1).
+// Journal limits (docs/contract.md §13.1).
 const (
 	maxRecords   = 256
 	maxBytes     = 900_000 // serialized bytes held in memory

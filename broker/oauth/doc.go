@@ -1,4 +1,4 @@
-// Package oauth owns the broker's own OAuth grants (contract 1.7, 8.7): the
+// Package oauth owns the broker's own OAuth grants (docs/contract.md §1.7, §8.7): the
 // private credential store of authorization-code grants, the bearer token an HTTP
 // server entry with an `oauth` object sends (a client-credentials grant kept in
 // memory, or the stored grant, refreshed under the store's lock), and the
@@ -10,4 +10,6 @@
 // before each request. It never borrows a client's tokens. A Source starts no
 // goroutine; [Login] runs its loopback listener only until it returns, and main
 // runs Login instead of the server. Nothing else needs stopping.
+//
+// Its contract is docs/contract.md §8.7 and, for the login, §1.7.
 package oauth

@@ -1,6 +1,6 @@
 package oauth
 
-// The interactive OAuth login (contract 1.7): `repl-mcp --oauth-login SERVER`
+// The interactive OAuth login (docs/contract.md §1.7): `repl-mcp --oauth-login SERVER`
 // obtains the broker's own authorization-code grant for one HTTP server and saves
 // it in the credential store, where the connection code finds it. The flow:
 // discovery (RFC 9728 protected resource metadata, RFC 8414 authorization server
@@ -34,7 +34,7 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// Login limits (contract 1.7).
+// Login limits (docs/contract.md §1.7).
 const (
 	loginCallbackWait   = 300 * time.Second // default LoginConfig.OpenTimeout
 	loginStepBudget     = 30 * time.Second  // discovery, registration, exchange: each
@@ -45,7 +45,7 @@ const (
 	loginCallbackPath   = "/callback"
 )
 
-// The browser's replies (contract 1.7).
+// The browser's replies (docs/contract.md §1.7).
 const (
 	loginReplyOK   = "Broker authorized. You may close this tab."
 	loginReplyFail = "Authorization failed. Return to the terminal."

@@ -20,7 +20,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/oauthfixture"
 )
 
-// Login (contract 1.7) against internal/oauthfixture: the test plays the browser,
+// Login (docs/contract.md §1.7) against internal/oauthfixture: the test plays the browser,
 // reading the URL Login prints, following it without following the redirect, and
 // delivering the callback itself.
 

@@ -1,6 +1,6 @@
 package oauth
 
-// The OAuth credential store (contract 8.7): one private JSON file per
+// The OAuth credential store (docs/contract.md §8.7): one private JSON file per
 // authorization-code grant, written by --oauth-login and by a refresh, read at
 // connect. The file sits in a directory of its own user (0700, not a symbolic
 // link); it is opened without following links and must be a regular file of at
@@ -29,14 +29,14 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
-// Credential store limits (contract 8.7).
+// Credential store limits (docs/contract.md §8.7).
 const (
 	grantMaxBytes  = 64 << 10
 	grantLockWait  = 5 * time.Second
 	grantLockRetry = 20 * time.Millisecond
 )
 
-// Messages the contract fixes (reference 8.7).
+// Messages the contract fixes (docs/contract.md §8.7).
 const (
 	msgOAuthStoreDir    = "OAuth store directory must have permissions 0700"
 	msgOAuthStoreUnsafe = "Private broker credential store unavailable or unsafe; require regular file0600 and directory0700"

@@ -1,6 +1,6 @@
 package oauth
 
-// OAuth at connect time (contract 8.7): the bearer token an HTTP entry with an
+// OAuth at connect time (docs/contract.md §8.7): the bearer token an HTTP entry with an
 // `oauth` object sends on every request. The broker's HTTP dial asks its Source
 // for a token before the MCP handshake (so a missing or refused grant fails the
 // connect with its own message), and the peer's round tripper asks again before
@@ -47,7 +47,7 @@ const (
 	tokenSkew      = 60 * time.Second // a token this close to expiry is renewed
 )
 
-// Messages whose key tokens the contract fixes (reference 8.7).
+// Messages whose key tokens the contract fixes (docs/contract.md §8.7).
 const (
 	msgOAuthCodeGrant   = "Independent OAuth grant required: run repl-mcp --config REGISTRY --oauth-login SERVER"
 	msgOAuthClientCreds = "OAuth client credentials exchange failed; verify independent broker grant and supported authentication method"

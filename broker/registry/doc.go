@@ -1,5 +1,5 @@
 // Package registry owns the broker's registry: which files a --config path or the
-// --mcp-scope scopes select (contract 8.2, 8.3), the rules a registry file must
+// --mcp-scope scopes select (docs/contract.md §8.2, §8.3), the rules a registry file must
 // meet (a regular file of at most 1 MiB, read without blocking), the server entry
 // schema (8.4), ${VAR} expansion, grants of foreign scopes, self-exclusion,
 // transport fingerprints and the provenance explain reports. [Load] turns
@@ -11,4 +11,6 @@
 // which decides when to call Load and keeps the last result. Load reads at most
 // three files and returns; it starts no process, goroutine or network request, so
 // there is nothing to stop.
+//
+// Its contract is docs/contract.md §8.2 to §8.4.
 package registry

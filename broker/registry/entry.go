@@ -25,7 +25,7 @@ var regOAuthFields = map[string]bool{
 	"credentialFile": true, "redirectPort": true, "scopes": true,
 }
 
-// Headers the HTTP transport manages itself (reference 8.5).
+// Headers the HTTP transport manages itself (docs/contract.md §8.5).
 var regReservedHeaders = map[string]bool{
 	"Accept": true, "Mcp-Session-Id": true, "Last-Event-Id": true,
 }
@@ -41,7 +41,7 @@ func (v *entryValidator) invalid(format string, a ...any) *ConfigError {
 	return regConfigErr("Invalid configuration for server %s; %s: %s", v.name, msgRegInvalidEntryTail, fmt.Sprintf(format, a...))
 }
 
-// validateEntry checks one entry against the schema of reference 8.4 and expands its
+// validateEntry checks one entry against the schema of docs/contract.md §8.4 and expands its
 // placeholders. disabled reports an entry with disabled: true, which is not further
 // validated.
 func (l *loader) validateEntry(name string, kind SourceKind, path string, raw json.RawMessage) (Entry, bool, error) {
@@ -501,7 +501,7 @@ func validRegHeaderValue(s string) bool {
 	return true
 }
 
-// regFingerprint hashes the transport identity of e (reference 8.5): allowlists and
+// regFingerprint hashes the transport identity of e (docs/contract.md §8.5): allowlists and
 // names are left out, so aliases of one launch share a transport.
 func regFingerprint(e Entry) string {
 	id := struct {

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the registry (reference sections 8.3, 8.4, 8.9, 13.1).
+// Limits of the registry (docs/contract.md §8.3, §8.4, §8.9, §13.1).
 const (
 	// MaxFileBytes bounds one registry file.
 	MaxFileBytes = 1 << 20
@@ -110,7 +110,7 @@ const (
 	GrantClientCredentials = "client_credentials"
 )
 
-// OAuthConfig is a validated `oauth` object (reference 8.4, 8.7). Only the fields are
+// OAuthConfig is a validated `oauth` object (docs/contract.md §8.4, §8.7). Only the fields are
 // checked here; the flows belong to the connection code.
 type OAuthConfig struct {
 	GrantType      string   // GrantAuthorizationCode (default) or GrantClientCredentials
@@ -220,7 +220,7 @@ func regConfigErr(format string, a ...any) *ConfigError {
 	return &ConfigError{Msg: fmt.Sprintf(format, a...)}
 }
 
-// Messages whose key tokens the contract fixes (reference 8.3, 8.4).
+// Messages whose key tokens the contract fixes (docs/contract.md §8.3, §8.4).
 const (
 	msgRegNotRegular       = "MCP registry must be a regular file; FIFOs and devices are unsupported"
 	msgRegTooLarge         = "MCP registry exceeds the 1 MiB limit"

@@ -38,4 +38,6 @@
 //     -32602 and counts nothing; later calls count an effect in marker and return
 //     "accepted".
 //   - huge: returns "huge"; only with MCPFIXTURE_HUGE=1.
+//
+// docs/design.md ("Tests") says where the fixture is used.
 package mcpfixture

@@ -33,4 +33,7 @@
 // [Server.MCPRequests]) and records ([Server.LastAuthorization],
 // [Server.TokenRequests], [Server.LastRegistration]) let tests see what a client
 // did. Knobs are atomic, so a test may flip them at any time.
+//
+// docs/design.md ("Tests") says where the fixture is used; the flows it plays are
+// docs/contract.md §8.7.
 package oauthfixture

@@ -13,4 +13,7 @@
 // rechecks every RECORD hash and size, the WHEEL tags against the file name, the
 // script's mode, and, when the script is an ELF or Mach-O file, that its OS,
 // architecture, linking and minimum macOS agree with the platform tags.
+//
+// The wheel's contract is docs/contract.md §10.1; docs/design.md ("Packaging") says
+// how releases are built.
 package wheel

@@ -119,7 +119,7 @@ func TestLoadProjectRepo(t *testing.T) {
 	if !strings.HasPrefix(p.ReadmeText, "# repl-mcp") {
 		t.Errorf("readme text starts %.40q", p.ReadmeText)
 	}
-	// The pinned runtime closure of contract 10.1: each pinned exactly, once.
+	// The pinned runtime closure of docs/contract.md §10.1: each pinned exactly, once.
 	want := []string{"httpx", "openpyxl", "anyio", "certifi", "httpcore", "idna", "h11", "et-xmlfile", "exceptiongroup", "typing-extensions"}
 	var got []string
 	for _, d := range p.Dependencies {

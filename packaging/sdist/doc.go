@@ -13,4 +13,6 @@
 // It reads the checkout and runs `go env` and `go list`; it builds nothing. The
 // archive is written to a temporary file in the output directory and renamed into
 // place, so a reader never sees half of one.
+//
+// What the sdist must hold is docs/contract.md §10.1.
 package main

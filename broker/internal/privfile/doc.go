@@ -8,4 +8,7 @@
 // word the errors (the journal's and the store's messages differ) from the
 // sentinels and reasons returned here. Nothing here runs in the background; a
 // lock is held from [Lock] until the caller's [Unlock] (or its process's exit).
+//
+// The file rules it enforces are those of docs/contract.md §8.7 (the credential store)
+// and §8.8 (the journal).
 package privfile

@@ -7,4 +7,6 @@
 // It does not make requests, hold connections or know MCP or OAuth; each client
 // owns its transport and closes its idle connections. Nothing here runs in the
 // background.
+//
+// Its bounds are docs/contract.md §8.5 and §13.1.
 package safehttp

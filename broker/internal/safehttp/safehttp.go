@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// DialTimeout bounds the TCP connect of every broker HTTP request (contract 8.5).
+// DialTimeout bounds the TCP connect of every broker HTTP request (docs/contract.md §8.5).
 const DialTimeout = 10 * time.Second
 
 // NewTransport is http.DefaultTransport's configuration with a dialer bounded by
