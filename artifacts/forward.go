@@ -5,8 +5,39 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 )
+
+// Forward asks for owner's artifact id, converted by format (see ForwardValue), to
+// be placed as argument of a downstream tool call beside the other arguments (the
+// artifact wins a clash), and makes that call with call, whose result it returns.
+// The call itself is the caller's: the store knows no broker.
+func (s *Store) Forward(ctx context.Context, owner string, req ForwardRequest, call func(ctx context.Context, arguments json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	value, err := s.ForwardValue(ctx, owner, req.ID, req.Format)
+	if err != nil {
+		return nil, err
+	}
+	args := make(map[string]json.RawMessage, len(req.Arguments)+1)
+	for k, v := range req.Arguments {
+		args[k] = v
+	}
+	args[req.Argument] = value
+	arguments, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode the downstream call's arguments: %w", err)
+	}
+	return call(ctx, arguments)
+}
+
+// ForwardRequest is which artifact to forward, how, and as which argument.
+type ForwardRequest struct {
+	ID       string
+	Format   string // json (or ""), text or base64
+	Argument string // the tool argument that receives the artifact
+	// Arguments are the tool's other arguments.
+	Arguments map[string]json.RawMessage
+}
 
 // ForwardValue returns owner's artifact id as the JSON value to place as one argument
 // of a downstream tool call: with format "json" (or "") the artifact's JSON value,

@@ -89,3 +89,32 @@ func TestForwardLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardPlacesTheArtifactAmongTheArguments: the call receives the other
+// arguments and the artifact under its argument name, which wins a clash; a value
+// the store refuses makes no call.
+func TestForwardPlacesTheArtifactAmongTheArguments(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	doc := createBytes(t, s, ownerA, []byte(`{"k": [1, 2]}`), artifacts.FormatJSON)
+	var got json.RawMessage
+	call := func(_ context.Context, arguments json.RawMessage) (json.RawMessage, error) {
+		got = arguments
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	req := artifacts.ForwardRequest{ID: doc.ID, Argument: "data", Arguments: map[string]json.RawMessage{
+		"mode": json.RawMessage(`"append"`), "data": json.RawMessage(`"loses the clash"`),
+	}}
+	out, err := s.Forward(ctx, ownerA, req, call)
+	if err != nil || string(out) != `{"content":[]}` {
+		t.Fatalf("Forward = %s, %v", out, err)
+	}
+	if string(got) != `{"data":{"k":[1,2]},"mode":"append"}` {
+		t.Fatalf("the call received %s", got)
+	}
+	got = nil
+	req.Format = "base64x"
+	if _, err := s.Forward(ctx, ownerA, req, call); err == nil || got != nil {
+		t.Fatalf("a refused format made the call (err %v, arguments %s)", err, got)
+	}
+}

@@ -157,28 +157,14 @@ func (o *Ops) remove(_ context.Context, rpc repl.RPC, p idParams) (any, error) {
 // forward places an artifact as one argument of a downstream call, through the
 // session's broker: its allowlist, schema check and journal apply as to any call.
 func (o *Ops) forward(ctx context.Context, rpc repl.RPC, p forwardParams) (any, error) {
-	format := p.Format
-	if format == "" {
-		format = "json"
-	}
-	value, err := o.store.ForwardValue(ctx, rpc.SessionID, p.ID, format)
-	if err != nil {
-		return nil, err
-	}
 	b := o.broker(rpc.SessionID)
 	if b == nil {
 		return nil, errors.New(msgNoForwarder)
 	}
-	args := make(map[string]json.RawMessage, len(p.Arguments)+1)
-	for k, v := range p.Arguments {
-		args[k] = v
-	}
-	args[p.Argument] = value
-	arguments, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
+	req := artifacts.ForwardRequest{ID: p.ID, Format: p.Format, Argument: p.Argument, Arguments: p.Arguments}
 	// The downstream envelope, already encoded: encode passes it on as it is.
-	return b.Call(ctx, broker.CallRequest{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID,
-		Server: p.Server, Tool: p.Tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})
+	return o.store.Forward(ctx, rpc.SessionID, req, func(ctx context.Context, arguments json.RawMessage) (json.RawMessage, error) {
+		return b.Call(ctx, broker.CallRequest{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID,
+			Server: p.Server, Tool: p.Tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})
+	})
 }

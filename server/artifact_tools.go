@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -47,7 +46,7 @@ func (s *Server) store() (*artifacts.Store, error) {
 // brokerCall calls tool of server through sess's broker, as cell code's mcp.call
 // does: the broker's allowlist, schema check and journal apply, and runID is the
 // call's provenance. It is the server's one use of the broker's call op.
-func (s *Server) brokerCall(ctx context.Context, sess *repl.Session, runID, server, tool string, args map[string]json.RawMessage) (json.RawMessage, error) {
+func (s *Server) brokerCall(ctx context.Context, sess *repl.Session, runID, server, tool string, arguments json.RawMessage) (json.RawMessage, error) {
 	if s.brokers == nil {
 		return nil, errNoForwardBroker
 	}
@@ -55,10 +54,6 @@ func (s *Server) brokerCall(ctx context.Context, sess *repl.Session, runID, serv
 	b := s.brokers.Acquire(h.SessionID, h.Project) // the session holds it already; this only finds it
 	if b == nil {
 		return nil, errNoForwardBroker
-	}
-	arguments, err := json.Marshal(args)
-	if err != nil {
-		return nil, fmt.Errorf("encode the downstream call: %w", err)
 	}
 	return b.Call(ctx, broker.CallRequest{SessionID: h.SessionID, Project: h.Project, RunID: runID,
 		Server: server, Tool: tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/internal/ids"
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -81,15 +81,9 @@ func (s *Server) forward(ctx context.Context, sess *repl.Session, p artifactForw
 	if err != nil {
 		return nil, err
 	}
-	value, err := store.ForwardValue(ctx, sess.ID(), p.ID, p.Format)
-	if err != nil {
-		return nil, err
-	}
-	args := maps.Clone(p.Arguments)
-	if args == nil {
-		args = map[string]json.RawMessage{}
-	}
-	args[p.Argument] = value // the artifact wins a clash with the extra arguments
-	// Each forward is its own run in the broker's journal.
-	return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, args)
+	req := artifacts.ForwardRequest{ID: p.ID, Format: p.Format, Argument: p.Argument, Arguments: p.Arguments}
+	return store.Forward(ctx, sess.ID(), req, func(ctx context.Context, arguments json.RawMessage) (json.RawMessage, error) {
+		// Each forward is its own run in the broker's journal.
+		return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, arguments)
+	})
 }
