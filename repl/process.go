@@ -95,7 +95,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		Executable: spec.exe,
 		Spec: guardian.Spec{
 			Program: python,
-			Args:    []string{"-u", "-c", bootstrap},
+			Args:    workerArgs(),
 			Env:     workerEnv(spec.env, spec.cache),
 			Dir:     spec.dir,
 		},
