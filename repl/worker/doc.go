@@ -12,6 +12,7 @@
 //	                   at run time as the private package "<repl-mcp worker>"
 //	harness.py         what the Python tests share: the bundle built from replworker/,
 //	                   and a worker started through the bootstrap as the server starts one
+//	test_unit_*.py     fast tests that import the modules directly
 //	test_protocol_*.py tests that drive a worker over the protocol
 //
 // TestWorkerUnit runs every Python test on every interpreter the machine has.
