@@ -1,5 +1,10 @@
 # Every numeric limit of the worker, one per line, as NAME = LITERAL  # what it bounds.
-# Several have a twin on the Go side (named in the comment): change both together.
+#
+# Only such lines, blank lines and comments may appear here: Go reads this file line by
+# line (repl/worker.Limits) and fails on anything else, and repl's
+# TestWorkerLimitsMatchTheirTwins compares each limit that has a twin on the Go side (the
+# frame size, the stream and preview budgets, the artifact sizes, ...) with that twin,
+# and fails on a limit it does not know. Change both sides together.
 
 # The wire protocol (channel.py).
 MAX_FRAME = 1_048_576  # bytes per frame, newline included (Go: repl.MaxFrameBytes)
