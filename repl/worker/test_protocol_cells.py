@@ -265,6 +265,50 @@ class OutputBoundTests(WorkerTestCase):
         self.assertLess(native.index(b'native-before'), native.index(marker))
 
 
+class NativeOutputTests(WorkerTestCase):
+    """fd 1 and 2 are the native-output pipe, and the barrier goes there before each result.
+    A cell may close either and open a file that takes the number."""
+
+    def run_with_barrier(self, code):
+        """(result, native bytes once the result is in): the barrier is there by then."""
+        barrier = 'barrier-' + uuid.uuid4().hex
+        result = self.worker.run(code, barrier=barrier)
+        self.assert_ok(result)
+        return result, self.worker.drain_native(0), b'\x1e' + barrier.encode() + b'\x1e'
+
+    def test_barrier_never_goes_into_a_file_that_took_fd_2_or_1(self):
+        took2, took1, took_copy = self.path('took-fd2'), self.path('took-fd1'), self.path('took-copy')
+        self.assertEqual(self.worker.value(
+            'import os\npipe = os.fstat(2)\nos.close(2)\n'
+            f'f2 = open({took2!r}, "w", buffering=1)\nf2.fileno()'), 2)
+        for i in range(3):
+            _, native, marker = self.run_with_barrier(f'os.write(1, b"native-{i}")')
+            self.assertIn(marker, native)  # the server need not wait it out
+            self.assertLess(native.index(f'native-{i}'.encode()), native.index(marker))
+        self.assertEqual(self.worker.value(f'os.close(1)\nf1 = open({took1!r}, "w", buffering=1)\nf1.fileno()'), 1)
+        _, native, marker = self.run_with_barrier('print("to a file", file=f1)\nprint("captured")')
+        self.assertIn(marker, native)
+        # Every descriptor still the pipe (the worker's own copy) now goes to a file too.
+        closed = self.worker.value(
+            'import os\nclosed = []\n'
+            'for fd in range(3, 1024):\n'
+            '    try:\n        st = os.fstat(fd)\n    except OSError:\n        continue\n'
+            '    if (st.st_dev, st.st_ino) == (pipe.st_dev, pipe.st_ino):\n'
+            f'        copy = os.open({took_copy!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n'
+            '        os.dup2(copy, fd)\n        os.close(copy)\n        closed.append(fd)\n'
+            'len(closed)')
+        self.assertGreaterEqual(closed, 1)
+        result, native, marker = self.run_with_barrier('print("still answered")')
+        self.assertEqual(result['stdout'], 'still answered\n')
+        self.assertNotIn(marker, native)  # skipped: nothing of the worker's is the pipe any more
+        self.assert_ok(self.worker.run('f1.close()\nf2.close()'))
+        for path in (took2, took1, took_copy):
+            with open(path, 'rb') as file:
+                self.assertNotIn(b'\x1e', file.read(), path)
+        with open(took1) as file:
+            self.assertEqual(file.read(), 'to a file\n')
+
+
 class PreviewTests(WorkerTestCase):
     def test_json_builtins_convert(self):
         result = self.worker.run('{"a": (1, 2.5, None), "b": [True, "x"]}')

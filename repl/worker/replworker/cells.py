@@ -33,7 +33,7 @@ from .messages import (
     EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE, INVENTORY_NOTE,
     TASKS_REFUSED, THREADS_LEFT,
 )
-from .output import Output, Sink
+from .output import NativeOutput, Output, Sink
 from .previews import ReplHistory, inventory, preview as value_preview
 from .tracebacks import RunFailure, SourceHistory, format_error
 
@@ -179,6 +179,7 @@ class Worker:
         self._reserved = frozenset(self._baseline) | RESERVED_NAMES
         self._install_baseline()
         self._output = Output(channel)
+        self._native = NativeOutput()
         self._real_streams = (sys.stdout, sys.stderr)
         self._sinks = (Sink('stdout', sys.stdout, self._output), Sink('stderr', sys.stderr, self._output))
         self._executor = CellExecutor()
@@ -459,11 +460,8 @@ class Worker:
     def _deliver(self, run_id, barrier, result):
         # From here on a SIGINT can only be for a command still incoming.
         self._interrupts.result_due()
-        try:
-            # One write: once the server sees it, it holds every native byte of the run.
-            os.write(2, b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
-        except OSError:
-            pass  # the cell closed fd 2; the server's bounded barrier wait covers this
+        # One write: once the server sees it, it holds every native byte of the run.
+        self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
         self._channel.send({'type': 'result', 'id': run_id, 'result': result})
         if result['state'] == 'cleared':
             exit_now(EXIT_STATE_CLEARED)

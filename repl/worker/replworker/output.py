@@ -1,7 +1,10 @@
 """Output capture: sys.stdout and sys.stderr while a cell runs, bounded per cell and
-streamed as `output` frames."""
+streamed as `output` frames; and the native-output pipe on fd 1 and fd 2, which the
+worker writes its barrier to and knows by identity."""
 
+import fcntl
 import io
+import os
 import threading
 import time
 
@@ -125,3 +128,66 @@ class Output:
         with self._send_lock:
             for stream, text in coalesce(cell.take_pending()):
                 self._channel.send({'type': 'output', 'id': cell.run_id, 'stream': stream, 'text': text})
+
+
+def _identity(fd):
+    """(st_dev, st_ino) of what `fd` refers to, or None when it is not open."""
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _private_copy(fd):
+    """A duplicate of `fd` above the standard descriptors, closed on exec (no child gets it)."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+
+
+class NativeOutput:
+    """fd 1 and fd 2 as the worker found them at start (the native-output pipe), known by
+    identity. A cell may close either and open a file that takes its number: the worker
+    then never writes there. It checks a descriptor's identity before each write of its
+    own, and keeps a private duplicate of the pipe so that its barrier still reaches the
+    server when the cell has closed both. A duplicate that stopped being the pipe (the
+    cell closed its number too) is forgotten, never closed: the number is someone else's."""
+
+    def __init__(self):
+        self._start = {fd: _identity(fd) for fd in (1, 2)}
+        self._copies = {}  # identity -> private duplicate
+        for fd, identity in self._start.items():
+            if identity is not None and identity not in self._copies:
+                copy = _private_copy(fd)
+                if copy is not None:
+                    self._copies[identity] = copy
+
+    def mark(self, data):
+        """Write `data` (the run's barrier) in one write to what fd 2 was at start; skipped
+        when no descriptor is that any more (the server's wait for it is bounded)."""
+        identity = self._start[2]
+        fd = self._find(identity) if identity is not None else None
+        if fd is None:
+            return
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass  # the server's bounded barrier wait covers this
+
+    def _find(self, identity):
+        """The private duplicate of `identity`, else fd 2 or 1 if one still is it (the
+        duplicate is then made again from it); None when none is."""
+        copy = self._copies.get(identity)
+        if copy is not None:
+            if _identity(copy) == identity:
+                return copy
+            del self._copies[identity]
+        for fd in (2, 1):
+            if _identity(fd) == identity:
+                copy = _private_copy(fd)
+                if copy is not None:
+                    self._copies[identity] = copy
+                return fd
+        return None
