@@ -265,6 +265,107 @@ class OutputBoundTests(WorkerTestCase):
         self.assertLess(native.index(b'native-before'), native.index(marker))
 
 
+class StreamSurfaceTests(WorkerTestCase):
+    """sys.stdout and sys.stderr in a cell have what they have in plain Python: a bytes
+    buffer, a descriptor, and the attributes programs read."""
+
+    def test_bytes_through_buffer_are_captured_in_order_with_text(self):
+        code = (
+            'import io, sys\n'
+            'sys.stdout.write("a")\n'
+            'n = sys.stdout.buffer.write(b"b")\n'
+            'print("c", end="")\n'
+            'sys.stdout.buffer.write("é".encode())\n'
+            'sys.stdout.buffer.write(b"\\xe2\\x82")\n'  # a character split across two writes
+            'sys.stdout.buffer.write(b"\\xac|")\n'
+            'sys.stderr.buffer.write(b"bad \\xff byte\\n")\n'
+            'sys.stdout.buffer.write(bytearray(b"["))\n'
+            'sys.stdout.buffer.write(memoryview(b"a-b-c")[::2])\n'
+            'sys.stdout.buffer.write(memoryview(b"]\\n").cast("c"))\n'
+            'w = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\\n")\n'
+            'w.write("wrapped\\n")\n'
+            'w.close()\n'  # flushes, then closes the buffer: ignored, as closing the sink is
+            'sys.stdout.buffer.write(b"after close\\n")\n'
+            'sys.stdout.buffer.flush()\n'
+            '[n, sys.stdout.encoding, sys.stdout.errors, sys.stdout.isatty(), sys.stdout.writable(),\n'
+            ' sys.stdout.buffer.writable(), sys.stdout.buffer.closed, sys.stdout.buffer.isatty(), sys.stdout.buffer.name]'
+        )
+        run_id = self.worker.start(code)
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'abcé€|[abc]\nwrapped\nafter close\n')
+        self.assertEqual(result['stderr'], 'bad \ufffd byte\n')
+        self.assertEqual(result['value'], [1, 'utf-8', 'replace', False, True, True, False, False, '<stdout>'])
+        for stream in ('stdout', 'stderr'):
+            self.assertEqual(''.join(f['text'] for f in outputs if f['stream'] == stream), result[stream])
+
+    def test_a_library_writing_bytes_to_stdout(self):
+        code = (
+            'import json, sys\n'
+            'def emit(document):\n'  # as libraries do: bytes to stdout when it has a buffer
+            '    out = getattr(sys.stdout, "buffer", sys.stdout)\n'
+            '    out.write(json.dumps(document).encode("utf-8") + b"\\n")\n'
+            '    out.flush()\n'
+            'emit({"k": "é"})\n'
+            'sys.stdout.buffer.writelines([b"one\\n", b"two\\n"])'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], '{"k": "\\u00e9"}\none\ntwo\n')
+
+    def test_a_split_character_left_at_the_end_is_replaced(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"x\\xe2\\x82")')
+        self.assertEqual(result['stdout'], 'x\ufffd')
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"\\xe2")\nprint("y")')
+        self.assertEqual(result['stdout'], '\ufffdy\n')
+
+    def test_bytes_share_the_stream_budget(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"x" * 2_000_000)\nsys.stdout.buffer.write(b"more")')
+        self.assertEqual(result['stdout'], 'x' * 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        result = self.worker.run('import sys\nprint("a" * 49_998)\nsys.stdout.buffer.write("€".encode())\nsys.stdout.buffer.write(b"z")')
+        self.assertEqual(result['stdout'], 'a' * 49_998 + '\nz')
+        self.assertTrue(result['truncated']['stdout'])
+
+    def test_only_bytes_go_to_the_buffer(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write("text")')
+        self.assertFalse(result['success'])
+        self.assertIn("TypeError: a bytes-like object is required, not 'str'", result['error'])
+
+    def test_fileno_writes_land_in_the_native_output(self):
+        code = (
+            'import faulthandler, os, subprocess, sys\n'
+            'os.write(sys.stdout.fileno(), b"via fileno\\n")\n'
+            'subprocess.run(["echo", "child"], stdout=sys.stdout, check=True)\n'
+            'faulthandler.enable()\n'
+            'faulthandler.dump_traceback(all_threads=False)\n'
+            'faulthandler.disable()\n'
+            '[sys.stdout.fileno(), sys.stderr.fileno(), sys.stderr.buffer.fileno()]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [1, 2, 2])
+        native = self.worker.drain_native(0)
+        self.assertIn(b'via fileno\nchild\n', native)
+        self.assertIn(b'Stack (most recent call first)', native)
+
+    def test_fileno_after_fd_1_was_given_to_a_file(self):
+        took = self.path('took-fd1')
+        code = (
+            f'import os, sys\nos.close(1)\nf = open({took!r}, "w")\n'
+            'fd = sys.stdout.fileno()\n'
+            'os.write(fd, b"still native\\n")\n'
+            'f.close()\n'
+            '[f.fileno() if not f.closed else 1, fd != 1]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [1, True])
+        self.assertIn(b'still native\n', self.worker.drain_native(0))
+        with open(took, 'rb') as file:
+            self.assertEqual(file.read(), b'')
+
+
 class NativeOutputTests(WorkerTestCase):
     """fd 1 and 2 are the native-output pipe, and the barrier goes there before each result.
     A cell may close either and open a file that takes the number."""

@@ -181,7 +181,10 @@ class Worker:
         self._output = Output(channel)
         self._native = NativeOutput()
         self._real_streams = (sys.stdout, sys.stderr)
-        self._sinks = (Sink('stdout', sys.stdout, self._output), Sink('stderr', sys.stderr, self._output))
+        self._sinks = (
+            Sink('stdout', 1, sys.stdout, self._output, self._native),
+            Sink('stderr', 2, sys.stderr, self._output, self._native),
+        )
         self._executor = CellExecutor()
         self._loop = CellLoop()
         self._loop.set_default_executor(self._executor)

@@ -12,12 +12,14 @@ from .bridge import await_reply
 from .children import shell_capture
 from .common import is_worker_module, module_name, utf8_prefix
 from .limits import INTERRUPT_RETRY
-from .output import CellOutput, Sink
+from .output import CellOutput, Sink, SinkBuffer
 
 # Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
 # prints through, sh()'s wait for its process and mcp's wait for a reply.
 INTERRUPTIBLE_WORKER_CODE = frozenset({
-    Sink.write.__code__, CellOutput.write.__code__, utf8_prefix.__code__, shell_capture.__code__,
+    Sink.write.__code__, Sink.write_bytes.__code__, SinkBuffer.write.__code__,
+    CellOutput.write.__code__, CellOutput.write_bytes.__code__, CellOutput._keep.__code__,
+    CellOutput._end_partial.__code__, utf8_prefix.__code__, shell_capture.__code__,
     await_reply.__code__,
 })
 

@@ -33,6 +33,11 @@ EXIT_CODE_STR_FAILED = '<exit code str() failed>'
 
 # Output streams.
 WRITE_NOT_STR = 'write() argument must be str, not {}'
+WRITE_NOT_BYTES = "a bytes-like object is required, not '{}'"
+NO_NATIVE_FD = (
+    '{} has no descriptor: the cell closed or replaced fd 1 and fd 2, and the worker kept no '
+    'copy of the native-output pipe; write through print() or sys.{}.write() instead'
+)
 
 # Previews.
 PREVIEW_OMITTED = '<{}; safe preview omitted>'

@@ -1,7 +1,8 @@
-"""Output capture: sys.stdout and sys.stderr while a cell runs, bounded per cell and
-streamed as `output` frames; and the native-output pipe on fd 1 and fd 2, which the
-worker writes its barrier to and knows by identity."""
+"""Output capture: sys.stdout and sys.stderr while a cell runs (text, and bytes through
+their .buffer), bounded per cell and streamed as `output` frames; and the native-output
+pipe on fd 1 and fd 2, which the worker writes its barrier to and knows by identity."""
 
+import codecs
 import fcntl
 import io
 import os
@@ -10,18 +11,27 @@ import time
 
 from .common import type_name, utf8_prefix
 from .limits import FLUSH_INTERVAL, STREAM_BUDGET
-from .messages import WRITE_NOT_STR
+from .messages import NO_NATIVE_FD, WRITE_NOT_BYTES, WRITE_NOT_STR
+
+# Bytes written to a sink's buffer that are not UTF-8 become U+FFFD, as with errors='replace'.
+BYTES_ERRORS = 'replace'
+_decode_utf8 = codecs.utf_8_decode  # (text, bytes consumed); a split last character is left
 
 
 class CellOutput:
     """One cell's captured stdout/stderr: at most STREAM_BUDGET UTF-8 bytes per stream, plus
-    the kept text not yet sent as `output` frames (in write order across both streams)."""
+    the kept text not yet sent as `output` frames (in write order across both streams).
+
+    Bytes (from the sinks' buffers) are decoded as they come; a character split across two
+    writes waits for the rest in `_partial`, and a text write or the cell's end replaces
+    what is left of it with U+FFFD, as a terminal would show the broken sequence."""
 
     def __init__(self, run_id):
         self.run_id = run_id
         self.truncated = {'stdout': False, 'stderr': False}
         self._room = {'stdout': STREAM_BUDGET, 'stderr': STREAM_BUDGET}
         self._kept = {'stdout': [], 'stderr': []}
+        self._partial = {'stdout': b'', 'stderr': b''}  # the start of a split UTF-8 character
         self._pending = []
         self._lock = threading.Lock()  # sinks are written from any thread
 
@@ -32,13 +42,48 @@ class CellOutput:
                 self.truncated[stream] = True
             return
         with self._lock:
-            kept, used, complete = utf8_prefix(text, self._room[stream])
-            self._room[stream] -= used
-            if not complete:
+            if self._partial[stream]:
+                text = self._end_partial(stream) + text
+            self._keep(stream, text)
+
+    def write_bytes(self, stream, data):
+        """Bytes (a 1-D memoryview of unsigned bytes) as text under the same budget: at most
+        the budget's worth of them is decoded, so a huge write costs no more than a text one."""
+        if self._room[stream] <= 0:
+            if len(data):
                 self.truncated[stream] = True
-            if kept:
-                self._kept[stream].append(kept)
-                self._pending.append((stream, kept))
+            return
+        with self._lock:
+            room = self._room[stream]
+            head = self._partial[stream] + bytes(data[:room])
+            text, used = _decode_utf8(head, BYTES_ERRORS, False)
+            self._partial[stream] = head[used:]
+            if len(data) > room:
+                # Cut here: what follows a split character is gone, so it stays split.
+                self.truncated[stream] = True
+                self._partial[stream] = b''
+            self._keep(stream, text)
+
+    def finish(self):
+        """The cell is over: a character left split by its last bytes becomes U+FFFD."""
+        with self._lock:
+            for stream, partial in self._partial.items():
+                if partial:
+                    self._keep(stream, self._end_partial(stream))
+
+    def _end_partial(self, stream):
+        partial, self._partial[stream] = self._partial[stream], b''
+        return _decode_utf8(partial, BYTES_ERRORS, True)[0]
+
+    def _keep(self, stream, text):
+        """Keep what of `text` fits the stream's room; the lock is held."""
+        kept, used, complete = utf8_prefix(text, self._room[stream])
+        self._room[stream] -= used
+        if not complete:
+            self.truncated[stream] = True
+        if kept:
+            self._kept[stream].append(kept)
+            self._pending.append((stream, kept))
 
     def take_pending(self):
         with self._lock:
@@ -52,16 +97,24 @@ class CellOutput:
 class Sink(io.TextIOBase):
     """sys.stdout / sys.stderr while a cell runs. The two sinks persist across cells, so a
     stream kept by a long-lived object (say a logging.StreamHandler made in an earlier cell)
-    writes into whichever cell is running, or to the real stream between cells."""
+    writes into whichever cell is running, or to the real stream between cells.
+
+    As in plain Python, `buffer` takes bytes and fileno() is a descriptor of the
+    native-output pipe (fd 1 or 2 while it still is the pipe), whose bytes the server
+    appends to the run's stderr. Unencodable characters (lone surrogates) become '?'."""
 
     encoding = 'utf-8'
+    errors = 'replace'
 
-    def __init__(self, stream, real, output):
+    def __init__(self, stream, fd, real, output, native):
         super().__init__()
         self.name = f'<{stream}>'
+        self.buffer = SinkBuffer(self)
         self._stream = stream
+        self._fd = fd
         self._real = real
         self._output = output
+        self._native = native
 
     def write(self, text):
         if not isinstance(text, str):
@@ -72,11 +125,62 @@ class Sink(io.TextIOBase):
         cell.write(self._stream, text)
         return len(text)
 
+    def write_bytes(self, data):
+        cell = self._output.cell
+        if cell is None:
+            self._real.flush()
+            self._real.buffer.write(data)
+            return
+        cell.write_bytes(self._stream, data)
+
     def writable(self):
         return True
 
+    def fileno(self):
+        fd = self._native.descriptor(self._fd)
+        if fd is None:
+            raise io.UnsupportedOperation(NO_NATIVE_FD.format(self.name, self._stream))
+        return fd
+
     def close(self):
         """Ignored: the sinks serve every later cell, so closing one must not break them."""
+
+    def isatty(self):
+        return False
+
+
+class SinkBuffer(io.BufferedIOBase):
+    """sys.stdout.buffer / sys.stderr.buffer: bytes written here are captured with the
+    sink's text, in write order and under the same budget, decoded as UTF-8 (see
+    BYTES_ERRORS). io.TextIOWrapper(sys.stdout.buffer) works; closing it, or this, is
+    ignored like closing the sink."""
+
+    mode = 'wb'
+
+    def __init__(self, sink):
+        super().__init__()
+        self.name = sink.name
+        self._sink = sink
+
+    def write(self, data):
+        try:
+            view = memoryview(data)
+        except TypeError:
+            raise TypeError(WRITE_NOT_BYTES.format(type_name(type(data)))) from None
+        if not view.c_contiguous:
+            view = memoryview(view.tobytes())
+        view = view.cast('B')
+        self._sink.write_bytes(view)
+        return len(view)
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._sink.fileno()
+
+    def close(self):
+        """Ignored, like closing the sink."""
 
     def isatty(self):
         return False
@@ -112,6 +216,7 @@ class Output:
         """Stop capturing; every kept piece has been sent when this returns the capture."""
         cell, self.cell = self.cell, None
         self._active.clear()
+        cell.finish()
         self._flush(cell)
         return cell
 
@@ -163,6 +268,16 @@ class NativeOutput:
                 copy = _private_copy(fd)
                 if copy is not None:
                     self._copies[identity] = copy
+
+    def descriptor(self, fd):
+        """A descriptor that is still what `fd` (1 or 2) was at start: `fd` itself while it
+        is, else the private duplicate; None when there is none."""
+        identity = self._start.get(fd)
+        if identity is None:
+            return None
+        if _identity(fd) == identity:
+            return fd
+        return self._find(identity)
 
     def mark(self, data):
         """Write `data` (the run's barrier) in one write to what fd 2 was at start; skipped
