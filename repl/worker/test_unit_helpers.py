@@ -5,10 +5,12 @@ is refused before any rpc (there is no channel here to send one on)."""
 import inspect
 import math
 import os
+import platform
 import tempfile
 import unittest
+import uuid
 
-from replworker import artifacts, bridge, cells, children, messages
+from replworker import artifacts, bridge, cells, children, main, messages
 from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SOURCE_FILE_BYTES
 from replworker.tracebacks import RunFailure
 
@@ -67,6 +69,20 @@ class BridgeArgumentTests(unittest.TestCase):
         with self.assertRaises(TypeError):
             bridge.envelope_text('text')
         self.assertEqual(repr(self.mcp), messages.MCP_REPR)
+
+
+class StartTests(unittest.TestCase):
+    """What the worker makes without importing uuid and platform at every start."""
+
+    def test_rpc_ids_are_version_4_uuids(self):
+        ids = {bridge.new_rpc_id() for _ in range(1000)}
+        self.assertEqual(len(ids), 1000)
+        for rpc_id in ids:
+            parsed = uuid.UUID(hex=rpc_id)
+            self.assertEqual([len(rpc_id), parsed.hex, parsed.version, parsed.variant], [32, rpc_id, 4, uuid.RFC_4122])
+
+    def test_python_version_is_platforms(self):
+        self.assertEqual(main.python_version(), platform.python_version())
 
 
 class ArtifactArgumentTests(unittest.TestCase):

@@ -2,8 +2,8 @@
 repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
 
 import asyncio
+import os
 import threading
-import uuid
 from concurrent import futures
 
 from .channel import encode_frame
@@ -17,6 +17,15 @@ from .messages import (
     MCP_FRAME_TOO_LARGE, MCP_MALFORMED, MCP_NO_REPLY, MCP_REPR, MCP_TEXT_NOT_ENVELOPE,
     MCP_UNKNOWN_TOOL, TOOL_FAILED,
 )
+
+
+def new_rpc_id():
+    """A fresh random (version 4) UUID as 32 hex digits, made as uuid.uuid4().hex makes it:
+    importing uuid (which imports platform on some versions) would slow every start."""
+    data = bytearray(os.urandom(16))
+    data[6] = data[6] & 0x0F | 0x40
+    data[8] = data[8] & 0x3F | 0x80
+    return data.hex()
 
 
 class ToolError(RuntimeError):
@@ -97,7 +106,7 @@ class _Rpcs:
         run_id = RUN_ID.get()
         if run_id is None or run_id != self._active or threading.get_ident() != self._main_thread:
             raise RuntimeError(MCP_FOREIGN)
-        rpc_id = uuid.uuid4().hex
+        rpc_id = new_rpc_id()
         data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
         if len(data) > MAX_FRAME:
             raise ValueError(MCP_FRAME_TOO_LARGE)

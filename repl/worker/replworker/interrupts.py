@@ -26,7 +26,7 @@ INTERRUPTIBLE_WORKER_CODE = frozenset({
 # Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the
 # first frame up the stack that is not in one of these (json: the main thread encodes
 # bridge frames, and an rpc_cancel must not be lost to a KeyboardInterrupt).
-CALLER_JUDGED_MODULES = ('asyncio.', 'concurrent.futures.', 'selectors', 'threading', 'json', 'uuid')
+CALLER_JUDGED_MODULES = ('asyncio.', 'concurrent.futures.', 'selectors', 'threading', 'json')
 
 
 def interrupt_site(frame):

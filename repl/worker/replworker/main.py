@@ -2,7 +2,6 @@
 until the server goes. bootstrap.py calls run() once every module is loaded."""
 
 import os
-import platform
 import sys
 import traceback
 
@@ -10,6 +9,14 @@ from .bridge import RPCS
 from .cells import Worker
 from .channel import PROTOCOL_VERSION, Channel
 from .children import CHILDREN, exit_now
+
+
+def python_version():
+    """platform.python_version() for CPython, without importing platform at every start:
+    the version token of sys.version, with a patch level added when it has none."""
+    version = sys.version.split()[0]
+    parts = version.split('.')
+    return '.'.join(parts + ['0']) if len(parts) == 2 else version
 
 
 def run(path0):
@@ -37,7 +44,7 @@ def _serve(path0):
         'type': 'ready',
         'protocol': PROTOCOL_VERSION,
         'pid': os.getpid(),
-        'python_version': platform.python_version(),
+        'python_version': python_version(),
         'python_executable': sys.executable,
     })
     channel.start_reader()
