@@ -78,6 +78,17 @@ func startWorker(ctx context.Context, binary, dir, python string) (*child, error
 	return c, nil
 }
 
+// workerImports is the program of the cold-start floor: the import statements the worker
+// runs before its ready frame (repl/worker.Imports), one a line, so that the floor loads
+// what the worker loads and no more.
+func workerImports() (string, error) {
+	imports, err := worker.Imports()
+	if err != nil {
+		return "", fmt.Errorf("the worker's imports: %w", err)
+	}
+	return strings.Join(imports, "\n"), nil
+}
+
 // workerEnv is the bench's environment with the worker's own variables, as the server
 // gives them.
 func workerEnv() []string {

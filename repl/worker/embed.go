@@ -86,3 +86,54 @@ func buildBundle(fsys fs.FS) (bundle, error) {
 	digest := hex.EncodeToString(sum[:12])
 	return bundle{data: fmt.Sprintf("%d %s\n%s", len(payload), digest, payload), digest: digest}, nil
 }
+
+// Imports are the import statements the worker runs before its ready frame: those of
+// the bootstrap and of its modules that name a module of the standard library (every
+// one at the start of a line outside triple-quoted strings; the relative ones, of the
+// package's own modules, left out). The bench's cold-start floor runs exactly these,
+// and TestImportsLoadWhatTheWorkerLoads checks that they load what a worker loads. A
+// statement continued over several lines is an error: it would not survive being read
+// line by line.
+func Imports() ([]string, error) {
+	files := []string{"bootstrap.py"}
+	entries, err := fs.ReadDir(packageFS, packageDir)
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]string{"bootstrap.py": Bootstrap}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".py") {
+			data, err := fs.ReadFile(packageFS, path.Join(packageDir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, e.Name())
+			sources[e.Name()] = string(data)
+		}
+	}
+	var imports []string
+	seen := map[string]bool{}
+	for _, file := range files {
+		inString := false // inside a triple-quoted string, a docstring say
+		for i, line := range strings.Split(sources[file], "\n") {
+			if strings.Count(line, `"""`)%2 == 1 || strings.Count(line, "'''")%2 == 1 {
+				inString = !inString
+				continue
+			}
+			if inString || !strings.HasPrefix(line, "import ") && !strings.HasPrefix(line, "from ") {
+				continue
+			}
+			if strings.HasPrefix(line, "from .") {
+				continue
+			}
+			if strings.ContainsAny(line, "(\\") || strings.HasSuffix(strings.TrimSpace(line), ",") {
+				return nil, fmt.Errorf("%s:%d: an import continued over several lines: %q", file, i+1, line)
+			}
+			if !seen[line] {
+				seen[line] = true
+				imports = append(imports, line)
+			}
+		}
+	}
+	return imports, nil
+}

@@ -3,7 +3,8 @@ directory, in the format repl/worker/embed.go builds it, which TestBundleMatches
 checks), a worker started exactly as the Go server starts one, and process helpers.
 Every wait is bounded (select with deadlines).
 
-`python harness.py bundle` writes the bundle to stdout."""
+`python harness.py bundle` writes the bundle to stdout; `python harness.py modules` the
+modules a fresh worker has loaded, one a line."""
 
 import atexit
 import hashlib
@@ -339,8 +340,20 @@ class WorkerTestCase(unittest.TestCase):
             self.assertNotIn(needle, error)
 
 
+def worker_modules():
+    """The names in a fresh worker's sys.modules, one a line."""
+    with tempfile.TemporaryDirectory() as cwd:
+        worker = WorkerProcess(cwd)
+        try:
+            return worker.value('import sys\n"\\n".join(sorted(sys.modules))')
+        finally:
+            worker.close()
+
+
 if __name__ == '__main__':
     if sys.argv[1:] == ['bundle']:
         sys.stdout.buffer.write(BUNDLE)
+    elif sys.argv[1:] == ['modules']:
+        print(worker_modules())
     else:
-        sys.exit('usage: python harness.py bundle')
+        sys.exit('usage: python harness.py bundle|modules')
