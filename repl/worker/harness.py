@@ -115,16 +115,16 @@ class WorkerProcess:
     real bundle (bytes, header included) to test the bootstrap's checks; without
     `wait_ready` the ready frame is left unread (self.ready is None)."""
 
-    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, python=sys.executable, env=None, wait_ready=True):
+    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True):
         command_r, command_w = os.pipe()
         event_r, event_w = os.pipe()
         native_r, native_w = os.pipe()
-        env = dict(os.environ if env is None else env, REPL_MCP_WORKER_FDS=f'{command_r},{event_w}', REPL_MCP_NO_BRIDGE='1')
+        env = dict(os.environ, REPL_MCP_WORKER_FDS=f'{command_r},{event_w}', REPL_MCP_NO_BRIDGE='1')
         env.pop('REPL_MCP_WORKER_CACHE', None)
         if cache is not None:
             env['REPL_MCP_WORKER_CACHE'] = cache
         self.proc = subprocess.Popen(
-            [python, '-u', '-c', BOOTSTRAP],
+            [sys.executable, '-u', '-c', BOOTSTRAP],
             stdin=subprocess.DEVNULL, stdout=native_w, stderr=native_w,
             pass_fds=(command_r, event_w), env=env, cwd=cwd,
         )
