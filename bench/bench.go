@@ -30,8 +30,6 @@ while True:
     exec(json.loads(line), ns)
     write('"ok"\n')
 `
-	// workerImports is what the worker imports before its ready frame.
-	workerImports = "import asyncio, ast, json, linecache, os, signal, sys, threading, traceback, contextvars, platform, concurrent.futures"
 )
 
 // Bounds of the measurements, chosen to keep a run well under two minutes.
@@ -205,17 +203,21 @@ func (b *bench) measureFloor(ctx context.Context) ([]time.Duration, error) {
 // worker's imports and a cold server start, so that a change in the machine's load
 // weighs on each series alike. A series stops at its first failure.
 func (b *bench) measureCold(ctx context.Context, m *measurements) {
+	imports, err := workerImports()
+	if err != nil {
+		m.importsErr, m.importsExitErr = err, err
+	}
 	for i := 0; i < b.cfg.ColdRuns; i++ {
 		if m.bareErr == nil {
 			took, err := runOnce(ctx, b.dir, startTimeout, nil, b.cfg.Python, "-c", "pass")
 			m.bare, m.bareErr = append(m.bare, took), wrapf(err, "python -c pass")
 		}
 		if m.importsErr == nil {
-			took, err := b.importsReady(ctx)
+			took, err := b.importsReady(ctx, imports)
 			m.imports, m.importsErr = append(m.imports, took), wrapf(err, "python -c 'import <worker imports>; print()'")
 		}
 		if m.importsExitErr == nil {
-			took, err := runOnce(ctx, b.dir, startTimeout, nil, b.cfg.Python, "-c", workerImports)
+			took, err := runOnce(ctx, b.dir, startTimeout, nil, b.cfg.Python, "-c", imports)
 			m.importsExit, m.importsExitErr = append(m.importsExit, took), wrapf(err, "python -c 'import <worker imports>'")
 		}
 		if m.coldErr == nil {
@@ -227,9 +229,9 @@ func (b *bench) measureCold(ctx context.Context, m *measurements) {
 
 // importsReady times a bare Python start with the worker's imports up to the line
 // it prints once they are done.
-func (b *bench) importsReady(ctx context.Context) (time.Duration, error) {
+func (b *bench) importsReady(ctx context.Context, imports string) (time.Duration, error) {
 	start := time.Now()
-	c, err := startChild(ctx, "python -c 'import ...'", b.dir, b.cfg.Python, "-u", "-c", workerImports+"\nsys.stdout.write('ready\\n')")
+	c, err := startChild(ctx, "python -c 'import ...'", b.dir, b.cfg.Python, "-u", "-c", imports+"\nsys.stdout.write('ready\\n')")
 	if err != nil {
 		return 0, err
 	}

@@ -30,7 +30,7 @@ var errTimeout = errors.New("timed out")
 // its own process group. The bench owns it from startChild until stop returns.
 type child struct {
 	name   string
-	cmd    *exec.Cmd
+	pidv   int // its process id, which is also its process group's
 	stdin  *os.File
 	stdout *os.File
 	reader *bufio.Reader
@@ -80,28 +80,35 @@ func startCmd(ctx context.Context, name string, cmd *exec.Cmd, in, out *os.File,
 		closeFiles(in, out)
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	c := newChild(ctx, name, cmd.Process.Pid, in, out, stderr)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// newChild is a child that is running: its owner closes done once it is reaped, after
+// setting waitErr. A cancelled ctx interrupts any blocked read or write.
+func newChild(ctx context.Context, name string, pid int, in, out *os.File, stderr *tailBuffer) *child {
 	c := &child{
 		name:   name,
-		cmd:    cmd,
+		pidv:   pid,
 		stdin:  in,
 		stdout: out,
 		reader: bufio.NewReaderSize(out, 64<<10),
 		stderr: stderr,
 		done:   make(chan struct{}),
 	}
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.done)
-	}()
 	c.unwatch = context.AfterFunc(ctx, func() {
 		past := time.Unix(1, 0)
 		c.stdin.SetWriteDeadline(past)
 		c.stdout.SetReadDeadline(past)
 	})
-	return c, nil
+	return c
 }
 
-func (c *child) pid() int { return c.cmd.Process.Pid }
+func (c *child) pid() int { return c.pidv }
 
 // writeLine writes line and a newline, whole, before deadline.
 func (c *child) writeLine(ctx context.Context, line []byte, deadline time.Time) error {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl/worker"
 )
 
@@ -16,15 +19,16 @@ import (
 // embedded worker over its own wire protocol (repl/worker/PROTOCOL.md), with no Go
 // server in between. It splits a warm cell's cost between Python and the server.
 
-// startWorker starts the embedded worker as `python -u -c Source`, with fd 3 and 4
-// as its protocol pipes and fd 1 and 2 (its native output) to /dev/null, and waits
-// for its ready frame.
-func startWorker(ctx context.Context, dir, python string) (*child, error) {
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+// startWorker starts the embedded worker as the server starts one: through a guardian
+// (the repl-mcp binary under test, re-run), as python -u -c <bootstrap> with fd 3 and 4
+// its protocol pipes and fd 1 and 2 (its native output) on /dev/null, the bundle
+// written to its command pipe first; and waits for its ready frame. It has no code
+// cache: the figure is the warm round trip, which the cache does not touch.
+func startWorker(ctx context.Context, binary, dir, python string) (*child, error) {
+	python, err := exec.LookPath(python)
 	if err != nil {
 		return nil, err
 	}
-	defer null.Close()
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -34,16 +38,36 @@ func startWorker(ctx context.Context, dir, python string) (*child, error) {
 		closeFiles(toR, toW)
 		return nil, err
 	}
-	cmd := exec.Command(python, "-u", "-c", worker.Source)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
-	cmd.ExtraFiles = []*os.File{toR, fromW}
-	c, err := startCmd(ctx, "python worker", cmd, toW, fromR, toR, fromW)
+	g, err := guardian.Start(guardian.Config{
+		Executable: binary,
+		Spec: guardian.Spec{
+			Program: python,
+			Args:    []string{"-u", "-c", worker.Bootstrap},
+			Env:     workerEnv(),
+			Dir:     dir,
+		},
+		ExtraFiles: []*os.File{toR, fromW},
+	})
+	closeFiles(toR, fromW) // the worker has its copies
 	if err != nil {
-		return nil, err
+		closeFiles(toW, fromR)
+		return nil, fmt.Errorf("start python worker: %w", err)
 	}
-	frame, err := readFrame(ctx, c, time.Now().Add(requestTimeout))
+	c := newChild(ctx, "python worker", g.Pid(), toW, fromR, &tailBuffer{limit: 16 << 10})
+	go func() {
+		c.waitErr = g.Wait() // the guardian exits once the worker has
+		g.Close()
+		close(c.done)
+	}()
+	deadline := time.Now().Add(requestTimeout)
+	c.stdin.SetWriteDeadline(deadline)
+	_, err = io.WriteString(c.stdin, worker.Bundle())
+	var frame workerFrame
+	if err == nil {
+		frame, err = readFrame(ctx, c, deadline)
+	} else {
+		err = c.ioError(ctx, "write the bundle to", err)
+	}
 	if err == nil && frame.Type != "ready" {
 		err = fmt.Errorf("the worker's first frame is %q, not ready", frame.Type)
 	}
@@ -52,6 +76,29 @@ func startWorker(ctx context.Context, dir, python string) (*child, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// workerImports is the program of the cold-start floor: the import statements the worker
+// runs before its ready frame (repl/worker.Imports), one a line, so that the floor loads
+// what the worker loads and no more.
+func workerImports() (string, error) {
+	imports, err := worker.Imports()
+	if err != nil {
+		return "", fmt.Errorf("the worker's imports: %w", err)
+	}
+	return strings.Join(imports, "\n"), nil
+}
+
+// workerEnv is the bench's environment with the worker's own variables, as the server
+// gives them.
+func workerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REPL_MCP_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
 }
 
 type workerFrame struct {
@@ -105,7 +152,7 @@ func workerRoundTrip(ctx context.Context, c *child, seq int, code string) (time.
 }
 
 func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
-	c, err := startWorker(ctx, b.dir, b.cfg.Python)
+	c, err := startWorker(ctx, b.cfg.Binary, b.dir, b.cfg.Python)
 	if err != nil {
 		return nil, err
 	}

@@ -167,8 +167,10 @@ func checkSdistFiles(t *testing.T, r *repo, files map[string][]byte) {
 		}
 		need = append(need, filepath.ToSlash(rel))
 	}
-	if !slices.Contains(need, "repl/worker/worker.py") {
-		t.Errorf("go list names no repl/worker/worker.py among the embedded files: %s", list)
+	for _, embedded := range []string{"repl/worker/bootstrap.py", "repl/worker/replworker/main.py"} {
+		if !slices.Contains(need, embedded) {
+			t.Errorf("go list names no %s among the embedded files: %s", embedded, list)
+		}
 	}
 	for _, n := range need {
 		if _, ok := files[n]; !ok {

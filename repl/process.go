@@ -85,7 +85,7 @@ func spawn(spec spawnSpec) (*process, error) {
 	}
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
-		Args:    []string{"-u", "-c", bootstrap},
+		Args:    workerArgs(),
 		Env:     workerEnv(spec.env, spec.cache),
 		Dir:     spec.dir,
 	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})

@@ -1,5 +1,19 @@
-// Package worker holds the Python worker's source, worker.py, embedded into the
-// binary. The worker speaks the protocol in PROTOCOL.md; package repl starts and
-// supervises it. worker.py uses the Python standard library only, since it runs inside
-// the user's own interpreter, and test_worker.py tests it directly over that protocol.
+// Package worker holds the Python worker, embedded into the binary, and gives package
+// repl what it needs to start one: [Bootstrap], the -c program a worker starts as, and
+// [Bundle], the worker's modules as the bootstrap reads them from the protocol pipe. It
+// starts nothing itself; package repl starts and supervises workers.
+//
+// The layout, every Python file standard library only (it runs inside the user's own
+// interpreter):
+//
+//	PROTOCOL.md        the wire protocol, the bundle and the code cache
+//	bootstrap.py       python -u -c <this>: version check, bundle, cache, start
+//	replworker/*.py    the worker, one module per concern (see its __init__.py), installed
+//	                   at run time as the private package "<repl-mcp worker>"
+//	harness.py         what the Python tests share: the bundle built from replworker/,
+//	                   and a worker started through the bootstrap as the server starts one
+//	test_unit_*.py     fast tests that import the modules directly
+//	test_protocol_*.py tests that drive a worker over the protocol
+//
+// TestWorkerUnit runs every Python test on every interpreter the machine has.
 package worker

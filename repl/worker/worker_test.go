@@ -13,7 +13,7 @@ func TestWorkerUnit(t *testing.T) {
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), py.Path, "-m", "unittest", "discover", "-s", ".", "-p", "test_*.py")
+			cmd := exec.CommandContext(t.Context(), py.Path, "-B", "-m", "unittest", "discover", "-s", ".", "-p", "test_*.py")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: worker unit tests failed: %v\n%s", py.Path, err, out)

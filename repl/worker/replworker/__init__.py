@@ -1,0 +1,21 @@
+"""The repl-mcp Python worker: one persistent CPython namespace driven over the wire
+protocol in ../PROTOCOL.md. Standard library only: it runs inside the user's interpreter.
+
+In a worker, bootstrap.py installs these modules under a private package name from the
+sources the server sends, and runs main.run(). Importing the package runs nothing; tests
+import its modules directly. One module per concern:
+
+    limits, messages  every numeric limit; every message (both shared by the others)
+    common            the run-id context variable, type names, bounded UTF-8 text
+    channel           frames on the protocol fds
+    output            stdout/stderr capture, and the native-output pipe on fd 1 and 2
+    cells             the event loop, the executor, running a cell or file, the epilogue
+    tracebacks        the user's tracebacks and the source history behind them
+    previews          previews of values and the namespace inventory
+    checkpoint        checkpoint() and restore()
+    children          tracked subprocesses, sh(), exiting with them killed
+    bridge            the mcp bridge and its rpc frames
+    artifacts         the artifact helpers and automatic artifacts
+    interrupts        SIGINT
+    main              the start
+"""

@@ -1,0 +1,252 @@
+"""The `mcp` bridge: cell code calls the session's downstream MCP servers through the
+repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
+
+import asyncio
+import os
+import threading
+from concurrent import futures
+
+from .channel import encode_frame
+from .common import RUN_ID, type_name
+from .limits import (
+    MAX_FRAME, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_REPLY_SLACK, MCP_TIMEOUT_MAX,
+    MCP_TIMEOUT_MIN, RPC_PENDING, TOOL_ERROR_CHARS,
+)
+from .messages import (
+    MCP_ARGUMENTS_NOT_DICT, MCP_BAD_TIMEOUT, MCP_BOTH_ARGUMENTS, MCP_BUSY, MCP_FOREIGN,
+    MCP_FRAME_TOO_LARGE, MCP_MALFORMED, MCP_NO_REPLY, MCP_REPR, MCP_TEXT_NOT_ENVELOPE,
+    MCP_UNKNOWN_TOOL, TOOL_FAILED,
+)
+
+
+def new_rpc_id():
+    """A fresh random (version 4) UUID as 32 hex digits, made as uuid.uuid4().hex makes it:
+    importing uuid (which imports platform on some versions) would slow every start."""
+    data = bytearray(os.urandom(16))
+    data[6] = data[6] & 0x0F | 0x40
+    data[8] = data[8] & 0x3F | 0x80
+    return data.hex()
+
+
+class ToolError(RuntimeError):
+    """A bridge call failed. .result is the complete CallToolResult envelope when the tool
+    itself reported an error (isError), else None (the broker or the transport failed)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class McpResult(dict):
+    """The complete CallToolResult envelope mcp.call returns. Awaiting it gives the envelope
+    itself, so legacy `await mcp.call(...)` works after its single dispatch."""
+
+    def __await__(self):
+        return self
+        yield  # a generator: awaiting it finishes at once
+
+
+def await_reply(future, wait):
+    """Block the cell until the reply or `wait` seconds; a SIGINT interrupts it like user
+    code (see interrupts.INTERRUPTIBLE_WORKER_CODE)."""
+    return future.result(wait)
+
+
+class _Rpcs:
+    """The bridge transport: `rpc` frames out, each answered by an `rpc_result` that the
+    reader thread routes to the call's pending future. Only the running cell's own code may
+    call, on the main thread with the cell's run id in its context: a thread or a context
+    saved from an earlier cell would otherwise act for a cell that has ended."""
+
+    def __init__(self):
+        self._channel = None
+        self._pending = {}  # rpc id -> (run id, future) until answered or abandoned
+        self._lock = threading.Lock()  # the reader thread resolves while the main thread calls
+        self._active = None  # run id of the cell whose code may call now
+        self._main_thread = threading.main_thread().ident
+
+    def start(self, channel):
+        self._channel = channel
+
+    def begin(self, run_id):
+        self._active = run_id
+
+    def end(self):
+        """The cell is over: later calls are refused and the pending ones abandoned."""
+        self._active = None
+        with self._lock:
+            pending = [future for _, future in self._pending.values()]
+        for future in pending:
+            future.cancel()  # its callback sends the rpc_cancel
+
+    def call(self, op, params, wait):
+        """The result of `op`, waiting at most `wait` seconds; blocks the cell."""
+        future = self._request(op, params)
+        try:
+            return await_reply(future, wait)
+        except futures.TimeoutError:
+            raise ToolError(MCP_NO_REPLY.format(op, wait)) from None
+        finally:
+            future.cancel()  # a no-op once answered; otherwise the server drops the call
+
+    async def acall(self, op, params, wait):
+        """The result of `op`, awaited; cancelling the awaiting task cancels this call only."""
+        future = self._request(op, params)
+        try:
+            # Cancelling the wrapper cancels `future`, whose callback sends the rpc_cancel.
+            return await asyncio.wait_for(asyncio.wrap_future(future), wait)
+        except asyncio.TimeoutError:
+            raise ToolError(MCP_NO_REPLY.format(op, wait)) from None
+        finally:
+            future.cancel()
+
+    def _request(self, op, params):
+        """Send one `rpc` frame and return its pending future. Every refusal comes before
+        anything is sent or registered."""
+        run_id = RUN_ID.get()
+        if run_id is None or run_id != self._active or threading.get_ident() != self._main_thread:
+            raise RuntimeError(MCP_FOREIGN)
+        rpc_id = new_rpc_id()
+        data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
+        if len(data) > MAX_FRAME:
+            raise ValueError(MCP_FRAME_TOO_LARGE)
+        future = futures.Future()
+        future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
+        with self._lock:
+            if len(self._pending) >= RPC_PENDING:
+                raise RuntimeError(MCP_BUSY)
+            self._pending[rpc_id] = (run_id, future)
+        self._channel.send_encoded(data)
+        return future
+
+    def _abandon(self, rpc_id):
+        with self._lock:
+            entry = self._pending.pop(rpc_id, None)
+        if entry is not None:  # not yet answered: tell the server to drop that call only
+            self._channel.send({'type': 'rpc_cancel', 'id': rpc_id, 'run_id': entry[0]})
+
+    def resolve(self, frame):
+        """Called by the reader thread with an `rpc_result`. Replies for unknown or abandoned
+        calls are dropped: a late reply must not reach a later cell."""
+        with self._lock:
+            entry = self._pending.pop(frame['id'], None)
+        if entry is None:
+            return
+        try:
+            if frame.get('error'):
+                entry[1].set_exception(ToolError(frame['error']))
+            else:
+                entry[1].set_result(frame.get('result'))
+        except futures.InvalidStateError:
+            pass  # cancelled meanwhile; the server already answered, so nothing to cancel
+
+
+RPCS = _Rpcs()
+
+
+def _check_timeout(timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(MCP_BAD_TIMEOUT)
+    if not MCP_TIMEOUT_MIN <= timeout <= MCP_TIMEOUT_MAX:  # NaN fails too
+        raise ValueError(MCP_BAD_TIMEOUT)
+
+
+def _call_params(server, tool, arguments, timeout, kwargs):
+    """The `call` op's params; every check comes before the rpc is sent."""
+    if arguments is not None and kwargs:
+        raise ValueError(MCP_BOTH_ARGUMENTS)
+    if arguments is not None and not isinstance(arguments, dict):
+        raise TypeError(MCP_ARGUMENTS_NOT_DICT)
+    _check_timeout(timeout)
+    return {'server': server, 'tool': tool, 'arguments': kwargs if arguments is None else arguments, 'timeout': timeout}
+
+
+def envelope_text(envelope):
+    """mcp.text(): the text of every `text` block of an envelope, joined with newlines."""
+    if not isinstance(envelope, dict):
+        raise TypeError(MCP_TEXT_NOT_ENVELOPE.format(type_name(type(envelope))))
+    content = envelope.get('content')
+    blocks = content if isinstance(content, list) else []
+    return '\n'.join(
+        block['text'] for block in blocks
+        if isinstance(block, dict) and block.get('type') == 'text' and isinstance(block.get('text'), str)
+    )
+
+
+def to_envelope(result):
+    """A `call` result as the envelope mcp.call returns; a tool error raises ToolError."""
+    if type(result) is not dict:
+        raise ToolError(MCP_MALFORMED.format('call'))
+    envelope = McpResult(result)
+    if envelope.get('isError') is True:
+        raise ToolError(TOOL_FAILED.format(envelope_text(envelope)[:TOOL_ERROR_CHARS]), result=envelope)
+    return envelope
+
+
+def _field(op, result, key):
+    if type(result) is not dict or key not in result:
+        raise ToolError(MCP_MALFORMED.format(op))
+    return result[key]
+
+
+class McpBridge:
+    """`mcp`: the session's downstream MCP servers, reached through the repl-mcp server. Calls
+    are legal only from the running cell's own code path (not from threads or later cells);
+    use acall for concurrency. Failures raise ToolError.
+
+    call(server, tool, *, arguments=None, timeout=120.0, **kwargs) -> the full CallToolResult
+        envelope; tool arguments come from arguments={...} or keywords, not both (use
+        arguments= for tool parameters named timeout, server, tool or arguments)
+    acall(...) -> the same, awaitable; cancelling the task cancels only that call
+    servers(), list_tools(server, *, timeout=30.0), help(server=None, tool=None, *, timeout=30.0),
+    refresh(), journal(), ajournal(), explain(server, tool=None), text(envelope)"""
+
+    text = staticmethod(envelope_text)
+
+    def __init__(self, rpcs):
+        self._rpcs = rpcs
+
+    def __repr__(self):
+        return MCP_REPR
+
+    def call(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = _call_params(server, tool, arguments, timeout, kwargs)
+        return to_envelope(self._rpcs.call('call', params, timeout + MCP_REPLY_SLACK))
+
+    async def acall(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = _call_params(server, tool, arguments, timeout, kwargs)
+        return to_envelope(await self._rpcs.acall('call', params, timeout + MCP_REPLY_SLACK))
+
+    def servers(self):
+        return _field('servers', self._rpcs.call('servers', {}, MCP_OP_WAIT), 'servers')
+
+    def list_tools(self, server, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        _check_timeout(timeout)
+        result = self._rpcs.call('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
+        return _field('tools', result, 'tools')
+
+    def help(self, server=None, tool=None, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        """No server: the server names. A server: its tool definitions. A tool too: its
+        definition. One rpc each."""
+        if server is None:
+            return self.servers()
+        tools = self.list_tools(server, timeout=timeout)
+        if tool is None:
+            return tools
+        for definition in tools:
+            if isinstance(definition, dict) and definition.get('name') == tool:
+                return definition
+        raise ValueError(MCP_UNKNOWN_TOOL.format(tool))
+
+    def refresh(self):
+        return self._rpcs.call('refresh', {}, MCP_OP_WAIT)
+
+    def journal(self):
+        return _field('journal', self._rpcs.call('journal', {}, MCP_OP_WAIT), 'records')
+
+    async def ajournal(self):
+        return _field('journal', await self._rpcs.acall('journal', {}, MCP_OP_WAIT), 'records')
+
+    def explain(self, server, tool=None):
+        return self._rpcs.call('explain', {'server': server, 'tool': tool}, MCP_OP_WAIT)
+

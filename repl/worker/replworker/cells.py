@@ -1,0 +1,470 @@
+"""The cell loop: one persistent event loop and its default executor, cells and saved
+files run on it one at a time in one namespace, the epilogue that stops what a cell left
+behind, and the result each run reports."""
+
+import ast
+import asyncio
+import builtins
+import contextvars
+import inspect
+import io
+import os
+import sys
+import threading
+import time
+import tokenize
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+from .artifacts import (
+    ARTIFACT_HELPERS, NotArtifact, artifact_error, auto_artifact_format, auto_upload, check_artifact_json,
+)
+from .bridge import RPCS, McpBridge, ToolError
+from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
+from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
+from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name
+from .interrupts import Interrupts
+from .limits import (
+    ARGV_BYTES, ARGV_ITEMS, BACKGROUND_EXIT_GRACE, EXECUTOR_PENDING_JOBS, EXIT_MESSAGE_CHARS,
+    EXIT_STATUS_BITS, SOURCE_FILE_BYTES, TASK_CANCEL_GRACE,
+)
+from .messages import (
+    ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, EXECUTOR_FULL,
+    EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE, INVENTORY_NOTE,
+    TASKS_REFUSED, THREADS_LEFT,
+)
+from .output import NativeOutput, Output, Sink
+from .previews import ReplHistory, inventory, preview as value_preview
+from .tracebacks import RunFailure, SourceHistory, format_error
+
+EXIT_STATE_CLEARED = 70
+
+# Names every cell starts from; re-installed after each cell so user shadowing lasts only
+# for that cell. The helpers (sh, checkpoint, ...) join this mapping in Worker._helpers.
+BASELINE_NAMES = {'__name__': CELL_MODULE, '__builtins__': builtins}
+# Names that belong to the worker besides the baseline ones: inventories skip them and
+# checkpoints never restore them.
+# `mcp` is reserved too, though not in the baseline: each cell gets a new bridge object.
+RESERVED_NAMES = frozenset({'__file__', '__repl_result__', 'mcp'})
+_CELL_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+class CellLoop(asyncio.SelectorEventLoop):
+    """The one persistent event loop. It remembers the callbacks and timers scheduled from a
+    cell's context so the epilogue can cancel those that have not run: nothing a cell
+    scheduled may fire under a later cell."""
+
+    def __init__(self):
+        super().__init__()
+        # id(weak reference) -> weak reference to a handle scheduled by cell code; an entry
+        # goes away when its handle dies. Keyed by identity because timer handles compare
+        # equal by schedule; plain dict operations keep this safe from other threads and
+        # from the SIGINT handler, which may schedule while the main thread is in here.
+        self._cell_handles = {}
+
+    def call_soon(self, callback, *args, context=None):
+        return self._track(super().call_soon(callback, *args, context=context), context)
+
+    def call_soon_threadsafe(self, callback, *args, context=None):
+        return self._track(super().call_soon_threadsafe(callback, *args, context=context), context)
+
+    def call_at(self, when, callback, *args, context=None):  # call_later goes through here
+        return self._track(super().call_at(when, callback, *args, context=context), context)
+
+    def _track(self, handle, context):
+        run_id = RUN_ID.get() if context is None else context.get(RUN_ID)
+        if run_id is not None:
+            ref = weakref.ref(handle, self._forget_handle)
+            self._cell_handles[id(ref)] = ref
+        return handle
+
+    def _forget_handle(self, ref):
+        self._cell_handles.pop(id(ref), None)
+
+    def cancel_cell_callbacks(self):
+        handles, self._cell_handles = self._cell_handles, {}
+        for ref in list(handles.values()):
+            handle = ref()
+            if handle is not None:
+                handle.cancel()
+
+
+class CellExecutor(ThreadPoolExecutor):
+    """The loop's default executor (run_in_executor, to_thread, getaddrinfo). It remembers
+    which run submitted each unfinished job, so idle worker threads may outlive a cell while
+    work still running at the end of its cell is detected."""
+
+    def __init__(self):
+        super().__init__(max_workers=min(32, (os.cpu_count() or 1) + 4), thread_name_prefix='repl-mcp-executor')
+        self._jobs = {}  # unfinished future -> run id of the submitting context
+        self._jobs_lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs):
+        with self._jobs_lock:
+            if len(self._jobs) >= EXECUTOR_PENDING_JOBS:
+                raise RuntimeError(EXECUTOR_FULL)
+            job = super().submit(fn, *args, **kwargs)
+            self._jobs[job] = RUN_ID.get()
+        job.add_done_callback(self._finished)
+        return job
+
+    def _finished(self, job):
+        with self._jobs_lock:
+            self._jobs.pop(job, None)
+
+    def busy(self, run_id):
+        with self._jobs_lock:
+            return any(owner == run_id for owner in self._jobs.values())
+
+    def threads(self):
+        return set(self._threads)
+
+
+def _read_source(path):
+    """A saved file's text, decoded as Python decodes source files (PEP 263, BOM)."""
+    try:
+        data = read_prefix(path, SOURCE_FILE_BYTES)
+    except OSError as exc:
+        raise RunFailure(FILE_UNREADABLE.format(exc)) from None
+    if len(data) > SOURCE_FILE_BYTES:
+        raise RunFailure(FILE_TOO_LARGE)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise RunFailure(FILE_UNDECODABLE.format(path, exc)) from None
+
+
+def _check_argv(argv):
+    if len(argv) > ARGV_ITEMS:
+        raise RunFailure(ARGV_TOO_MANY)
+    if sum(len(arg.encode('utf-8', 'surrogatepass')) for arg in argv) > ARGV_BYTES:
+        raise RunFailure(ARGV_TOO_LARGE)
+
+
+def compile_cell(source, filename):
+    """Code for the body and, when the cell ends with an expression, for that expression;
+    compiled apart so its value is kept as an object (no implicit repr)."""
+    module = ast.parse(source, filename, 'exec')
+    tail = None
+    if module.body and isinstance(module.body[-1], ast.Expr):
+        expression = ast.Expression(module.body.pop().value)
+        tail = compile(expression, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
+    return compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
+
+
+async def cell_main(body, tail, namespace):
+    """The cell task: run the body, then evaluate the trailing expression, awaiting either
+    when it uses top-level await."""
+    result = eval(body, namespace)
+    if body.co_flags & inspect.CO_COROUTINE:
+        await result
+    if tail is None:
+        return MISSING
+    value = eval(tail, namespace)
+    if tail.co_flags & inspect.CO_COROUTINE:
+        value = await value
+    return value
+
+
+class Worker:
+    """Runs cells and saved files one at a time in one namespace on one event loop, and
+    reports each."""
+
+    def __init__(self, channel):
+        self._channel = channel
+        self._namespace = {}  # filled below: the helpers hold on to this very dict
+        self._sources = SourceHistory()
+        self._baseline = {**BASELINE_NAMES, **self._helpers()}
+        self._reserved = frozenset(self._baseline) | RESERVED_NAMES
+        self._install_baseline()
+        self._output = Output(channel)
+        self._native = NativeOutput()
+        self._real_streams = (sys.stdout, sys.stderr)
+        self._sinks = (
+            Sink('stdout', 1, sys.stdout, self._output, self._native),
+            Sink('stderr', 2, sys.stderr, self._output, self._native),
+        )
+        self._executor = CellExecutor()
+        self._loop = CellLoop()
+        self._loop.set_default_executor(self._executor)
+        self._interrupts = Interrupts(self._loop, channel)  # last: it installs the SIGINT handler
+
+    def _helpers(self):
+        """The helpers every cell finds in its namespace; those below work on this worker's
+        namespace and sources."""
+        namespace, sources = self._namespace, self._sources
+
+        def checkpoint(path):
+            """Save the variables that are small exact JSON builtins to `path` (~ expanded),
+            atomically, mode 0600, format repl-checkpoint-v1; nothing is pickled. Returns
+            {"saved": n, "skipped": {name: reason}, "omitted": n}."""
+            return checkpoint_namespace(namespace, self._reserved, path)
+
+        def restore(path):
+            """Merge the variables of a checkpoint file into the namespace; the whole file is
+            validated first. Returns {"restored": n, "state": "merged"}."""
+            return restore_namespace(namespace, self._reserved, path)
+
+        def repl_history():
+            """The retained run sources, oldest first, as [{"run_id", "lines"}]
+            (source history: 64 runs / 1 MiB)."""
+            return ReplHistory(sources.history())
+
+        def repl_source(run_id):
+            """The source of a retained run (see repl_history())."""
+            return sources.source(run_id)
+
+        def repl_namespace():
+            """Names, types and builtin lengths of the namespace's variables; no value is
+            read or shown."""
+            return inventory(namespace, self._reserved)
+
+        return {
+            'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
+            'checkpoint': checkpoint, 'restore': restore,
+            'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
+            'ToolError': ToolError, **ARTIFACT_HELPERS,
+        }
+
+    def _install_baseline(self):
+        self._namespace.update(self._baseline)
+        # A new bridge each cell: attributes a cell set on `mcp` do not outlive it.
+        self._namespace['mcp'] = McpBridge(RPCS)
+
+    def serve(self):
+        while True:
+            self._channel.wait_for_command()
+            # Marked before the command leaves the queue: a SIGINT always finds it somewhere.
+            self._interrupts.command_taken()
+            command = self._channel.take_command()
+            if command['type'] == 'shutdown':
+                exit_now(0)
+            if command.get('inventory'):
+                self._report_inventory(command)
+            else:
+                self._execute(command)
+
+    def _report_inventory(self, command):
+        """Answer at once: no loop, no user code, no source history."""
+        result = {
+            'success': True,
+            'stdout': '',
+            'stderr': '',
+            'return_value': INVENTORY_NOTE,
+            'value': inventory(self._namespace, self._reserved),
+            'error': None,
+            'truncated': {'stdout': False, 'stderr': False, 'return': False},
+            'state': 'preserved',
+        }
+        self._deliver(command['id'], command['barrier'], result)
+
+    def _execute(self, command):
+        run_id = command['id']
+        threads_before = set(threading.enumerate())
+        self._output.begin(run_id)
+        RPCS.begin(run_id)
+        sys.stdout, sys.stderr = self._sinks
+        exit_code = None
+        if command.get('source_path'):
+            value, exc, exit_code = self._run_file(run_id, command['source_path'], command.get('argv', []))
+        else:
+            value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>')
+        interrupted = self._interrupts.cancelled  # a SIGINT reached the cell: the run is being stopped
+        cancelled, policy_error = self._epilogue(run_id, threads_before)
+        preview = extra = None
+        if exc is None and policy_error is None and value is not MISSING:
+            preview = value_preview(value)
+            if preview[2]:  # too big (or not shown) for the preview: perhaps an artifact
+                extra = self._auto_artifact(run_id, value, interrupted)
+        sys.stdout, sys.stderr = self._real_streams
+        self._install_baseline()
+        captured = self._output.end()
+        CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
+        result = self._result(run_id, preview, exc, captured, policy_error)
+        if extra:
+            result.update(extra)
+        if exit_code is not None:
+            result['exit_code'] = exit_code
+        if cancelled:
+            result['background_tasks_cancelled'] = cancelled
+        self._deliver(run_id, command['barrier'], result)
+
+    def _run_file(self, run_id, path, argv):
+        """Run a saved file as `python PATH ARGV...` would, in the namespace; returns (trailing
+        value or MISSING, exception or None, exit code or None). SystemExit ends the run with
+        an exit code instead of an error."""
+        try:
+            source = _read_source(path)
+            _check_argv(argv)
+        except RunFailure as exc:
+            return MISSING, exc, None
+        saved = (sys.argv, sys.path, self._namespace.get('__file__', MISSING))
+        sys.argv = [path, *argv]
+        sys.path = [os.path.dirname(path), *sys.path]
+        self._namespace.update({'__name__': '__main__', '__file__': path})
+        try:
+            value, exc = self._run_cell(run_id, source, path)
+        finally:
+            # The same list objects again (the run only rebound the names); __name__ comes
+            # back with the baseline.
+            sys.argv, sys.path, saved_file = saved
+            if saved_file is MISSING:
+                self._namespace.pop('__file__', None)
+            else:
+                self._namespace['__file__'] = saved_file
+        if not isinstance(exc, SystemExit):
+            return value, exc, None
+        status = self._exit_status(exc.code)
+        return MISSING, (RunFailure(FILE_EXITED.format(status)) if status else None), status
+
+    def _exit_status(self, code):
+        """The status `python script.py` exits with for SystemExit(code): None is 0, an int is
+        itself; anything else is written to the run's stderr and is 1."""
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            status = int(code)
+            if -(1 << EXIT_STATUS_BITS) <= status < 1 << EXIT_STATUS_BITS:
+                return status
+        try:
+            message = str(code)
+        except Exception:
+            message = EXIT_CODE_STR_FAILED
+        self._sinks[1].write(message[:EXIT_MESSAGE_CHARS] + '\n')
+        return 1
+
+    def _run_cell(self, run_id, source, filename):
+        """Run one cell; returns (trailing value or MISSING, exception or None)."""
+        self._sources.add(run_id, filename, source)
+        try:
+            body, tail = compile_cell(source, filename)
+        except Exception as exc:  # SyntaxError, or the parser's ValueError/RecursionError/MemoryError
+            return MISSING, exc
+        context = contextvars.copy_context()
+        context.run(RUN_ID.set, run_id)
+        task = context.run(self._loop.create_task, cell_main(body, tail, self._namespace))
+        self._interrupts.drive(task)
+        if task.cancelled():
+            return MISSING, asyncio.CancelledError()
+        exc = task.exception()
+        return (MISSING, exc) if exc is not None else (task.result(), None)
+
+    def _epilogue(self, run_id, threads_before):
+        """Stop what the cell left behind; returns (tasks cancelled, policy error or None).
+        A policy error means the worker cannot vouch for its state and will exit."""
+        cancelled, refused = self._cancel_tasks()
+        RPCS.end()  # after the tasks: a cancelled acall has sent its own rpc_cancel
+        self._loop.cancel_cell_callbacks()
+        if refused:
+            return cancelled, TASKS_REFUSED
+        if self._background_work_left(run_id, threads_before):
+            return cancelled, THREADS_LEFT
+        return cancelled, None
+
+    def _cancel_tasks(self):
+        """Cancel the tasks the cell left pending and give them TASK_CANCEL_GRACE to finish.
+        Returns (how many were cancelled, whether any is still alive)."""
+        deadline = time.monotonic() + TASK_CANCEL_GRACE
+        cancelled, waiters = set(), set()
+        while True:
+            pending = asyncio.all_tasks(self._loop) - waiters
+            remaining = deadline - time.monotonic()
+            if not pending or remaining <= 0:
+                return len(cancelled), bool(pending)
+            for task in pending - cancelled:
+                task.cancel()
+            cancelled |= pending
+            waiter = self._loop.create_task(asyncio.wait(pending, timeout=remaining))
+            waiters.add(waiter)
+            try:
+                self._loop.run_until_complete(waiter)
+            except BaseException:
+                pass  # a task let SystemExit/KeyboardInterrupt escape the loop; it is done now
+
+    def _background_work_left(self, run_id, threads_before):
+        """Whether the cell left threads (other than the executor's idle ones) or executor
+        jobs running. Work that is just finishing gets a short grace: asyncio's waitpid
+        thread, say, wakes the cell and then needs a moment to exit."""
+        deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
+        while self._executor.busy(run_id) or self._new_threads(threads_before):
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.005)
+        return False
+
+    def _new_threads(self, before):
+        executor_threads = self._executor.threads()
+        # enumerate() drops a thread once its Python code has finished.
+        return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
+
+    def _auto_artifact(self, run_id, value, interrupted):
+        """Upload a trailing value too big for its preview (contract 9.4): {"artifact":
+        reference}, {"artifact_error": why} or None (a type that never becomes one, or a
+        value that is not exact JSON). Runs after the cell's code and its epilogue but
+        before the result, while the run is active on both sides, as a task on the loop so
+        a SIGINT stops it as it would stop a cell."""
+        format = auto_artifact_format(value)
+        if format is None:
+            return None
+        if format == 'json':
+            try:
+                check_artifact_json(value)
+            except NotArtifact as exc:
+                return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(exc))} if exc.budget else None
+            except Exception as exc:  # MemoryError, say: the run's result matters more
+                return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(type_name(type(exc))))}
+        if interrupted:
+            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        context = contextvars.copy_context()
+        context.run(RUN_ID.set, run_id)
+        RPCS.begin(run_id)  # the epilogue closed the bridge; the run is still active
+        try:
+            task = context.run(self._loop.create_task, auto_upload(value, format))
+            self._interrupts.drive(task)
+        finally:
+            RPCS.end()
+            self._loop.cancel_cell_callbacks()
+        if task.cancelled():
+            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        exc = task.exception()
+        if isinstance(exc, KeyboardInterrupt):
+            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        if exc is not None:
+            try:
+                message = str(exc)
+            except Exception:
+                message = type_name(type(exc))
+            return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(message))}
+        return {'artifact': task.result()}
+
+    def _result(self, run_id, preview, exc, captured, policy_error):
+        result = {
+            'success': exc is None and policy_error is None,
+            'stdout': captured.text('stdout'),
+            'stderr': captured.text('stderr'),
+            'return_value': None,
+            'error': None,
+            'truncated': {'stdout': captured.truncated['stdout'], 'stderr': captured.truncated['stderr'], 'return': False},
+            'state': 'cleared' if policy_error else 'preserved',
+        }
+        if policy_error:
+            result['error'] = policy_error
+        elif exc is not None:
+            result['error'] = format_error(exc, run_id, self._sources)
+        elif preview is not None:
+            shown, plain, truncated = preview
+            result['return_value'] = shown
+            result['truncated']['return'] = truncated
+            if plain is not MISSING:
+                result['value'] = plain
+        return result
+
+    def _deliver(self, run_id, barrier, result):
+        # From here on a SIGINT can only be for a command still incoming.
+        self._interrupts.result_due()
+        # One write: once the server sees it, it holds every native byte of the run.
+        self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
+        self._channel.send({'type': 'result', 'id': run_id, 'result': result})
+        if result['state'] == 'cleared':
+            exit_now(EXIT_STATE_CLEARED)

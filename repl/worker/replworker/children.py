@@ -1,0 +1,272 @@
+"""Child processes: every subprocess.Popen a cell starts is tracked, reaped and reported
+when it leads a process group of its own (a job); sh() runs shell commands in a group of
+their own; and the worker exits only after killing what is still running."""
+
+import collections
+import math
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+
+from .common import RUN_ID, module_name, utf8_prefix
+from .limits import (
+    CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_EXIT_CHECK,
+    SHELL_PROCESSES, SHELL_TIMEOUT,
+)
+from .messages import SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED
+
+
+def exit_now(status):
+    """Exit without interpreter shutdown: atexit hooks, finalizers of user objects and
+    non-daemon user threads must not delay or outlive a worker that is being stopped. The
+    children cells started go first: nothing else would stop those in a group of their own."""
+    try:
+        CHILDREN.kill_all()
+    finally:
+        os._exit(status)
+
+
+def leads_group(pid):
+    """Whether a child runs in a process group of its own (start_new_session, process_group=0,
+    setsid in preexec_fn): killing the worker's group misses it, so it is reported as a job.
+    Popen returns only once the child has exec'd, so the group is already set."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+def kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+
+
+# CPython's own reaping of Popen objects dropped while their child ran (an internal
+# function; without it there is nothing of that kind to do).
+_reap_dropped_popens = getattr(subprocess, '_cleanup', lambda: None)
+
+
+class _Children:
+    """Every child started through subprocess.Popen, tracked weakly. A daemon thread reaps
+    the finished ones every REAP_INTERVAL (Popen.poll keeps the status for wait() and
+    .returncode), so no zombie accumulates even for dropped Popen objects. A child leading
+    its own process group is a job: reported `started` at once, and once it has finished its
+    group is killed and it is reported `finished`, so the server knows which groups to kill."""
+
+    def __init__(self):
+        self._channel = None
+        # id(weak reference) -> (weak reference, pid, run id, job?, reaped here?), until the
+        # child is seen finished or its Popen object is gone.
+        self._live = {}
+        # (pid, run id) of jobs whose Popen object is gone, to report from a sweep: a weak
+        # reference callback may run inside any code, even code holding the write lock.
+        # Popen keeps an object alive (in subprocess._active) while its child runs, so such a
+        # job has finished, unless its Popen was lost in a reference cycle; its group is then
+        # killed like that of a finished job.
+        self._dropped_jobs = collections.deque()
+
+    def start(self, channel):
+        self._channel = channel
+        subprocess.Popen = Popen
+        threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
+
+    def add(self, proc, reaped_elsewhere):
+        run_id = RUN_ID.get() or ''
+        job = leads_group(proc.pid)
+        if job:
+            self._channel.send({'type': 'job', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
+        ref = weakref.ref(proc, self._forget)
+        self._live[id(ref)] = (ref, proc.pid, run_id, job, not reaped_elsewhere)
+
+    def _forget(self, ref):
+        entry = self._live.pop(id(ref), None)
+        if entry is not None and entry[3]:
+            self._dropped_jobs.append(entry[1:3])
+
+    def sweep(self):
+        """Reap the children that have exited and report the jobs among them. Safe from any
+        thread: each finished child is claimed by one pop."""
+        for key, (ref, pid, run_id, job, reap) in list(self._live.items()):
+            proc = ref()
+            if proc is None:
+                continue
+            if reap:
+                _PlainPopen.poll(proc)  # the base method: a user subclass's poll() is not ours to run
+            if proc.returncode is not None and self._live.pop(key, None) is not None and job:
+                self._finished(pid, run_id)
+        while True:
+            try:
+                pid, run_id = self._dropped_jobs.popleft()
+            except IndexError:  # empty, perhaps emptied by the other sweeping thread
+                break
+            self._finished(pid, run_id)
+        _reap_dropped_popens()
+
+    def _finished(self, pid, run_id):
+        kill_group(pid)  # what the job left behind in its group
+        self._channel.send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
+
+    def _reap_forever(self):
+        while True:
+            time.sleep(REAP_INTERVAL)
+            self.sweep()
+
+    def kill_all(self):
+        """SIGKILL every child still running (a job with its whole group) and reap them,
+        waiting at most CHILD_EXIT_WAIT: the worker is exiting."""
+        running = []
+        for ref, pid, _, job, _ in list(self._live.values()):
+            proc = ref()
+            if proc is not None and proc.returncode is None:
+                running.append(proc)
+                try:
+                    (os.killpg if job else os.kill)(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + CHILD_EXIT_WAIT
+        for proc in running:
+            try:
+                _PlainPopen.wait(proc, max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                pass
+
+
+_PlainPopen = subprocess.Popen
+
+
+class Popen(_PlainPopen):
+    """subprocess.Popen inside the worker (CHILDREN.start installs it): each child is
+    tracked, so it is reaped without losing its status, reported when it is a job, and killed
+    when the worker exits."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # asyncio's subprocess transport reaps its children itself: reaping them here would
+        # take the status its child watcher waits for.
+        caller = module_name(sys._getframe(1))
+        CHILDREN.add(self, reaped_elsewhere=caller.startswith('asyncio.'))
+
+
+CHILDREN = _Children()
+
+
+class ShellResult(str):
+    """What sh() returns: the str value is the command's stdout. Attributes: stdout (the same
+    text), stderr, returncode, ok (returncode == 0), truncated (a stream was bounded)."""
+
+    def __new__(cls, stdout='', stderr='', returncode=0, truncated=False):  # defaults let copy/pickle rebuild it
+        result = super().__new__(cls, stdout)
+        result.stdout, result.stderr, result.returncode = stdout, stderr, returncode
+        result.ok, result.truncated = returncode == 0, truncated
+        return result
+
+
+class ShellError(RuntimeError):
+    """sh() with check=True saw a non-zero status. Attributes: result (the ShellResult),
+    returncode, stdout, stderr."""
+
+    def __init__(self, result):
+        super().__init__(SHELL_FAILED.format(result.returncode))
+        self.result, self.returncode = result, result.returncode
+        self.stdout, self.stderr = result.stdout, result.stderr
+
+
+_SHELL_SLOTS = threading.BoundedSemaphore(SHELL_PROCESSES)
+
+
+def sh(cmd, *, check=True, timeout=SHELL_TIMEOUT, cwd=None, env=None):
+    """Run `cmd` with the shell in a new process group and return a ShellResult: its stdout,
+    with .stderr, .returncode, .ok and .truncated (each stream keeps 50,000 bytes).
+    check=True raises ShellError on a non-zero status; after `timeout` seconds it raises
+    subprocess.TimeoutExpired. cwd (~ expanded) defaults to the current directory; env is
+    merged over os.environ. When sh returns, the whole process group is killed."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ValueError(SHELL_BAD_TIMEOUT)
+    if not _SHELL_SLOTS.acquire(blocking=False):
+        raise RuntimeError(SHELL_BUSY)
+    try:
+        result = _shell_run(cmd, timeout, cwd, env)
+    finally:
+        _SHELL_SLOTS.release()
+    if check and result.returncode != 0:
+        raise ShellError(result)
+    return result
+
+
+def _shell_run(cmd, timeout, cwd, env):
+    proc = Popen(
+        cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, cwd=None if cwd is None else os.path.expanduser(cwd),
+        env=None if env is None else {**os.environ, **env},
+    )
+    try:
+        out, err, cut = shell_capture(proc, cmd, timeout)
+    finally:
+        kill_group(proc.pid)  # background descendants of the shell go with it
+        proc.stdout.close()
+        proc.stderr.close()
+        proc.wait()
+    stdout, stdout_cut = _shell_text(out)
+    stderr, stderr_cut = _shell_text(err)
+    return ShellResult(stdout, stderr, proc.returncode, cut or stdout_cut or stderr_cut)
+
+
+def shell_capture(proc, cmd, timeout):
+    """(stdout bytes, stderr bytes, whether either was cut) of a sh() process: read until
+    the shell exits, then what its descendants already wrote (at most SHELL_DRAIN bytes),
+    or until both pipes close. Each stream keeps SHELL_CAPTURE bytes; the rest is read and
+    dropped so the shell never blocks on a full pipe. A KeyboardInterrupt may land anywhere
+    in here (see interrupts.interrupt_site): every piece of state is local, and the caller kills the
+    group."""
+    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    pipes = select.poll()
+    for fd in kept:
+        pipes.register(fd, select.POLLIN)
+    open_pipes, cut = len(kept), False
+    deadline = time.monotonic() + timeout
+    drain = None  # bytes still to read once the shell has exited
+    while open_pipes and (drain is None or drain > 0):
+        if drain is None and _exited(proc.pid):
+            drain = SHELL_DRAIN
+        remaining = deadline - time.monotonic()
+        if drain is None and remaining <= 0:
+            out, err = kept.values()
+            raise subprocess.TimeoutExpired(cmd, timeout, bytes(out), bytes(err))
+        events = pipes.poll(0 if drain is not None else min(remaining, SHELL_EXIT_CHECK) * 1000)
+        if not events and drain is not None:
+            break
+        for fd, _ in events:
+            data = os.read(fd, READ_CHUNK)
+            if not data:
+                pipes.unregister(fd)
+                open_pipes -= 1
+            if drain is not None:
+                drain -= len(data)
+            room = SHELL_CAPTURE - len(kept[fd])
+            kept[fd] += data[:room]
+            cut = cut or len(data) > room
+    out, err = kept.values()
+    return bytes(out), bytes(err), cut
+
+
+def _exited(pid):
+    """Whether a child has exited, without reaping it: its Popen still collects the status."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True  # already reaped, by the reaper thread
+
+
+def _shell_text(data):
+    """Captured bytes as text (invalid UTF-8 replaced), bounded again as UTF-8: replacement
+    characters take more bytes than what they replace. Returns (text, whether it was cut)."""
+    text, _, complete = utf8_prefix(data.decode('utf-8', 'replace'), SHELL_CAPTURE)
+    return text, not complete
+

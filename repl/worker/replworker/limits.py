@@ -1,0 +1,91 @@
+# Every numeric limit of the worker, one per line, as NAME = LITERAL  # what it bounds.
+#
+# Only such lines, blank lines and comments may appear here: Go reads this file line by
+# line (repl/worker.Limits) and fails on anything else, and repl's
+# TestWorkerLimitsMatchTheirTwins compares each limit that has a twin on the Go side (the
+# frame size, the stream and preview budgets, the artifact sizes, ...) with that twin,
+# and fails on a limit it does not know. Change both sides together.
+
+# The wire protocol (channel.py).
+MAX_FRAME = 1_048_576  # bytes per frame, newline included (Go: repl.MaxFrameBytes)
+INBOX_SLOTS = 2  # commands parsed and not yet taken by the main thread
+READ_CHUNK = 65_536  # bytes per read from a pipe (the command pipe, sh() pipes)
+
+# Output capture (output.py).
+STREAM_BUDGET = 50_000  # UTF-8 bytes kept per stream per cell (Go: repl.StreamLimit)
+FLUSH_INTERVAL = 0.05  # seconds between output frames while a cell runs (protocol: <= 0.1)
+
+# Previews of trailing values (previews.py).
+PREVIEW_BYTES = 20_000  # bytes of a return_value preview (Go: repl.PreviewLimit)
+PREVIEW_NODES = 100  # values a JSON preview may hold
+PREVIEW_DEPTH = 5  # containers a JSON preview may nest
+PREVIEW_ITEMS = 100  # items of one list or dict in a preview
+PREVIEW_STR_CHARS = 2_000  # characters of one string inside a preview
+PREVIEW_INT_BITS = 4_096  # bits of an int in a preview or an artifact
+HISTORY_PREVIEW_NODES = 512  # values the preview of repl_history() may hold
+
+# Tracebacks and the source history (tracebacks.py).
+TRACEBACK_FRAMES = 20  # innermost user frames a traceback keeps
+TRACEBACK_SOURCE_CHARS = 500  # characters of the source line shown under a frame
+TRACEBACK_MESSAGE_CHARS = 4_000  # characters of the exception's message
+TRACEBACK_CAUSE_CHARS = 500  # characters of the message of its cause or context
+TRACEBACK_CHARS = 10_000  # characters of a whole traceback
+TYPE_NAME_CHARS = 200  # characters of a type name anywhere in a result
+SOURCE_RUNS = 64  # runs the source history keeps (Go: repl.HistoryRuns)
+SOURCE_BYTES = 1_048_576  # bytes the source history keeps, as retained objects' sizes
+
+# Saved files (cells.py).
+SOURCE_FILE_BYTES = 262_144  # bytes of a saved file (Go: repl.MaxCodeBytes, the same 256 KiB)
+ARGV_ITEMS = 128  # strings of a saved file's argv
+ARGV_BYTES = 32_768  # UTF-8 bytes of a saved file's argv, all strings together
+EXIT_STATUS_BITS = 31  # a SystemExit int beyond a signed 32-bit status is reported like a message
+EXIT_MESSAGE_CHARS = 4_000  # characters of a SystemExit message written to stderr
+
+# The namespace inventory (previews.py).
+INVENTORY_SCANNED = 1_024  # namespace entries an inventory looks at
+INVENTORY_LISTED = 512  # variables an inventory lists
+INVENTORY_BYTES = 60_000  # bytes of an inventory's JSON
+INVENTORY_ENVELOPE = 256  # bytes kept for everything but the listed variables
+NAME_CHARS = 256  # longest variable name an inventory lists or a checkpoint holds
+INVENTORY_TYPE_CHARS = 128  # characters of a type name in an inventory
+
+# Checkpoints (checkpoint.py).
+CHECKPOINT_BYTES = 262_144  # bytes of a checkpoint file
+CHECKPOINT_RESERVE = 16_384  # bytes kept for the envelope beyond the saved and skipped entries
+CHECKPOINT_VARIABLES = 256  # variables a checkpoint considers or restores
+
+# Children and sh() (children.py).
+SHELL_CAPTURE = 50_000  # bytes kept per sh() stream, while reading and again as UTF-8 text
+SHELL_PROCESSES = 64  # sh() processes running at once
+SHELL_TIMEOUT = 120.0  # seconds sh() waits by default
+SHELL_EXIT_CHECK = 0.05  # seconds between checks whether the shell itself has exited
+SHELL_DRAIN = 1_048_576  # bytes read after the shell exited, from descendants still writing
+REAP_INTERVAL = 0.05  # seconds between sweeps that reap finished children
+CHILD_EXIT_WAIT = 1.0  # seconds an exiting worker waits for the children it killed
+
+# The cell loop and interrupts (cells.py, interrupts.py).
+TASK_CANCEL_GRACE = 0.25  # seconds the tasks a cell left get to finish once cancelled
+BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are just finishing
+INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
+EXECUTOR_PENDING_JOBS = 64  # unfinished jobs of the default executor
+
+# The mcp bridge (bridge.py).
+RPC_PENDING = 64  # bridge calls awaiting their rpc_result at once (Go: repl's maxOutstandingRPCs)
+MCP_TIMEOUT_MIN = 0.01  # seconds, the shortest timeout a bridge call accepts (Go: broker's minTimeout)
+MCP_TIMEOUT_MAX = 3600.0  # seconds, the longest timeout a bridge call accepts (Go: broker's maxTimeout)
+MCP_CALL_TIMEOUT = 120.0  # seconds, mcp.call's default timeout (Go: broker's defaultCallTimeout)
+MCP_CATALOGUE_TIMEOUT = 30.0  # seconds, list_tools' and help's default (Go: broker's defaultListTimeout)
+MCP_REPLY_SLACK = 1.0  # seconds a wait adds to the timeout the server enforces itself
+MCP_OP_WAIT = 35.0  # seconds to wait for ops without a timeout of their own
+TOOL_ERROR_CHARS = 2_000  # characters of a tool's text in a ToolError message
+
+# Artifacts (artifacts.py).
+ARTIFACT_CHUNK = 32_768  # raw bytes per artifact.append, base64 in the frame (Go: artifacts.ChunkBytes)
+ARTIFACT_MAX_BYTES = 16_777_216  # bytes of one artifact (Go: artifacts.MaxArtifactBytes)
+ARTIFACT_READ_MAX = 65_536  # bytes of one artifact_read (Go: artifacts.MaxReadLength)
+ARTIFACT_JSON_DEPTH = 32  # containers a JSON artifact value may nest (Go: at most artifacts.MaxJSONDepth)
+ARTIFACT_JSON_NODES = 100_000  # values of a JSON artifact value
+ARTIFACT_STRING_BUDGET = 16_777_216  # bytes of a JSON value's strings, counted as 4 bytes per character
+ARTIFACT_TEXT_SLICE = 8_192  # characters encoded to UTF-8 at a time (at most one chunk)
+ARTIFACT_ABORT_WAIT = 5.0  # seconds a best-effort artifact.abort may take
+ARTIFACT_ERROR_BYTES = 1_000  # UTF-8 bytes of an artifact_error (Go: repl's maxArtifactErrorBytes)

@@ -1,0 +1,51 @@
+"""The worker's start: the protocol channel, the worker, its ready frame, and then commands
+until the server goes. bootstrap.py calls run() once every module is loaded."""
+
+import os
+import sys
+import traceback
+
+from .bridge import RPCS
+from .cells import Worker
+from .channel import PROTOCOL_VERSION, Channel
+from .children import CHILDREN, exit_now
+
+
+def python_version():
+    """platform.python_version() for CPython, without importing platform at every start:
+    the version token of sys.version, with a patch level added when it has none."""
+    version = sys.version.split()[0]
+    parts = version.split('.')
+    return '.'.join(parts + ['0']) if len(parts) == 2 else version
+
+
+def run(path0):
+    """Serve until EOF or shutdown. `path0` is the project directory the bootstrap took off
+    sys.path while the worker's modules and the standard library loaded (a project's
+    queue.py must not replace queue); cells get it back first, as in a Python REPL."""
+    try:
+        _serve(path0)
+    except BaseException:
+        # A worker bug must surface as a crash the server can see, not a half-working
+        # worker (or one that user threads keep alive).
+        traceback.print_exc(file=sys.__stderr__)
+        exit_now(1)
+
+
+def _serve(path0):
+    channel = Channel(RPCS.resolve)
+    worker = Worker(channel)
+    CHILDREN.start(channel)
+    RPCS.start(channel)
+    sys.argv = ['']
+    if path0 is not None:
+        sys.path.insert(0, path0)
+    channel.send({
+        'type': 'ready',
+        'protocol': PROTOCOL_VERSION,
+        'pid': os.getpid(),
+        'python_version': python_version(),
+        'python_executable': sys.executable,
+    })
+    channel.start_reader()
+    worker.serve()

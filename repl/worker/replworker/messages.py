@@ -1,0 +1,115 @@
+"""Every message the worker gives a person or a program: results' errors, the exceptions
+the helpers raise, the text of previews and skipped checkpoint entries, and the protocol
+errors written to fd 2. Clients match substrings of many of them (reference section
+13.2), so they change only deliberately. Templates take str.format arguments."""
+
+from .limits import (
+    ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
+    PREVIEW_INT_BITS, RPC_PENDING, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
+)
+
+CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
+
+# Runs and their policies.
+INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
+TASKS_REFUSED = 'Background tasks refused cancellation; worker stopped and variables cleared'
+THREADS_LEFT = (
+    'Cell left active background threads or executor work; worker stopped and variables '
+    'cleared. Join threads before the cell ends; use mcp.acall for concurrent bridge calls.'
+)
+EXECUTOR_FULL = f'Too many pending default executor jobs (limit {EXECUTOR_PENDING_JOBS})'
+INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
+STR_FAILED = '<exception str() failed>'
+
+# Saved files.
+FILE_TOO_LARGE = 'Python source file exceeds 256 KiB'
+FILE_UNREADABLE = 'Cannot read Python source file: {}'
+FILE_UNDECODABLE = 'Cannot decode Python source file {}: {}'
+NOT_REGULAR_FILE = '{} is not a regular file'
+ARGV_TOO_MANY = f'argv must contain at most {ARGV_ITEMS} strings'
+ARGV_TOO_LARGE = 'argv exceeds 32 KiB'
+FILE_EXITED = 'Saved Python file exited with status {}'
+EXIT_CODE_STR_FAILED = '<exit code str() failed>'
+
+# Output streams.
+WRITE_NOT_STR = 'write() argument must be str, not {}'
+WRITE_NOT_BYTES = "a bytes-like object is required, not '{}'"
+NO_NATIVE_FD = (
+    '{} has no descriptor: the cell closed or replaced fd 1 and fd 2, and the worker kept no '
+    'copy of the native-output pipe; write through print() or sys.{}.write() instead'
+)
+
+# Previews.
+PREVIEW_OMITTED = '<{}; safe preview omitted>'
+PREVIEW_OMITTED_LENGTH = '<{}; length={}; safe preview omitted>'
+
+# The source history.
+SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB)'
+
+# sh().
+SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
+SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
+SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
+
+# Checkpoints: refusals, and the reasons listed in `skipped`.
+CHECKPOINT_TOO_LARGE = 'Checkpoint exceeds 256 KiB'
+CHECKPOINT_UNSUPPORTED = f'Unsupported checkpoint format; expected {CHECKPOINT_FORMAT}'
+CHECKPOINT_TOO_MANY = f'Checkpoint values must be an object of at most {CHECKPOINT_VARIABLES} variables'
+CHECKPOINT_BAD_NAMES = 'Checkpoint contains invalid or reserved variable names'
+CHECKPOINT_BAD_VALUE = 'Checkpoint value {!r} is not a small exact JSON value'
+SKIP_LARGE_STRING = 'large string'
+SKIP_NOT_PLAIN = 'value too large or not plain JSON'
+SKIP_CUSTOM = 'custom object'
+SKIP_BYTE_LIMIT = 'snapshot byte limit'
+
+# The mcp bridge.
+MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
+MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING})'
+MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
+MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
+MCP_ARGUMENTS_NOT_DICT = 'arguments must be a dict'
+MCP_FRAME_TOO_LARGE = 'Worker frame exceeds 1 MiB; reduce code/arguments/result'
+MCP_NO_REPLY = 'MCP {} got no reply within {:g} seconds; call may have completed. Inspect mcp.journal()'
+MCP_MALFORMED = 'MCP bridge returned a malformed {} result'
+MCP_UNKNOWN_TOOL = "Unknown tool '{}'; use mcp.list_tools(server)"
+MCP_TEXT_NOT_ENVELOPE = 'mcp.text() expects a CallToolResult dict, not {}'
+MCP_REPR = '<mcp bridge; help(mcp) describes it, mcp.help() lists servers>'
+TOOL_FAILED = 'MCP tool failed: {}'
+
+# Artifacts: refusals of artifact() and their details, and the argument checks.
+ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
+ARTIFACT_UNSUPPORTED_DETAIL = ARTIFACT_UNSUPPORTED + ' ({})'
+ARTIFACT_STRINGS_TOO_LARGE = 'strings exceed the 16 MiB budget at 4 bytes per character'
+ARTIFACT_TOO_MANY_VALUES = f'more than {ARTIFACT_JSON_NODES:,} values'
+ARTIFACT_INT_TOO_LARGE = f'int over {PREVIEW_INT_BITS} bits'
+ARTIFACT_NOT_FINITE = 'NaN or infinite float'
+ARTIFACT_TOO_DEEP = f'nesting deeper than {ARTIFACT_JSON_DEPTH}'
+ARTIFACT_BAD_KEY = 'dict key of type {}'
+ARTIFACT_BAD_TYPE = 'found {}'
+ARTIFACT_ONE_SOURCE = 'artifact() needs exactly one of value or path='
+ARTIFACT_BAD_FORMAT = 'Artifact format must be json, text or binary'
+ARTIFACT_FORMAT_MISMATCH = "Artifact format '{}' does not fit a {} value (text needs str, binary needs bytes, json a JSON value)"
+ARTIFACT_TOO_LARGE = 'Artifact exceeds 16 MiB'
+ARTIFACT_BAD_ENCODING = 'artifact_read encoding must be text, base64 or hex'
+ARTIFACT_BAD_LENGTH = 'artifact_read length must be between 0 and 65536 bytes'
+ARTIFACT_BAD_FORWARD_FORMAT = 'Forward format must be json, text or explicit base64'
+ARTIFACT_AUTO_FAILED = 'Automatic artifact upload failed: {}'
+ARTIFACT_AUTO_INTERRUPTED = 'Automatic artifact upload skipped: the run was interrupted'
+NOT_STR_PATH = '{} must be a str path'
+NOT_STR = '{} must be a str, not {}'
+NOT_INT = '{} must be an int, not {}'
+NEGATIVE = '{} must not be negative'
+NOT_BOOL_OVERWRITE = 'overwrite must be True or False'
+
+# Protocol errors: one line on fd 2 before the worker exits with status 2.
+PROTOCOL_ERROR = 'repl-mcp worker: protocol error: {}\n'
+BAD_FDS = 'REPL_MCP_WORKER_FDS={!r} is not two open fds "R,W": {}'
+FRAME_NOT_JSON = 'frame is not UTF-8 JSON'
+FRAME_UNKNOWN = 'unknown or malformed frame (type {})'
+FRAME_TOO_LARGE = 'frame exceeds 1 MiB'
+INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
+
+# Tracebacks, laid out as Python's own.
+TRACEBACK_HEAD = 'Traceback (most recent call last):'
+CAUSED_BY = '\n(caused by {})'
+RAISED_WHILE_HANDLING = '\n(raised while handling {})'

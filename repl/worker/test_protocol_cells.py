@@ -1,0 +1,727 @@
+"""Runs over the wire protocol: start-up, execution, tracebacks, output bounds, previews,
+the worker's lifecycle, saved files and inventories.
+Every worker is started through the real bootstrap with the bundle the server sends
+(harness.WorkerProcess)."""
+
+import json
+import os
+import sys
+import time
+import uuid
+
+from harness import HELPERS, INVENTORY_NOTE, MAX_FRAME, WorkerTestCase
+
+
+class StartupTests(WorkerTestCase):
+    def test_ready_frame_is_first_and_complete(self):
+        ready = self.worker.ready
+        self.assertEqual(ready['type'], 'ready')
+        self.assertEqual(ready['protocol'], 1)
+        self.assertEqual(ready['pid'], self.worker.proc.pid)
+        self.assertEqual(ready['python_version'], '%d.%d.%d' % sys.version_info[:3])
+        self.assertEqual(os.path.realpath(ready['python_executable']), os.path.realpath(sys.executable))
+
+    def test_startup_environment(self):
+        code = (
+            'import os, sys\n'
+            '[os.environ.get("REPL_MCP_WORKER_FDS"), sys.argv, __name__, os.getcwd(), sys.stdin.read(),'
+            ' __builtins__ is __import__("builtins")]'
+        )
+        self.assertEqual(self.worker.value(code), [None, [''], '__repl__', os.path.realpath(self.dir), '', True])
+
+    def test_baseline_names_reinstalled_after_each_cell(self):
+        result = self.worker.run('__name__ = "shadowed"\n__builtins__ = None\n__name__')
+        self.assertEqual(result['value'], 'shadowed')
+        self.assertEqual(self.worker.value('[__name__, __builtins__ is __import__("builtins")]'), ['__repl__', True])
+
+    def test_protocol_fds_are_not_inheritable(self):
+        read_fd, write_fd = self.worker.child_fds
+        self.assertEqual(self.worker.value(f'import os\n[os.get_inheritable({read_fd}), os.get_inheritable({write_fd})]'), [False, False])
+
+
+class ExecutionTests(WorkerTestCase):
+    def test_two_plus_two(self):
+        result = self.worker.run('2+2')
+        self.assert_ok(result)
+        self.assertEqual(result['return_value'], '4')
+        self.assertEqual(result['value'], 4)
+        self.assertEqual(result['stdout'], '')
+        self.assertEqual(result['stderr'], '')
+        self.assertIsNone(result['error'])
+        self.assertEqual(result['truncated'], {'stdout': False, 'stderr': False, 'return': False})
+        self.assertNotIn('background_tasks_cancelled', result)
+
+    def test_statements_and_none_have_no_return_value(self):
+        for code in ('x = 1', 'None', '', '# only a comment'):
+            result = self.worker.run(code)
+            self.assert_ok(result)
+            self.assertIsNone(result['return_value'])
+            self.assertNotIn('value', result)
+
+    def test_persistent_state_and_loop_identity(self):
+        self.assert_ok(self.worker.run('import asyncio\nx = 41\nloop = asyncio.get_event_loop()\nev = asyncio.Event()'))
+        self.assertEqual(self.worker.value('x + 1'), 42)
+        self.assertEqual(self.worker.value('asyncio.get_event_loop() is loop'), True)
+        self.assertEqual(self.worker.value('asyncio.get_running_loop() is loop'), True)
+        self.assertEqual(self.worker.value('ev.set()\nawait ev.wait()'), True)
+
+    def test_top_level_await_and_lock_across_cells(self):
+        self.assert_ok(self.worker.run('import asyncio\nlock = asyncio.Lock()\nawait asyncio.sleep(0)'))
+        code = 'async def f():\n    await asyncio.sleep(0)\n    return 7\nasync with lock:\n    y = await f()\ny'
+        self.assertEqual(self.worker.value(code), 7)
+        self.assertEqual(self.worker.value('await f() + await asyncio.sleep(0, 1)'), 8)
+
+    def test_stdout_and_stderr_captured_and_streamed(self):
+        code = (
+            'import sys, logging, traceback\n'
+            'print("hello")\n'
+            'print("oops", file=sys.stderr)\n'
+            'logging.basicConfig(format="%(levelname)s %(message)s")\n'
+            'logging.warning("careful")\n'
+            'try:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n'
+            '[sys.stdout.isatty(), sys.stdout.encoding, sys.stdout.writable()]'
+        )
+        run_id = self.worker.start(code)
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [False, 'utf-8', True])
+        self.assertEqual(result['stdout'], 'hello\n')
+        self.assertTrue(result['stderr'].startswith('oops\nWARNING careful\nTraceback'), result['stderr'])
+        self.assertIn('ZeroDivisionError: division by zero', result['stderr'])
+        self.assertNotIn('<string>', result['stderr'])  # traceback.print_exc shows no worker frame
+        for stream in ('stdout', 'stderr'):
+            streamed = ''.join(f['text'] for f in outputs if f['stream'] == stream)
+            self.assertEqual(streamed, result[stream])
+
+    def test_logging_handler_from_earlier_cell_writes_into_current_cell(self):
+        self.assert_ok(self.worker.run('import logging\nlog = logging.getLogger("t")\nlog.addHandler(logging.StreamHandler())'))
+        result = self.worker.run('log.warning("second cell")')
+        self.assertEqual(result['stderr'], 'second cell\n')
+
+    def test_output_streams_while_cell_runs(self):
+        run_id = self.worker.start('import time\nprint("early")\ntime.sleep(1)\nprint("late")')
+        first = self.worker.next_frame()
+        self.assertEqual(first['type'], 'output')
+        self.assertEqual(first['text'], 'early\n')
+        result, outputs = self.worker.collect(run_id)
+        self.assertEqual(''.join(f['text'] for f in outputs), 'late\n')
+        self.assertEqual(result['stdout'], 'early\nlate\n')
+
+    def test_syntax_error_reported_with_line(self):
+        result = self.worker.run('x = 1\ny = (\n', 'syn-1')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertTrue(error.startswith('Traceback (most recent call last):'), error)
+        self.assertIn('File "<repl:syn-1>", line 2', error)
+        self.assertIn('y = (', error)
+        self.assertIn('SyntaxError', error)
+        self.assert_no_worker_frames(error)
+
+    def test_system_exit_is_an_ordinary_failure(self):
+        result = self.worker.run('x = 5\nraise SystemExit(3)')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertIn('SystemExit: 3', result['error'])
+        self.assertEqual(self.worker.value('x'), 5)
+        self.assertIsNone(self.worker.proc.poll())
+
+    def test_flood_of_small_prints_stays_cheap(self):
+        started = time.monotonic()
+        result = self.worker.run('for i in range(10**6):\n    print(i)')
+        self.assert_ok(result)
+        self.assertEqual(len(result['stdout'].encode()), 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        self.assertLess(time.monotonic() - started, 15)
+
+
+class TracebackTests(WorkerTestCase):
+    def test_zero_division_traceback(self):
+        result = self.worker.run('x = 1\n1/0', 'tb-1')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertIsNone(result['return_value'])
+        error = result['error']
+        self.assertTrue(error.startswith('Traceback (most recent call last):\n'), error)
+        self.assertIn('  File "<repl:tb-1>", line 2, in <module>\n    1/0\n', error)
+        self.assertTrue(error.endswith('ZeroDivisionError: division by zero'), error)
+        self.assert_no_worker_frames(error)
+        self.assertEqual(self.worker.value('x'), 1)
+
+    def test_old_function_attributed_to_its_cell(self):
+        self.assert_ok(self.worker.run('def f(n):\n    return 10 / n\n', 'old-cell'))
+        self.assert_ok(self.worker.run('z = 3', 'middle'))
+        result = self.worker.run('f(1)\nf(0)', 'new-cell')
+        error = result['error']
+        self.assertIn('File "<repl:new-cell>", line 2, in <module>\n    f(0)', error)
+        self.assertIn('File "<repl:old-cell>", line 2, in f\n    return 10 / n', error)
+        self.assertLess(error.index('new-cell'), error.index('old-cell'))
+        self.assertEqual(self.worker.value('import inspect\ninspect.getsource(f)'), 'def f(n):\n    return 10 / n\n')
+
+    def test_exception_names_follow_python(self):
+        result = self.worker.run('class Oops(Exception):\n    pass\nraise Oops("mine")')
+        self.assertTrue(result['error'].endswith('\nOops: mine'), result['error'])
+        result = self.worker.run('import json\njson.loads("{")')
+        self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
+        self.assertNotIn('json/decoder.py', result['error'])
+
+    def test_exception_chain_names_the_cause(self):
+        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e')
+        self.assertIn("ValueError: bad\n(caused by KeyError: 'k')", result['error'])
+
+    def test_traceback_is_bounded(self):
+        code = 'def r(n):\n    return r(n + 1)\nr(0)'
+        result = self.worker.run(code)
+        error = result['error']
+        self.assertLessEqual(len(error), 10_000)
+        self.assertEqual(error.count('  File "<repl:'), 20)
+        self.assertIn('RecursionError', error)
+        # Long source lines: each shown line is cut to 500 characters and the innermost
+        # frames that fit the 10,000-character bound are kept.
+        long_line = '    return deep(n + 1)  # ' + 'c' * 600
+        result = self.worker.run(f'def deep(n):\n{long_line}\ndeep(0)')
+        error = result['error']
+        self.assertLessEqual(len(error), 10_000)
+        self.assertIn('return deep(n + 1)  # ' + 'c' * 478 + '\n', error)
+        self.assertNotIn('c' * 479, error)
+        self.assertLess(error.count('  File "<repl:'), 20)
+        self.assertTrue(error.startswith('Traceback (most recent call last):\n  File'), error[:100])
+        self.assertIn('\nRecursionError', error)
+        result = self.worker.run('raise ValueError("m" * 100_000)')
+        self.assertLessEqual(len(result['error']), 10_000)
+        self.assertIn('ValueError: ' + 'm' * 4000, result['error'])
+        self.assertNotIn('m' * 4001, result['error'])
+
+    def test_source_history_evicts_after_64_runs(self):
+        self.assert_ok(self.worker.run('def first():\n    raise RuntimeError("from first")', 'hist-0'))
+        error = self.worker.run('first()')['error']
+        self.assertIn('raise RuntimeError("from first")', error)
+        for i in range(1, 65):
+            self.assert_ok(self.worker.run(f'v{i} = {i}', f'hist-{i}'))
+        error = self.worker.run('first()', 'hist-last')['error']
+        self.assertIn('File "<repl:hist-0>", line 2, in first\n', error)
+        self.assertNotIn('from first")', error)  # hist-0's source was evicted
+        count = self.worker.value('import linecache\nsum(k.startswith("<repl:") for k in linecache.cache)')
+        self.assertLessEqual(count, 64)
+        self.assertEqual(self.worker.value('"<repl:hist-0>" in linecache.cache'), False)
+
+    def test_source_history_evicts_by_memory_budget(self):
+        filler = '# ' + 'x' * 98 + '\n'
+        big = filler * 1000  # about 100 KB of source, more once held as lines
+        self.assert_ok(self.worker.run(big + 'def early():\n    raise KeyError("early")', 'mem-0'))
+        for i in range(1, 12):
+            self.assert_ok(self.worker.run(big + f'w = {i}', f'mem-{i}'))
+        self.assert_ok(self.worker.run(big + 'def late():\n    raise KeyError("late")', 'mem-last'))
+        error = self.worker.run('early()')['error']
+        self.assertIn('File "<repl:mem-0>", line 1002, in early\n', error)
+        self.assertNotIn('raise KeyError("early")', error)
+        self.assertIn('raise KeyError("late")', self.worker.run('late()')['error'])
+
+
+class OutputBoundTests(WorkerTestCase):
+    def test_huge_print_is_bounded_and_streamed(self):
+        run_id = self.worker.start('print("a" * 2_000_000)\nprint("after")')
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'a' * 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        self.assertTrue(outputs)
+        self.assertEqual(''.join(f['text'] for f in outputs), result['stdout'])
+
+    def test_multibyte_bound_at_character_boundary(self):
+        run_id = self.worker.start('print("Ж" * 2_000_000)')
+        result, outputs = self.worker.collect(run_id)
+        self.assertEqual(len(result['stdout'].encode('utf-8')), 50_000)
+        self.assertEqual(result['stdout'], 'Ж' * 25_000)
+        self.assertEqual(''.join(f['text'] for f in outputs), result['stdout'])
+        # 3-byte characters: the budget ends inside one, which is dropped whole.
+        result = self.worker.run('import sys\nsys.stdout.write("a" + "€" * 30_000)')
+        self.assertEqual(result['stdout'], 'a' + '€' * 16_666)
+
+    def test_lone_surrogate_becomes_question_mark(self):
+        result = self.worker.run('print("a\\udc80b")\nimport sys\nsys.stderr.write("\\ud800")')
+        self.assertEqual(result['stdout'], 'a?b\n')
+        self.assertEqual(result['stderr'], '?')
+
+    def test_native_fd_output_never_corrupts_frames(self):
+        barrier = 'barrier-' + uuid.uuid4().hex
+        run_id = self.worker.start('import os, sys\nos.write(1, b"not-json\\n")\nsys.__stdout__.write("raw\\n")\n1', barrier=barrier)
+        result, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], 1)
+        native = self.worker.drain_native(0)
+        self.assertIn(b'not-json\n', native)
+        self.assertIn(b'raw\n', native)
+
+    def test_barrier_written_to_fd2_before_result(self):
+        barrier = 'barrier-' + uuid.uuid4().hex
+        run_id = self.worker.start('import os\nos.write(2, b"native-before")', barrier=barrier)
+        result, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        # The barrier was written before the result frame, so it is already in the pipe.
+        native = self.worker.drain_native(0)
+        marker = b'\x1e' + barrier.encode() + b'\x1e'
+        self.assertIn(marker, native)
+        self.assertLess(native.index(b'native-before'), native.index(marker))
+
+
+class StreamSurfaceTests(WorkerTestCase):
+    """sys.stdout and sys.stderr in a cell have what they have in plain Python: a bytes
+    buffer, a descriptor, and the attributes programs read."""
+
+    def test_bytes_through_buffer_are_captured_in_order_with_text(self):
+        code = (
+            'import io, sys\n'
+            'sys.stdout.write("a")\n'
+            'n = sys.stdout.buffer.write(b"b")\n'
+            'print("c", end="")\n'
+            'sys.stdout.buffer.write("é".encode())\n'
+            'sys.stdout.buffer.write(b"\\xe2\\x82")\n'  # a character split across two writes
+            'sys.stdout.buffer.write(b"\\xac|")\n'
+            'sys.stderr.buffer.write(b"bad \\xff byte\\n")\n'
+            'sys.stdout.buffer.write(bytearray(b"["))\n'
+            'sys.stdout.buffer.write(memoryview(b"a-b-c")[::2])\n'
+            'sys.stdout.buffer.write(memoryview(b"]\\n").cast("c"))\n'
+            'w = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\\n")\n'
+            'w.write("wrapped\\n")\n'
+            'w.close()\n'  # flushes, then closes the buffer: ignored, as closing the sink is
+            'sys.stdout.buffer.write(b"after close\\n")\n'
+            'sys.stdout.buffer.flush()\n'
+            '[n, sys.stdout.encoding, sys.stdout.errors, sys.stdout.isatty(), sys.stdout.writable(),\n'
+            ' sys.stdout.buffer.writable(), sys.stdout.buffer.closed, sys.stdout.buffer.isatty(), sys.stdout.buffer.name]'
+        )
+        run_id = self.worker.start(code)
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'abcé€|[abc]\nwrapped\nafter close\n')
+        self.assertEqual(result['stderr'], 'bad \ufffd byte\n')
+        self.assertEqual(result['value'], [1, 'utf-8', 'replace', False, True, True, False, False, '<stdout>'])
+        for stream in ('stdout', 'stderr'):
+            self.assertEqual(''.join(f['text'] for f in outputs if f['stream'] == stream), result[stream])
+
+    def test_a_library_writing_bytes_to_stdout(self):
+        code = (
+            'import json, sys\n'
+            'def emit(document):\n'  # as libraries do: bytes to stdout when it has a buffer
+            '    out = getattr(sys.stdout, "buffer", sys.stdout)\n'
+            '    out.write(json.dumps(document).encode("utf-8") + b"\\n")\n'
+            '    out.flush()\n'
+            'emit({"k": "é"})\n'
+            'sys.stdout.buffer.writelines([b"one\\n", b"two\\n"])'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], '{"k": "\\u00e9"}\none\ntwo\n')
+
+    def test_a_split_character_left_at_the_end_is_replaced(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"x\\xe2\\x82")')
+        self.assertEqual(result['stdout'], 'x\ufffd')
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"\\xe2")\nprint("y")')
+        self.assertEqual(result['stdout'], '\ufffdy\n')
+
+    def test_bytes_share_the_stream_budget(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write(b"x" * 2_000_000)\nsys.stdout.buffer.write(b"more")')
+        self.assertEqual(result['stdout'], 'x' * 50_000)
+        self.assertTrue(result['truncated']['stdout'])
+        result = self.worker.run('import sys\nprint("a" * 49_998)\nsys.stdout.buffer.write("€".encode())\nsys.stdout.buffer.write(b"z")')
+        self.assertEqual(result['stdout'], 'a' * 49_998 + '\nz')
+        self.assertTrue(result['truncated']['stdout'])
+
+    def test_only_bytes_go_to_the_buffer(self):
+        result = self.worker.run('import sys\nsys.stdout.buffer.write("text")')
+        self.assertFalse(result['success'])
+        self.assertIn("TypeError: a bytes-like object is required, not 'str'", result['error'])
+
+    def test_fileno_writes_land_in_the_native_output(self):
+        code = (
+            'import faulthandler, os, subprocess, sys\n'
+            'os.write(sys.stdout.fileno(), b"via fileno\\n")\n'
+            'subprocess.run(["echo", "child"], stdout=sys.stdout, check=True)\n'
+            'faulthandler.enable()\n'
+            'faulthandler.dump_traceback(all_threads=False)\n'
+            'faulthandler.disable()\n'
+            '[sys.stdout.fileno(), sys.stderr.fileno(), sys.stderr.buffer.fileno()]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [1, 2, 2])
+        native = self.worker.drain_native(0)
+        self.assertIn(b'via fileno\nchild\n', native)
+        self.assertIn(b'Stack (most recent call first)', native)
+
+    def test_fileno_after_fd_1_was_given_to_a_file(self):
+        took = self.path('took-fd1')
+        code = (
+            f'import os, sys\nos.close(1)\nf = open({took!r}, "w")\n'
+            'fd = sys.stdout.fileno()\n'
+            'os.write(fd, b"still native\\n")\n'
+            'f.close()\n'
+            '[f.fileno() if not f.closed else 1, fd != 1]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [1, True])
+        self.assertIn(b'still native\n', self.worker.drain_native(0))
+        with open(took, 'rb') as file:
+            self.assertEqual(file.read(), b'')
+
+
+class NativeOutputTests(WorkerTestCase):
+    """fd 1 and 2 are the native-output pipe, and the barrier goes there before each result.
+    A cell may close either and open a file that takes the number."""
+
+    def run_with_barrier(self, code):
+        """(result, native bytes once the result is in): the barrier is there by then."""
+        barrier = 'barrier-' + uuid.uuid4().hex
+        result = self.worker.run(code, barrier=barrier)
+        self.assert_ok(result)
+        return result, self.worker.drain_native(0), b'\x1e' + barrier.encode() + b'\x1e'
+
+    def test_barrier_never_goes_into_a_file_that_took_fd_2_or_1(self):
+        took2, took1, took_copy = self.path('took-fd2'), self.path('took-fd1'), self.path('took-copy')
+        self.assertEqual(self.worker.value(
+            'import os\npipe = os.fstat(2)\nos.close(2)\n'
+            f'f2 = open({took2!r}, "w", buffering=1)\nf2.fileno()'), 2)
+        for i in range(3):
+            _, native, marker = self.run_with_barrier(f'os.write(1, b"native-{i}")')
+            self.assertIn(marker, native)  # the server need not wait it out
+            self.assertLess(native.index(f'native-{i}'.encode()), native.index(marker))
+        self.assertEqual(self.worker.value(f'os.close(1)\nf1 = open({took1!r}, "w", buffering=1)\nf1.fileno()'), 1)
+        _, native, marker = self.run_with_barrier('print("to a file", file=f1)\nprint("captured")')
+        self.assertIn(marker, native)
+        # Every descriptor still the pipe (the worker's own copy) now goes to a file too.
+        closed = self.worker.value(
+            'import os\nclosed = []\n'
+            'for fd in range(3, 1024):\n'
+            '    try:\n        st = os.fstat(fd)\n    except OSError:\n        continue\n'
+            '    if (st.st_dev, st.st_ino) == (pipe.st_dev, pipe.st_ino):\n'
+            f'        copy = os.open({took_copy!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n'
+            '        os.dup2(copy, fd)\n        os.close(copy)\n        closed.append(fd)\n'
+            'len(closed)')
+        self.assertGreaterEqual(closed, 1)
+        result, native, marker = self.run_with_barrier('print("still answered")')
+        self.assertEqual(result['stdout'], 'still answered\n')
+        self.assertNotIn(marker, native)  # skipped: nothing of the worker's is the pipe any more
+        self.assert_ok(self.worker.run('f1.close()\nf2.close()'))
+        for path in (took2, took1, took_copy):
+            with open(path, 'rb') as file:
+                self.assertNotIn(b'\x1e', file.read(), path)
+        with open(took1) as file:
+            self.assertEqual(file.read(), 'to a file\n')
+
+
+class PreviewTests(WorkerTestCase):
+    def test_json_builtins_convert(self):
+        result = self.worker.run('{"a": (1, 2.5, None), "b": [True, "x"]}')
+        self.assertEqual(result['return_value'], '{"a":[1,2.5,null],"b":[true,"x"]}')
+        self.assertEqual(result['value'], {'a': [1, 2.5, None], 'b': [True, 'x']})
+        self.assertFalse(result['truncated']['return'])
+
+    def test_strings_are_json_quoted(self):
+        result = self.worker.run('"hello"')
+        self.assertEqual(result['return_value'], '"hello"')
+        self.assertEqual(result['value'], 'hello')
+        result = self.worker.run('"привет"')
+        self.assertEqual(result['return_value'], '"привет"')
+
+    def test_long_string_preview_is_bounded(self):
+        result = self.worker.run('"hello" * 10_000')
+        preview = result['return_value']
+        self.assertTrue(preview.startswith('"hellohello'))
+        self.assertLessEqual(len(preview.encode('utf-8')), 20_000)
+        self.assertGreater(len(preview.encode('utf-8')), 19_000)
+        self.assertTrue(result['truncated']['return'])
+        self.assertNotIn('value', result)
+        self.assertEqual(self.worker.value('"y" * 3000'), 'y' * 3000)
+
+    def test_unsupported_values_are_omitted_with_type_and_length(self):
+        cases = {
+            'b"abc"': '<bytes; length=3; safe preview omitted>',
+            '{1, 2}': '<set; length=2; safe preview omitted>',
+            'list(range(101))': '<list; length=101; safe preview omitted>',
+            '{1: "int key"}': '<dict; length=1; safe preview omitted>',
+            '[[[[[[1]]]]]]': '<list; length=1; safe preview omitted>',
+            'float("nan")': '<float; safe preview omitted>',
+            '2 ** 5000': '<int; safe preview omitted>',
+            'object()': '<object; safe preview omitted>',
+            '["s" * 2001]': '<list; length=1; safe preview omitted>',
+            '[list(range(60)), list(range(60))]': '<list; length=2; safe preview omitted>',
+        }
+        for code, expected in cases.items():
+            result = self.worker.run(code)
+            self.assertEqual(result['return_value'], expected, code)
+            self.assertTrue(result['truncated']['return'], code)
+            self.assertNotIn('value', result, code)
+        self.assertEqual(self.worker.value('[[[[[1]]]]]'), [[[[[1]]]]])
+
+    def test_custom_objects_never_run_user_code(self):
+        marker = self.path('marker')
+        code = f'''
+MARK = {marker!r}
+def trap(*args):
+    open(MARK, "a").write("fired\\n")
+    raise RuntimeError("trap")
+class Meta(type):
+    __name__ = property(trap)
+    __getattribute__ = trap
+    __eq__ = trap
+    __hash__ = trap
+    __repr__ = trap
+class Evil(metaclass=Meta):
+    __repr__ = trap
+    __str__ = trap
+    __len__ = trap
+    __iter__ = trap
+    __getattribute__ = trap
+class Sub(dict):
+    __iter__ = trap
+    __len__ = trap
+    keys = trap
+    items = trap
+    __repr__ = trap
+class Text(str):
+    __repr__ = trap
+'''
+        self.assert_ok(self.worker.run(code))
+        expectations = {
+            'Evil()': '<Evil; safe preview omitted>',
+            'Evil': '<Meta; safe preview omitted>',
+            'Sub(a=1)': '<Sub; safe preview omitted>',
+            'Text("x")': '<Text; safe preview omitted>',
+            '[Evil()]': '<list; length=1; safe preview omitted>',
+            '{"k": Sub()}': '<dict; length=1; safe preview omitted>',
+        }
+        for expression, expected in expectations.items():
+            result = self.worker.run(expression)
+            self.assert_ok(result)
+            self.assertEqual(result['return_value'], expected, expression)
+            self.assertTrue(result['truncated']['return'])
+        self.assertFalse(os.path.exists(marker), 'a user hook ran during a preview')
+
+
+class LifecycleTests(WorkerTestCase):
+    def test_eof_mid_cell_exits_promptly(self):
+        run_id = self.worker.start('import time\nprint("started")\ntime.sleep(30)')
+        self.worker.wait_for_output(run_id, 'started')
+        self.worker.hang_up()
+        started = time.monotonic()
+        self.assertEqual(self.worker.wait_exit(3.0), 0)
+        self.assertLess(time.monotonic() - started, 3.0)
+
+    def test_shutdown_finishes_current_cell_then_exits(self):
+        run_id = self.worker.start('import time\ntime.sleep(0.3)\n5')
+        self.worker.send_raw(b'{"type":"shutdown"}\n')
+        result, _ = self.worker.collect(run_id)
+        self.assertEqual(result['value'], 5)
+        self.assertEqual(self.worker.wait_exit(), 0)
+
+    def check_protocol_error(self, data):
+        try:
+            self.worker.send_raw(data)
+        except BrokenPipeError:
+            pass
+        self.assertEqual(self.worker.wait_exit(), 2)
+        native = self.worker.drain_native()
+        self.assertIn(b'protocol error', native)
+        self.assertEqual(native.count(b'\n'), 1)
+
+    def test_oversized_frame_exits_2(self):
+        self.check_protocol_error(b'{"type":"execute","code":"' + b'x' * MAX_FRAME + b'"}\n')
+
+    def test_garbage_frame_exits_2(self):
+        self.check_protocol_error(b'not json at all\n')
+
+    def test_unknown_frame_exits_2(self):
+        self.check_protocol_error(b'{"type":"launch_missiles"}\n')
+
+    def test_malformed_execute_exits_2(self):
+        self.check_protocol_error(b'{"type":"execute","id":"a","code":42,"barrier":"b"}\n')
+
+    def test_malformed_rpc_result_exits_2(self):
+        self.check_protocol_error(b'{"type":"rpc_result","id":5,"result":null}\n')
+        self.check_protocol_error(b'{"type":"rpc_result","id":"a","error":7}\n')
+
+    def test_malformed_saved_file_fields_exit_2(self):
+        self.check_protocol_error(b'{"type":"execute","id":"a","code":"","barrier":"b","source_path":"/x","argv":[1]}\n')
+
+    def test_frame_of_exactly_max_size_is_accepted(self):
+        frame = {'type': 'execute', 'id': 'big', 'code': '', 'timeout': 1, 'barrier': 'b'}
+        padding = MAX_FRAME - len(json.dumps(frame).encode()) - 1  # newline included in the limit
+        frame['code'] = '#' + 'p' * (padding - 1)
+        data = json.dumps(frame).encode() + b'\n'
+        self.assertEqual(len(data), MAX_FRAME)
+        self.worker.send_raw(data)
+        result, _ = self.worker.collect('big')
+        self.assert_ok(result)
+
+
+class SavedFileTests(WorkerTestCase):
+    def setUp(self):
+        super().setUp()
+        os.mkdir(self.path('scripts'))
+
+    def script(self, name, text, encoding='utf-8'):
+        path = self.path(os.path.join('scripts', name))
+        with open(path, 'w', encoding=encoding) as file:
+            file.write(text)
+        return path
+
+    def test_encoding_sibling_import_argv_and_restoration(self):
+        self.script('sibling.py', 'VALUE = "beside the script"\n')
+        latin = self.script('latin.py', (
+            '# -*- coding: latin-1 -*-\n'
+            'import os, sys\n'
+            'import sibling\n'
+            'text = "caf\xe9"\n'
+            'seen = [sys.argv, __name__, __file__, sys.path[0], sibling.VALUE, os.getcwd()]\n'
+            'print(text)\n'
+            'len(text)\n'
+        ), encoding='latin-1')
+        self.assert_ok(self.worker.run('import sys\nargv_object, path_object = sys.argv, sys.path\npath_before = list(sys.path)'))
+        result = self.worker.run_file(latin, ['a b', '  spaced  ', '--flag=x y', ''])
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], 'café\n')
+        self.assertEqual(result['value'], 4)
+        self.assertNotIn('exit_code', result)
+        seen = self.worker.value('[text, seen]')
+        self.assertEqual(seen, ['café', [[latin, 'a b', '  spaced  ', '--flag=x y', ''], '__main__', latin,
+                                         self.path('scripts'), 'beside the script', os.path.realpath(self.dir)]])
+        restored = '[__name__, "__file__" in globals(), sys.argv is argv_object, sys.path is path_object, sys.path == path_before, sys.argv]'
+        self.assertEqual(self.worker.value(restored), ['__repl__', False, True, True, True, ['']])
+        # A __file__ the namespace had before comes back.
+        self.assert_ok(self.worker.run('__file__ = "mine"'))
+        self.assert_ok(self.worker.run_file(latin))
+        self.assertEqual(self.worker.value('[__file__, __name__, seen[0]]'), ['mine', '__repl__', [latin]])
+
+    def test_traceback_shows_real_file_and_lines(self):
+        boom = self.script('boom.py', 'def f():\n    raise ValueError("from the file")\n\nf()\n')
+        result = self.worker.run_file(boom)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertIn(f'  File "{boom}", line 4, in <module>\n    f()\n', error)
+        self.assertIn(f'  File "{boom}", line 2, in f\n    raise ValueError("from the file")\n', error)
+        self.assertTrue(error.endswith('ValueError: from the file'), error)
+        self.assert_no_worker_frames(error)
+        self.assertNotIn('exit_code', result)
+        self.assertIn('raise ValueError', self.worker.value('import inspect\ninspect.getsource(f)'))
+        broken = self.script('broken.py', 'x = 1\ny = (\n')
+        error = self.worker.run_file(broken)['error']
+        self.assertIn(f'File "{broken}", line 2', error)
+        self.assertIn('SyntaxError', error)
+
+    def test_exit_status_and_next_cell(self):
+        exits = self.script('exits.py', (
+            'import sys\nmarker = 42\ncode = sys.argv[1]\n'
+            'sys.exit() if code == "none" else sys.exit(code if code == "stopped" else int(code))\n'
+            'after_exit = True\n'
+        ))
+        cases = {'none': (0, ''), '0': (0, ''), '2': (2, ''), 'stopped': (1, 'stopped\n')}
+        for argv, (status, stderr) in cases.items():
+            with self.subTest(argv=argv):
+                self.assert_ok(self.worker.run('marker = 0'))
+                result = self.worker.run_file(exits, [argv])
+                self.assertEqual(result['exit_code'], status)
+                self.assertEqual(result['success'], status == 0)
+                self.assertEqual(result['error'], None if status == 0 else f'Saved Python file exited with status {status}')
+                self.assertEqual(result['stderr'], stderr)
+                self.assertEqual(result['state'], 'preserved')
+                self.assertEqual(self.worker.value('[marker, "after_exit" in globals()]'), [42, False])
+        result = self.worker.run('raise SystemExit(0)')
+        self.assertFalse(result['success'])
+        self.assertNotIn('exit_code', result)
+        self.assertIn('SystemExit: 0', result['error'])
+
+    def test_bounded_input_validation(self):
+        big = self.script('big.py', '#' * 262_144 + '\n')
+        self.assertEqual(self.worker.run_file(big)['error'], 'Python source file exceeds 256 KiB')
+        exact = self.script('exact.py', '#' * 262_143 + '\n')
+        self.assert_ok(self.worker.run_file(exact))
+        result = self.worker.run_file(exact, ['a'] * 129)
+        self.assertEqual(result['error'], 'argv must contain at most 128 strings')
+        self.assert_ok(self.worker.run_file(exact, ['a'] * 128))
+        self.assertEqual(self.worker.run_file(exact, ['é' * 16_385])['error'], 'argv exceeds 32 KiB')
+        missing = self.path('scripts/missing.py')
+        result = self.worker.run_file(missing)
+        self.assertFalse(result['success'])
+        self.assertIn(missing, result['error'])
+        fifo = self.path('scripts/fifo.py')
+        os.mkfifo(fifo)
+        self.assertIn('not a regular file', self.worker.run_file(fifo)['error'])
+        self.assertEqual(self.worker.value('"next cell fine"'), 'next cell fine')
+
+
+class InventoryTests(WorkerTestCase):
+    def inventory(self):
+        run_id = self.worker.start('', inventory=True)
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(outputs, [])
+        self.assertEqual(result['return_value'], INVENTORY_NOTE)
+        return run_id, result['value']
+
+    def test_names_types_and_lengths_without_user_hooks(self):
+        marker = self.path('trap')
+        setup = f'''
+def trap(*args):
+    open({marker!r}, "a").write("fired\\n")
+class Meta(type):
+    __name__ = property(trap)
+    def __getattribute__(cls, name):
+        trap()
+        return type.__getattribute__(cls, name)
+    __eq__ = __hash__ = __repr__ = trap
+class Hostile(metaclass=Meta):
+    __repr__ = __len__ = __getattribute__ = trap
+h = Hostile()
+numbers = [1, 2, 3]
+name = "abc"
+blob = b"xy"
+__file__ = "reserved"
+'''
+        self.assert_ok(self.worker.run(setup, 'setup-run'))
+        self.assert_ok(self.worker.run('del trap'))
+        run_id, inventory = self.inventory()
+        self.assertEqual(inventory['variables'], [
+            {'name': 'Meta', 'type': 'type'},
+            {'name': 'Hostile', 'type': 'Meta'},
+            {'name': 'h', 'type': 'Hostile'},
+            {'name': 'numbers', 'type': 'list', 'length': 3},
+            {'name': 'name', 'type': 'str', 'length': 3},
+            {'name': 'blob', 'type': 'bytes', 'length': 2},
+        ])
+        bridge_names = 2  # mcp and ToolError (the artifact helpers are in HELPERS)
+        self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + bridge_names + 7)
+        self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + bridge_names + 1)
+        self.assertIs(inventory['values_included'], False)
+        self.assertFalse(os.path.exists(marker), 'a user hook ran during the inventory')
+        self.assertEqual(self.worker.value('repl_namespace()["variables"][3]'), {'name': 'numbers', 'type': 'list', 'length': 3})
+        history = self.worker.value('[entry["run_id"] for entry in repl_history()]')
+        self.assertIn('setup-run', history)
+        self.assertNotIn(run_id, history)
+
+    def test_bounds(self):
+        code = (
+            'for i in range(1100):\n    globals()["v%04d_" % i + "n" * 250] = i\n'
+            'globals()["x" * 257] = 1\nglobals()[7] = "not a name"\n'
+            'Long = type("T" * 300, (), {})\nlong_instance = Long()\ndel i'
+        )
+        self.assert_ok(self.worker.run(code))
+        _, inventory = self.inventory()
+        listed = inventory['variables']
+        size = len(json.dumps(inventory, ensure_ascii=False, separators=(',', ':')).encode())
+        self.assertLessEqual(size, 60_000)
+        self.assertGreater(len(listed), 150)
+        self.assertLess(len(listed), 512)
+        self.assertEqual(inventory['omitted_including_helpers'], inventory['total_namespace_entries'] - len(listed))
+        self.assert_ok(self.worker.run('for name in [k for k in globals() if type(k) is str and k.startswith("v")]:\n    del globals()[name]'))
+        self.assert_ok(self.worker.run('for i in range(600):\n    globals()["w%d" % i] = i\ndel i'))
+        listed = self.inventory()[1]['variables']
+        self.assertEqual(len(listed), 512)
+        names = [entry['name'] for entry in listed]
+        self.assertNotIn('x' * 257, names)
+        self.assertEqual(listed[names.index('long_instance')]['type'], 'T' * 128)
+
+
+if __name__ == '__main__':
+    unittest.main()

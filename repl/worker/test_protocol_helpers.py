@@ -1,0 +1,202 @@
+"""The cell helpers (sh, checkpoint, the source history) and child processes.
+Every worker is started through the real bootstrap with the bundle the server sends
+(harness.WorkerProcess)."""
+
+import json
+import os
+import sys
+import time
+
+from harness import (
+    HELPERS, WorkerProcess, WorkerTestCase, group_members, read_text, wait_gone, zombie_children,
+)
+
+
+class HelperTests(WorkerTestCase):
+    def test_sh_result_status_error_and_preview(self):
+        result = self.worker.run('sh("printf hello")')
+        self.assertEqual(result['value'], 'hello')
+        self.assertEqual(result['return_value'], '"hello"')
+        code = 'r = sh("echo out; echo err >&2; exit 3", check=False)\n[str(r), r.stdout, r.stderr, r.returncode, r.ok, r.truncated, type(r.stdout) is str]'
+        self.assertEqual(self.worker.value(code), ['out\n', 'out\n', 'err\n', 3, False, False, True])
+        result = self.worker.run('sh("exit 4")')
+        self.assertTrue(result['error'].endswith('\nShellError: Shell exited with status 4; inspect exception.stderr'), result['error'])
+        self.assert_no_worker_frames(result['error'])
+        code = 'try:\n    sh("echo bad >&2; exit 5")\nexcept ShellError as e:\n    caught = [e.returncode, e.stderr, e.result.ok, isinstance(e, RuntimeError)]\ncaught'
+        self.assertEqual(self.worker.value(code), [5, 'bad\n', False, True])
+
+    def test_sh_timeout_cwd_and_env(self):
+        started = time.monotonic()
+        result = self.worker.run('sh("sleep 5", timeout=0.2)')
+        self.assertIn('TimeoutExpired', result['error'])
+        self.assertLess(time.monotonic() - started, 3)
+        for timeout in ('-1', '0', 'float("inf")', 'float("nan")', '"1"'):
+            self.assertIn('ValueError', self.worker.run(f'sh("true", timeout={timeout})')['error'], timeout)
+        os.mkdir(self.path('sub'))
+        code = 'import os\nos.chdir("sub")\nos.environ["BASE"] = "b"\n[sh("pwd").strip(), sh("echo $BASE $EXTRA", env={"EXTRA": "e"}).strip(), sh("pwd", cwd="~").strip()]'
+        self.assertEqual(self.worker.value(code), [os.path.realpath(self.path('sub')), 'b e', os.path.expanduser('~')])
+
+    def test_sh_output_bounds(self):
+        code = 'r = sh("head -c 1000000 /dev/zero | tr \'\\\\0\' x")\n[len(r), len(r.encode()), r.truncated]'
+        self.assertEqual(self.worker.value(code), [50_000, 50_000, True])
+        code = 'r = sh("head -c 60000 /dev/zero | tr \'\\\\0\' \'\\\\377\'")\n[len(r.encode()), set(r) == {"\\ufffd"}, r.truncated]'
+        self.assertEqual(self.worker.value(code), [49_998, True, True])
+
+    def test_sh_kills_background_descendants_and_limits_concurrency(self):
+        pid = self.worker.value('int(sh("sleep 60 >/dev/null 2>&1 & echo $!").strip())')
+        self.assertTrue(wait_gone(pid))
+        # 64 shells wait for a gate file; the 65th call fails at once, and only then is the
+        # gate opened.
+        code = (
+            'import os, threading, time\nresults = []\n'
+            'def run():\n    try:\n        results.append(sh("until [ -e gate ]; do sleep 0.01; done").ok)\n'
+            '    except RuntimeError as exc:\n        results.append(str(exc))\n'
+            'threads = [threading.Thread(target=run) for _ in range(65)]\n'
+            'for t in threads:\n    t.start()\n'
+            'while not results:\n    time.sleep(0.01)\n'
+            'open("gate", "w").close()\n'
+            'for t in threads:\n    t.join()\n'
+            '[results.count(True), [r for r in results if r is not True]]'
+        )
+        self.assertEqual(self.worker.value(code), [64, ['Too many active sh processes (limit 64)']])
+
+    def test_helpers_come_back_after_shadowing(self):
+        shadow = '\n'.join(f'{name} = None' for name in HELPERS) + '\n[sh, repl_source]'
+        self.assertEqual(self.worker.value(shadow), [None, None])
+        self.assertEqual(self.worker.value(f'[callable(v) for v in [{", ".join(HELPERS)}]]'), [True] * len(HELPERS))
+
+    def test_checkpoint_restore_and_recovery(self):
+        code = (
+            'import os\nclass Custom: pass\nx = 41\ndata = {"k": [1, 2.5, None, True], "t": (1, 2)}\n'
+            'obj = Custom()\nlong_text = "s" * 3000\ncp = checkpoint("snap.json")\n'
+            '[cp, oct(os.stat("snap.json").st_mode & 0o777), sorted(os.listdir("."))]'
+        )
+        saved, mode, files = self.worker.value(code)
+        self.assertEqual(saved['saved'], 2)
+        self.assertEqual(saved['omitted'], 0)
+        self.assertEqual(saved['skipped'], {'os': 'custom object', 'Custom': 'custom object', 'obj': 'custom object', 'long_text': 'large string'})
+        self.assertEqual(mode, '0o600')
+        self.assertEqual(files, ['snap.json'])
+        with open(self.path('snap.json')) as file:
+            document = json.load(file)
+        self.assertEqual(document['format'], 'repl-checkpoint-v1')
+        self.assertEqual(document['values'], {'x': 41, 'data': {'k': [1, 2.5, None, True], 't': [1, 2]}})
+        fresh = WorkerProcess(self.dir)
+        self.addCleanup(fresh.close)
+        self.assertEqual(fresh.value('y = 1\nrestore("snap.json")'), {'restored': 2, 'state': 'merged'})
+        self.assertEqual(fresh.value('[x, data, y]'), [41, {'k': [1, 2.5, None, True], 't': [1, 2]}, 1])
+
+    def test_restore_validates_whole_file_first(self):
+        bad_files = {
+            'evil.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, 'sh': 'hijack'}}, 'Checkpoint contains invalid or reserved variable names'),
+            'file.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, '__file__': 'f'}}, 'Checkpoint contains invalid or reserved variable names'),
+            'deep.json': ({'format': 'repl-checkpoint-v1', 'values': {'x': 999, 'd': [[[[[[1]]]]]]}}, 'not a small exact JSON value'),
+            'other.json': ({'format': 'other', 'values': {'x': 999}}, 'Unsupported checkpoint format; expected repl-checkpoint-v1'),
+            'many.json': ({'format': 'repl-checkpoint-v1', 'values': {f'v{i}': i for i in range(257)}}, 'at most 256 variables'),
+        }
+        for name, (document, message) in bad_files.items():
+            with open(self.path(name), 'w') as file:
+                json.dump(document, file)
+        with open(self.path('big.json'), 'w') as file:
+            file.write('{' + ' ' * 300_000 + '}')
+        bad_files['big.json'] = (None, 'Checkpoint exceeds 256 KiB')
+        self.assert_ok(self.worker.run('x = 41'))
+        for name, (_, message) in bad_files.items():
+            with self.subTest(file=name):
+                result = self.worker.run(f'restore({name!r})')
+                self.assertIn(message, result['error'])
+        self.assertEqual(self.worker.value('[x, callable(sh), "d" in globals()]'), [41, True, False])
+
+    def test_failed_checkpoint_leaves_no_temporary_file(self):
+        os.mkdir(self.path('taken'))
+        result = self.worker.run('x = 1\ncheckpoint("taken")')
+        self.assertIn('IsADirectoryError', result['error'])
+        self.assertEqual(os.listdir(self.dir), ['taken'])
+
+    def test_repl_history_and_source(self):
+        self.assert_ok(self.worker.run('a = 1\r\nb = 2', 'first'))
+        self.assertEqual(self.worker.value('repl_source("first")'), 'a = 1\r\nb = 2')
+        history = self.worker.value('repl_history()')
+        self.assertEqual(history[0], {'run_id': 'first', 'lines': 2})
+        self.assertEqual([entry['lines'] for entry in history], [2, 1, 1])
+        self.assertIn('ValueError: Run source unknown or evicted (source history: 64 runs / 1 MiB)', self.worker.run('repl_source("nope")')['error'])
+        for i in range(64):
+            self.assert_ok(self.worker.run('pass', f'fill-{i}'))
+        result = self.worker.run('repl_history()', 'last')
+        self.assertEqual(len(result['value']), 64)
+        self.assertEqual(result['value'][-1], {'run_id': 'last', 'lines': 1})
+        self.assertIn('evicted', self.worker.run('repl_source("first")')['error'])
+
+
+class ChildProcessTests(WorkerTestCase):
+    def test_finished_children_reaped_without_losing_status(self):
+        code = (
+            'import subprocess\nfor _ in range(1000):\n    subprocess.Popen(["true"])\n'
+            'kept = [subprocess.Popen(["sh", "-c", "exit 3"]) for _ in range(20)]'
+        )
+        self.assert_ok(self.worker.run(code))
+        deadline = time.monotonic() + 5
+        while zombie_children(self.worker.proc.pid):
+            self.assertLess(time.monotonic(), deadline, 'zombies left')
+            time.sleep(0.05)
+        code = '[[p.wait() for p in kept] == [3] * 20, all(p.returncode == 3 for p in kept), subprocess.run(["sh", "-c", "exit 5"]).returncode]'
+        self.assertEqual(self.worker.value(code), [True, True, 5])
+        self.assertEqual(self.worker.jobs, [])
+        code = 'import asyncio\nproc = await asyncio.create_subprocess_exec("sh", "-c", "exit 4")\nawait proc.wait()'
+        self.assertEqual(self.worker.value(code), 4)  # asyncio reaps its own children
+
+    def test_detached_job_reported_and_its_group_killed(self):
+        background = self.path('background')
+        code = (
+            'import subprocess\n'
+            f'p = subprocess.Popen(["sh", "-c", "sleep 30 & echo $! > {background}; sleep 0.3"], start_new_session=True)\n'
+            'plain = subprocess.Popen(["true"])\nplain.wait()\np.pid'
+        )
+        run_id = self.worker.start(code)
+        result, _ = self.worker.collect(run_id)
+        pid = result['value']
+        self.assertEqual(self.worker.jobs, [{'type': 'job', 'id': run_id, 'pid': pid, 'action': 'started'}])
+        finished = self.worker.wait_for_job(pid, 'finished', timeout=5)
+        self.assertEqual(finished['id'], run_id)
+        self.assertTrue(wait_gone(int(read_text(background))))
+        self.assertEqual(self.worker.value('p.wait()'), 0)
+        if sys.version_info >= (3, 11):
+            pid = self.worker.value('subprocess.Popen(["true"], process_group=0).pid')
+            self.worker.wait_for_job(pid, 'started', timeout=1)
+            self.worker.wait_for_job(pid, 'finished', timeout=5)
+        self.assertEqual(len(self.worker.jobs), 4 if sys.version_info >= (3, 11) else 2)
+
+    def test_multiprocessing_spawn_works(self):
+        code = (
+            'import multiprocessing\nctx = multiprocessing.get_context("spawn")\n'
+            'p = ctx.Process(target=print, args=("from-child",))\np.start()\np.join(60)\np.exitcode'
+        )
+        self.assertEqual(self.worker.value(code), 0)
+        self.assertIn(b'from-child', self.worker.drain_native())
+
+    def test_exit_kills_children(self):
+        code = (
+            'import subprocess\nplain = subprocess.Popen(["sleep", "30"])\n'
+            'job = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30"], start_new_session=True)\n'
+            '[plain.pid, job.pid]'
+        )
+        for stop in ('eof', 'shutdown'):
+            with self.subTest(stop=stop):
+                worker = WorkerProcess(self.dir)
+                self.addCleanup(worker.close)
+                pids = worker.value(code)
+                if stop == 'eof':
+                    worker.hang_up()
+                else:
+                    worker.send_raw(b'{"type":"shutdown"}\n')
+                self.assertEqual(worker.wait_exit(), 0)
+                for pid in pids:
+                    self.assertTrue(wait_gone(pid, 2), pid)
+                deadline = time.monotonic() + 2
+                while group_members(pids[1]):
+                    self.assertLess(time.monotonic(), deadline, 'the job left its group running')
+                    time.sleep(0.02)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,125 @@
+"""Frames: encoding, the checks on each command, and the bounds on what the reader queues.
+The modules are imported directly; protocol_error, which would end the process, raises."""
+
+import math
+import os
+import unittest
+from unittest import mock
+
+from replworker import channel, messages
+from replworker.limits import INBOX_SLOTS, MAX_FRAME
+
+
+class ProtocolError(Exception):
+    pass
+
+
+def refuse(message):
+    raise ProtocolError(message)
+
+
+class EncodingTests(unittest.TestCase):
+    def test_compact_utf8_line(self):
+        self.assertEqual(channel.encode_frame({'type': 'output', 'text': 'é\n'}), '{"type":"output","text":"é\\n"}\n'.encode())
+
+    def test_lone_surrogates_become_question_marks(self):
+        self.assertEqual(channel.encode_frame({'text': 'a\udc80b\ud800'}), b'{"text":"a?b?"}\n')
+
+    def test_nan_and_infinities_are_refused(self):
+        for value in (math.nan, math.inf, -math.inf):
+            with self.assertRaises(ValueError):
+                channel.encode_frame({'params': {'x': value}})
+
+
+class CommandTests(unittest.TestCase):
+    def setUp(self):
+        patcher = mock.patch.object(channel, 'protocol_error', side_effect=refuse)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def parse(self, text):
+        return channel.parse_command(text.encode('utf-8') if isinstance(text, str) else text)
+
+    def test_valid_commands(self):
+        execute = '{"type":"execute","id":"r","code":"1","barrier":"b"'
+        for line in (
+            execute + '}',
+            execute + ',"timeout":5,"source_path":"/x.py","argv":["a",""],"inventory":false}',
+            execute + ',"inventory":true}',
+            '{"type":"shutdown"}',
+            '{"type":"rpc_result","id":"x","result":{"a":1}}',
+            '{"type":"rpc_result","id":"x","error":null}',
+            '{"type":"rpc_result","id":"x","error":"failed"}',
+        ):
+            self.assertIsInstance(self.parse(line), dict, line)
+
+    def test_malformed_commands_are_protocol_errors(self):
+        cases = {
+            b'\xff': messages.FRAME_NOT_JSON,
+            'not json': messages.FRAME_NOT_JSON,
+            '[' * 100_000: messages.FRAME_NOT_JSON,
+            '[]': messages.FRAME_UNKNOWN.format('None'),
+            '{"type":"ready"}': messages.FRAME_UNKNOWN.format("'ready'"),
+            '{"type":"execute","id":"r","code":"1"}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"execute","id":"r","code":1,"barrier":"b"}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"execute","id":"r","code":"","barrier":"b","argv":"a"}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"execute","id":"r","code":"","barrier":"b","argv":[1]}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"execute","id":"r","code":"","barrier":"b","source_path":1}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"execute","id":"r","code":"","barrier":"b","inventory":1}': messages.FRAME_UNKNOWN.format("'execute'"),
+            '{"type":"rpc_result","id":1}': messages.FRAME_UNKNOWN.format("'rpc_result'"),
+            '{"type":"rpc_result","id":"x","error":5}': messages.FRAME_UNKNOWN.format("'rpc_result'"),
+            '{"type":"' + 'x' * 500 + '"}': messages.FRAME_UNKNOWN.format(repr('x' * 500)[:100]),
+        }
+        for line, message in cases.items():
+            with self.assertRaises(ProtocolError, msg=line[:50]) as caught:
+                self.parse(line)
+            self.assertEqual(str(caught.exception), message)
+
+
+class ReaderQueueTests(unittest.TestCase):
+    def setUp(self):
+        patcher = mock.patch.object(channel, 'protocol_error', side_effect=refuse)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.results = []
+        with mock.patch.dict(os.environ, {'REPL_MCP_WORKER_FDS': f'{read_fd},{write_fd}'}):
+            self.channel = channel.Channel(self.results.append)
+            self.assertNotIn('REPL_MCP_WORKER_FDS', os.environ)  # taken away from user code
+        self.addCleanup(self.channel._writer.close)
+        self.assertFalse(os.get_inheritable(read_fd) or os.get_inheritable(write_fd))
+
+    def test_complete_frames_are_queued_a_partial_one_kept(self):
+        received = bytearray(b'{"type":"shutdown"}\n{"type":"rpc_result","id":"a"}\n{"type":"shu')
+        self.channel.queue_frames(received)
+        self.assertEqual(received, b'{"type":"shu')
+        self.assertEqual(self.results, [{'type': 'rpc_result', 'id': 'a'}])  # never queued
+        self.assertEqual(self.channel.take_command(), {'type': 'shutdown'})
+        self.assertFalse(self.channel.command_incoming())
+
+    def test_frame_bounds(self):
+        line = b'{"type":"shutdown","pad":"' + b'x' * (MAX_FRAME - 29) + b'"}'
+        self.assertEqual(len(line) + 1, MAX_FRAME)  # the largest frame, newline included
+        self.channel.queue_frames(bytearray(line + b'\n'))
+        self.assertEqual(self.channel.take_command()['type'], 'shutdown')
+        for received in (bytearray(line + b'x\n'), bytearray(b'x' * MAX_FRAME)):
+            with self.assertRaises(ProtocolError) as caught:
+                self.channel.queue_frames(received)
+            self.assertEqual(str(caught.exception), messages.FRAME_TOO_LARGE)
+
+    def test_inbox_bound(self):
+        self.channel.queue_frames(bytearray(b'{"type":"shutdown"}\n' * INBOX_SLOTS))
+        with self.assertRaises(ProtocolError) as caught:
+            self.channel.queue_frames(bytearray(b'{"type":"shutdown"}\n'))
+        self.assertEqual(str(caught.exception), messages.INBOX_FULL)
+
+    def test_bad_fds(self):
+        for spec in ('', '3', 'a,b', '999999,999998'):
+            with mock.patch.dict(os.environ, {'REPL_MCP_WORKER_FDS': spec}), self.assertRaises(ProtocolError) as caught:
+                channel.Channel(self.results.append)
+            self.assertTrue(str(caught.exception).startswith(f'REPL_MCP_WORKER_FDS={spec!r} is not two open fds'))
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,191 @@
+"""The checks the helpers make on their arguments before anything is sent or started, and
+the saved-file and cell-compiling steps, called directly. Outside a cell every bridge call
+is refused before any rpc (there is no channel here to send one on)."""
+
+import inspect
+import math
+import os
+import platform
+import tempfile
+import unittest
+import uuid
+
+from replworker import artifacts, bridge, cells, children, main, messages
+from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SOURCE_FILE_BYTES
+from replworker.tracebacks import RunFailure
+
+
+class ShellTests(unittest.TestCase):
+    def test_timeout_must_be_finite_and_positive(self):
+        for timeout in (0, -1, math.nan, math.inf, True, '5', None):
+            with self.assertRaises(ValueError) as caught:
+                children.sh('true', timeout=timeout)
+            self.assertEqual(str(caught.exception), messages.SHELL_BAD_TIMEOUT)
+
+    def test_result_and_error(self):
+        result = children.ShellResult('out', 'err', 2, truncated=True)
+        self.assertEqual([str(result), result.stdout, result.stderr, result.returncode, result.ok, result.truncated],
+                         ['out', 'out', 'err', 2, False, True])
+        error = children.ShellError(result)
+        self.assertIsInstance(error, RuntimeError)
+        self.assertEqual([str(error), error.result, error.returncode, error.stderr],
+                         [messages.SHELL_FAILED.format(2), result, 2, 'err'])
+
+
+class BridgeArgumentTests(unittest.TestCase):
+    def setUp(self):
+        self.mcp = bridge.McpBridge(bridge.RPCS)
+
+    def test_refused_before_any_rpc(self):
+        cases = [
+            (lambda: self.mcp.call('s', 't', arguments={'a': 1}, a=2), ValueError, messages.MCP_BOTH_ARGUMENTS),
+            (lambda: self.mcp.call('s', 't', arguments=[1]), TypeError, messages.MCP_ARGUMENTS_NOT_DICT),
+            (lambda: self.mcp.list_tools('s', timeout=True), ValueError, messages.MCP_BAD_TIMEOUT),
+            (lambda: self.mcp.help('s', timeout='1'), ValueError, messages.MCP_BAD_TIMEOUT),
+        ]
+        for timeout in (0, 0.001, 3600.5, math.nan, math.inf, -1, False):
+            cases.append((lambda timeout=timeout: self.mcp.call('s', 't', timeout=timeout), ValueError, messages.MCP_BAD_TIMEOUT))
+        for call, error, message in cases:
+            with self.assertRaises(error) as caught:
+                call()
+            self.assertEqual(str(caught.exception), message)
+
+    def test_calls_belong_to_a_running_cell(self):
+        for call in (lambda: self.mcp.call('s', 't', timeout=0.01), self.mcp.servers, self.mcp.journal, lambda: self.mcp.explain('s')):
+            with self.assertRaises(RuntimeError) as caught:
+                call()
+            self.assertEqual(str(caught.exception), messages.MCP_FOREIGN)
+
+    def test_envelopes(self):
+        envelope = {'content': [{'type': 'text', 'text': 'a'}, {'type': 'image'}, {'type': 'text', 'text': 'b'}], 'isError': False}
+        self.assertEqual(bridge.envelope_text(envelope), 'a\nb')
+        self.assertIsInstance(bridge.to_envelope(envelope), bridge.McpResult)
+        with self.assertRaises(bridge.ToolError) as caught:
+            bridge.to_envelope({**envelope, 'isError': True, 'content': [{'type': 'text', 'text': 'x' * 5000}]})
+        self.assertEqual(str(caught.exception), messages.TOOL_FAILED.format('x' * 2000))
+        self.assertEqual(caught.exception.result['isError'], True)
+        with self.assertRaises(bridge.ToolError):
+            bridge.to_envelope(['not', 'a', 'dict'])
+        with self.assertRaises(TypeError):
+            bridge.envelope_text('text')
+        self.assertEqual(repr(self.mcp), messages.MCP_REPR)
+
+
+class StartTests(unittest.TestCase):
+    """What the worker makes without importing uuid and platform at every start."""
+
+    def test_rpc_ids_are_version_4_uuids(self):
+        ids = {bridge.new_rpc_id() for _ in range(1000)}
+        self.assertEqual(len(ids), 1000)
+        for rpc_id in ids:
+            parsed = uuid.UUID(hex=rpc_id)
+            self.assertEqual([len(rpc_id), parsed.hex, parsed.version, parsed.variant], [32, rpc_id, 4, uuid.RFC_4122])
+
+    def test_python_version_is_platforms(self):
+        self.assertEqual(main.python_version(), platform.python_version())
+
+
+class ArtifactArgumentTests(unittest.TestCase):
+    def test_refused_before_any_rpc(self):
+        cases = [
+            (lambda: artifacts.artifact(), ValueError, messages.ARTIFACT_ONE_SOURCE),
+            (lambda: artifacts.artifact(b'x', path='f'), ValueError, messages.ARTIFACT_ONE_SOURCE),
+            (lambda: artifacts.artifact(path='f', format='csv'), ValueError, messages.ARTIFACT_BAD_FORMAT),
+            (lambda: artifacts.artifact(path=b'f'), TypeError, messages.NOT_STR_PATH.format('path')),
+            (lambda: artifacts.artifact(b'x', format='json'), ValueError, messages.ARTIFACT_FORMAT_MISMATCH.format('json', 'bytes')),
+            (lambda: artifacts.artifact('x', format='binary'), ValueError, messages.ARTIFACT_FORMAT_MISMATCH.format('binary', 'str')),
+            (lambda: artifacts.artifact([1], format='text'), ValueError, messages.ARTIFACT_FORMAT_MISMATCH.format('text', 'list')),
+            (lambda: artifacts.artifact_read(1), TypeError, messages.NOT_STR.format('artifact_id', 'int')),
+            (lambda: artifacts.artifact_read('a', offset=-1), ValueError, messages.NEGATIVE.format('offset')),
+            (lambda: artifacts.artifact_read('a', length=True), TypeError, messages.NOT_INT.format('length', 'bool')),
+            (lambda: artifacts.artifact_read('a', length=65_537), ValueError, messages.ARTIFACT_BAD_LENGTH),
+            (lambda: artifacts.artifact_read('a', encoding='utf-8'), ValueError, messages.ARTIFACT_BAD_ENCODING),
+            (lambda: artifacts.artifact_save('a', 'p', overwrite=1), TypeError, messages.NOT_BOOL_OVERWRITE),
+            (lambda: artifacts.artifact_delete(None), TypeError, messages.NOT_STR.format('artifact_id', 'NoneType')),
+            (lambda: artifacts.artifact_forward('a', 's', 't', 'arg', format='binary'), ValueError, messages.ARTIFACT_BAD_FORWARD_FORMAT),
+            (lambda: artifacts.artifact_forward('a', 's', 7, 'arg'), TypeError, messages.NOT_STR.format('tool', 'int')),
+        ]
+        for call, error, message in cases:
+            with self.assertRaises(error) as caught:
+                call()
+            self.assertEqual(str(caught.exception), message)
+        with self.assertRaises(RuntimeError) as caught:  # the checks passed: only now the bridge refuses
+            artifacts.artifact_read('a', offset=0, length=65_536, encoding='hex')
+        self.assertEqual(str(caught.exception), messages.MCP_FOREIGN)
+
+    def test_json_values_are_checked_without_user_code(self):
+        class Custom:
+            def __iter__(self):
+                raise AssertionError('user code ran')
+        deep = []
+        for _ in range(33):
+            deep = [deep]
+        refused = [
+            ([1, Custom()], 'found Custom', False), ({1: 2}, 'dict key of type int', False),
+            ([math.nan], 'NaN or infinite float', False), ([2 ** 5000], 'int over 4096 bits', True),
+            (deep, 'nesting deeper than 32', True), ([0] * 100_001, 'more than 100,000 values', True),
+            (['x' * (1 << 22) + 'y'], 'strings exceed the 16 MiB budget at 4 bytes per character', True),
+        ]
+        for value, detail, budget in refused:
+            with self.assertRaises(artifacts.NotArtifact) as caught:
+                artifacts.check_artifact_json(value)
+            self.assertEqual(str(caught.exception), messages.ARTIFACT_UNSUPPORTED_DETAIL.format(detail))
+            self.assertEqual(caught.exception.budget, budget)
+        artifacts.check_artifact_json({'a': [None, True, 1, 2.5, 'x', (1, 2)], 'b': bridge.McpResult(c=1)})
+        self.assertEqual([artifacts.auto_artifact_format(v) for v in ('s', b'b', [1], (1,), {}, bridge.McpResult(), 1, {1})],
+                         ['text', 'binary', 'json', 'json', 'json', 'json', None, None])
+
+
+class SavedFileTests(unittest.TestCase):
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+
+    def file(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, 'wb') as file:
+            file.write(data)
+        return path
+
+    def test_source_is_read_and_decoded_as_python_does(self):
+        self.assertEqual(cells._read_source(self.file('latin.py', '# coding: latin-1\nx = "é"\n'.encode('latin-1'))), '# coding: latin-1\nx = "é"\n')
+        self.assertEqual(cells._read_source(self.file('bom.py', b'\xef\xbb\xbfx = 1\n')), 'x = 1\n')
+        self.assertEqual(len(cells._read_source(self.file('max.py', b'#' * SOURCE_FILE_BYTES))), SOURCE_FILE_BYTES)
+
+    def test_refusals_are_the_whole_error(self):
+        fifo = os.path.join(self.dir, 'fifo.py')
+        os.mkfifo(fifo)
+        cases = [
+            (self.file('big.py', b'#' * (SOURCE_FILE_BYTES + 1)), messages.FILE_TOO_LARGE),
+            (fifo, 'Cannot read Python source file: '),
+            (os.path.join(self.dir, 'missing.py'), 'Cannot read Python source file: '),
+            (self.file('bad.py', b'x = "\xff"\n'), 'Cannot decode Python source file '),
+        ]
+        for path, message in cases:
+            with self.assertRaises(RunFailure) as caught:
+                cells._read_source(path)
+            self.assertTrue(str(caught.exception).startswith(message), str(caught.exception))
+
+    def test_argv_bounds(self):
+        cells._check_argv(['a'] * ARGV_ITEMS)
+        cells._check_argv(['é' * (ARGV_BYTES // 2)])
+        for argv, message in ((['a'] * (ARGV_ITEMS + 1), messages.ARGV_TOO_MANY), (['x' * (ARGV_BYTES + 1)], messages.ARGV_TOO_LARGE)):
+            with self.assertRaises(RunFailure) as caught:
+                cells._check_argv(argv)
+            self.assertEqual(str(caught.exception), message)
+
+
+class CompileCellTests(unittest.TestCase):
+    def test_trailing_expression_is_compiled_apart(self):
+        body, tail = cells.compile_cell('x = 2\nx * 3', '<repl:c>')
+        namespace = {}
+        exec(body, namespace)
+        self.assertEqual(eval(tail, namespace), 6)
+        self.assertIsNone(cells.compile_cell('x = 1', '<repl:c>')[1])
+        body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
+        self.assertTrue(tail.co_flags & inspect.CO_COROUTINE)  # top-level await: a coroutine to await
+
+
+if __name__ == '__main__':
+    unittest.main()
