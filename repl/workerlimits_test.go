@@ -37,7 +37,7 @@ var workerLimitTwins = map[string]twin{
 	"STREAM_BUDGET":        equals(StreamLimit),
 	"PREVIEW_BYTES":        equals(PreviewLimit),
 	"SOURCE_RUNS":          equals(HistoryRuns),
-	"SOURCE_FILE_BYTES":    equals(MaxCodeBytes), // a saved file has the code limit (contract 7.2)
+	"SOURCE_FILE_BYTES":    equals(MaxCodeBytes), // a saved file has the code limit (docs/contract.md §6.4)
 	"RPC_PENDING":          equals(maxOutstandingRPCs),
 	"ARTIFACT_ERROR_BYTES": equals(maxArtifactErrorBytes),
 

@@ -1,5 +1,5 @@
 """Artifacts: values and files the server keeps for the session outside the result
-(contract 7.7, 9), and the cell helpers that make, read, save, delete and forward them.
+(docs/contract.md §7.7, §9), and the cell helpers that make, read, save, delete and forward them.
 
 A value is streamed in ARTIFACT_CHUNK raw chunks (artifact.begin, artifact.append with the
 running offset, artifact.commit) and never copied whole: memory stays bounded by about one
@@ -321,7 +321,7 @@ ARTIFACT_HELPERS = {
 
 def auto_artifact_format(value):
     """The format of an automatic artifact for a trailing value, or None when its type
-    never becomes one (contract 9.4)."""
+    never becomes one (docs/contract.md §9.4)."""
     cls = type(value)
     if cls is str:
         return 'text'

@@ -399,7 +399,7 @@ class Worker:
         return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
 
     def _auto_artifact(self, run_id, value, interrupted):
-        """Upload a trailing value too big for its preview (contract 9.4): {"artifact":
+        """Upload a trailing value too big for its preview (docs/contract.md §9.4): {"artifact":
         reference}, {"artifact_error": why} or None (a type that never becomes one, or a
         value that is not exact JSON). Runs after the cell's code and its epilogue but
         before the result, while the run is active on both sides, as a task on the loop so
