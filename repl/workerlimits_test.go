@@ -3,8 +3,10 @@ package repl
 import (
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl/worker"
 )
 
@@ -12,7 +14,6 @@ import (
 type twin struct {
 	rule  twinRule
 	value float64 // for equal and atMost
-	where string  // for elsewhere: the package that holds the twin, and its name there
 }
 
 type twinRule int
@@ -21,12 +22,13 @@ const (
 	workerOnlyRule twinRule = iota // no twin: nothing on the Go side depends on the value
 	equalRule                      // the worker's value is the Go value
 	atMostRule                     // the worker's value does not exceed the Go value
-	elsewhereRule                  // the twin is unexported in another package: its tests compare it
 )
 
 func equals[T ~int | ~int64](v T) twin { return twin{rule: equalRule, value: float64(v)} }
 func atMost[T ~int | ~int64](v T) twin { return twin{rule: atMostRule, value: float64(v)} }
-func elsewhere(where string) twin      { return twin{rule: elsewhereRule, where: where} }
+
+// seconds is a duration's twin: the worker counts it in seconds.
+func seconds(d time.Duration) twin { return twin{rule: equalRule, value: d.Seconds()} }
 
 var workerOnly = twin{rule: workerOnlyRule}
 
@@ -46,10 +48,10 @@ var workerLimitTwins = map[string]twin{
 	"ARTIFACT_READ_MAX":   equals(artifacts.MaxReadLength),
 	"ARTIFACT_JSON_DEPTH": atMost(artifacts.MaxJSONDepth), // what the worker sends, the store must take
 
-	"MCP_TIMEOUT_MIN":       elsewhere("broker.minTimeout"),
-	"MCP_TIMEOUT_MAX":       elsewhere("broker.maxTimeout"),
-	"MCP_CALL_TIMEOUT":      elsewhere("broker.defaultCallTimeout"),
-	"MCP_CATALOGUE_TIMEOUT": elsewhere("broker.defaultListTimeout"),
+	"MCP_TIMEOUT_MIN":       seconds(broker.MinTimeout),
+	"MCP_TIMEOUT_MAX":       seconds(broker.MaxTimeout),
+	"MCP_CALL_TIMEOUT":      seconds(broker.DefaultCallTimeout),
+	"MCP_CATALOGUE_TIMEOUT": seconds(broker.DefaultListTimeout),
 
 	"INBOX_SLOTS": workerOnly, "READ_CHUNK": workerOnly, "FLUSH_INTERVAL": workerOnly,
 	"PREVIEW_NODES": workerOnly, "PREVIEW_DEPTH": workerOnly, "PREVIEW_ITEMS": workerOnly,
@@ -91,8 +93,6 @@ func TestWorkerLimitsMatchTheirTwins(t *testing.T) {
 			t.Errorf("%s is %v in the worker, its Go twin %v", name, l.Value, tw.value)
 		case tw.rule == atMostRule && l.Value > tw.value:
 			t.Errorf("%s is %v in the worker, more than the Go side's %v", name, l.Value, tw.value)
-		case tw.rule == elsewhereRule:
-			t.Logf("%s = %v: its twin is %s, unexported there; that package's tests compare them", name, l.Value, tw.where)
 		}
 	}
 	for name := range workerLimitTwins {
