@@ -29,31 +29,16 @@ func startWorker(ctx context.Context, binary, dir, python string) (*child, error
 	if err != nil {
 		return nil, err
 	}
-	toR, toW, err := os.Pipe()
+	g, err := guardian.StartPiped(binary, guardian.Spec{
+		Program: python,
+		Args:    []string{"-u", "-c", worker.Bootstrap},
+		Env:     workerEnv(),
+		Dir:     dir,
+	}, guardian.Pipes{Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})
 	if err != nil {
-		return nil, err
-	}
-	fromR, fromW, err := os.Pipe()
-	if err != nil {
-		closeFiles(toR, toW)
-		return nil, err
-	}
-	g, err := guardian.Start(guardian.Config{
-		Executable: binary,
-		Spec: guardian.Spec{
-			Program: python,
-			Args:    []string{"-u", "-c", worker.Bootstrap},
-			Env:     workerEnv(),
-			Dir:     dir,
-		},
-		ExtraFiles: []*os.File{toR, fromW},
-	})
-	closeFiles(toR, fromW) // the worker has its copies
-	if err != nil {
-		closeFiles(toW, fromR)
 		return nil, fmt.Errorf("start python worker: %w", err)
 	}
-	c := newChild(ctx, "python worker", g.Pid(), toW, fromR, &tailBuffer{limit: 16 << 10})
+	c := newChild(ctx, "python worker", g.Pid(), g.Extra[0], g.Extra[1], &tailBuffer{limit: 16 << 10})
 	go func() {
 		c.waitErr = g.Wait() // the guardian exits once the worker has
 		g.Close()
