@@ -15,48 +15,6 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Broker limits (docs/contract.md §8.5, §8.6 and §13.1).
-const (
-	// MaxConcurrentRequests bounds the catalogue and call requests in flight per broker.
-	MaxConcurrentRequests = 32
-	// MaxTransports bounds the live downstream connections per broker.
-	MaxTransports = 32
-	// MaxResultBytes is the delivery budget of one call result.
-	MaxResultBytes = 900_000
-
-	// DefaultCallTimeout is a call's timeout when cell code gives none.
-	DefaultCallTimeout = 120 * time.Second
-	// DefaultListTimeout is a listing's timeout when cell code gives none.
-	DefaultListTimeout = 30 * time.Second
-	// MinTimeout and MaxTimeout bound every call and listing timeout.
-	MinTimeout = 10 * time.Millisecond
-	MaxTimeout = 3600 * time.Second
-
-	failureCooldown   = 60 * time.Second
-	catalogueTTL      = 15 * time.Second
-	registryTTL       = 30 * time.Second
-	registryJobBudget = 5 * time.Second
-	maxCatalogueTools = 10_000
-	maxCatalogueBytes = 1 << 20
-)
-
-// Messages whose key tokens the contract fixes (8.1, 8.5, 8.6, 13.2).
-const (
-	msgConfigError      = "MCP configuration error: %s; repair registry then mcp.refresh()"
-	msgUnknownServer    = "Unknown or unauthorized MCP server; use mcp.servers() and explicit --config, then mcp.refresh()"
-	msgToolDenied       = "Tool denied by broker allowedTools policy; mcp.explain(server, tool) describes the independent grant"
-	msgUnknownTool      = "Unknown or unauthorized MCP tool; inspect mcp.list_tools(server)"
-	msgQueued           = "MCP request budget exceeded while queued; %d requests were already in flight and none finished in time"
-	msgBadTimeout       = "MCP timeout must be between 0.01 and 3600 seconds"
-	msgRegistryStalled  = "Registry filesystem operation timed out; no additional job was scheduled"
-	msgBrokerClosed     = "MCP broker is shut down (its sessions closed); open a session again"
-	msgDisabled         = "MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); no server can be called"
-	msgBadServerName    = "MCP server name must be a string of 1..200 bytes without control characters"
-	msgBadToolName      = "MCP tool name must be a string of 1..400 bytes without control characters"
-	msgAuthentication   = "Explicit headers from the registry (Authorization: Bearer ${VAR}), OAuth client credentials (oauth.grantType client_credentials), and the broker's own PKCE browser grant (repl-mcp --config REGISTRY --oauth-login SERVER, kept in oauth.credentialFile and refreshed as needed); the broker never borrows a client's tokens or approvals"
-	msgHostClientAction = "Servers the MCP client itself connects (claude.ai connectors, plugin servers) are not visible to the broker; export them into an explicit --config registry to grant them"
-)
-
 // Options configure a Broker. main builds them from flags and environment.
 type Options struct {
 	// Registry says where this broker's registry comes from.

@@ -18,23 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Call messages (docs/contract.md §8.6 and §13.2). Each says whether the request reached the
-// server and that nothing was retried.
-const (
-	msgDeadlineBeforeDispatch  = "MCP deadline exceeded before dispatch; no tool was called and nothing was retried"
-	msgCancelledBeforeDispatch = "MCP call cancelled before dispatch; no tool was called"
-	msgDeadline                = "MCP deadline exceeded; external outcome is unknown, request was not retried"
-	msgCancelled               = "MCP call cancelled after dispatch; external outcome is unknown, request was not retried"
-	msgProtocolError           = "MCP transport or protocol error; external outcome may be unknown, request was not retried"
-	msgNoInputSchema           = "MCP tool has no inputSchema; the broker validates arguments before any call, so it cannot call this tool"
-	msgDelivery                = "MCP result is %d bytes, over the %d-byte delivery budget: a known outcome for call %s is recorded as %s in mcp.journal(); do not retry a write to recover its output"
-	msgJournalDone             = "MCP call completed but durable journal update failed; do not retry blindly"
-	msgJournalUnknown          = "MCP outcome is unknown and durable journal update failed; do not retry blindly"
-	msgCatalogueBytes          = "MCP tool catalogue exceeds 1MiB; reduce exposed tools or configure allowedTools"
-	msgCatalogueInvalid        = "Invalid MCP tools/list response"
-	msgNotObject               = "arguments must be a JSON object"
-)
-
 // CallRequest is one tools/call from cell code, with the provenance the journal
 // records.
 type CallRequest struct {

@@ -16,18 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// HTTP peer limits (docs/contract.md §8.5, §13.1).
-const (
-	httpBodyLimit = 1 << 20 // a JSON body, and one SSE event
-)
-
-// Messages whose key tokens the contract fixes (docs/contract.md §8.5).
-const (
-	msgHTTPInit         = "HTTP MCP initialization failed; configure explicit credentials or run --oauth-login SERVER for an independent broker grant"
-	msgHTTPBodyTooLarge = "MCP HTTP response exceeds 1MiB"
-	msgHTTPSSETooLarge  = "MCP HTTP SSE event exceeds 1MiB"
-)
-
 var (
 	errHTTPBodyTooLarge = errors.New(msgHTTPBodyTooLarge)
 	errHandshakeOver    = errors.New("the MCP handshake is over")

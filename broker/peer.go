@@ -7,18 +7,10 @@ import (
 	"io/fs"
 	"os/exec"
 	"strings"
-	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/kballard/go-shellquote"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-// Peer limits (docs/contract.md §13.1).
-const (
-	connectTimeout = 30 * time.Second
-	peerLineLimit  = 1 << 20
-	peerStopGrace  = time.Second
 )
 
 // StdioSpec launches a downstream MCP server over stdio.
@@ -179,6 +171,3 @@ func (p *peer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 // errCatalogueRefused is a well-formed catalogue the broker will not use; the
 // connection that carried it is fine.
 var errCatalogueRefused = errors.New(msgCatalogueInvalid)
-
-// maxPages bounds catalogue pagination (docs/contract.md §13.1).
-const maxPages = 128

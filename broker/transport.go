@@ -13,15 +13,6 @@ import (
 	"github.com/kballard/go-shellquote"
 )
 
-// Connection messages (docs/contract.md §8.5).
-const (
-	msgCooldown        = "MCP connection recently failed; verify configuration then mcp.refresh() to retry"
-	msgConnectTimeout  = "MCP connect timeout; verify server configuration"
-	msgTooManyPeers    = "MCP broker has 32 active transports; finish or cancel an existing run before connecting another server"
-	msgStdioInitFailed = "MCP transport initialization failed; verify server and explicit credentials"
-	msgUnavailable     = "MCP transport unavailable; request was not retried"
-)
-
 // Failure kinds explain reports for the last connect attempt (docs/contract.md §8.9).
 const (
 	failTimeout     = "connection_timeout"
