@@ -10,7 +10,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor test vet fmt-check staticcheck verify wheel sdist unit interop interop-deps interop-lock bench clean
+.PHONY: build doctor test vet fmt-check staticcheck verify wheel sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
@@ -83,7 +83,7 @@ INTEROP_PYTHON ?= python3
 UV             := UV_CACHE_DIR=$(CURDIR)/interop/.cache/uv interop/.venv-uv/bin/uv
 UV_STAMP       := interop/.venv-uv/.interop-uv-$(UV_VERSION)
 
-interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp
+interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp data-deps
 
 interop/node_modules/.interop-stamp: interop/package.json interop/package-lock.json
 	@command -v npm >/dev/null || { echo "interop-deps: npm not found: install Node.js >= 20 with npm"; exit 1; }
@@ -100,6 +100,21 @@ interop/.venv/.interop-stamp: interop/requirements.txt | $(UV_STAMP)
 		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" interop/.venv
 	$(UV) pip sync --python interop/.venv/bin/python interop/requirements.txt
 	touch $@
+
+# The libraries of real data work (pandas, numpy, matplotlib, pillow, tqdm, Dask) in a
+# venv of their own, made by the same pinned uv from requirements-data.txt: the tests
+# that drive them inside cells use it as the session's interpreter.
+data-deps: interop/.venv-data/.interop-stamp
+
+interop/.venv-data/.interop-stamp: interop/requirements-data.txt | $(UV_STAMP)
+	test -x interop/.venv-data/bin/python || $(UV) venv --no-python-downloads \
+		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" interop/.venv-data
+	$(UV) pip sync --python interop/.venv-data/bin/python interop/requirements-data.txt
+	touch $@
+
+data-lock: | $(UV_STAMP)
+	$(UV) pip compile --generate-hashes --python-version 3.11 \
+		--custom-compile-command "make data-lock" interop/requirements-data.in -o interop/requirements-data.txt
 
 # Re-resolve requirements.txt from requirements.in (for a version bump).
 interop-lock: | $(UV_STAMP)

@@ -1,6 +1,10 @@
 package pythons
 
-import "testing"
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 func TestAtLeast310(t *testing.T) {
 	for v, want := range map[string]bool{"3.10.13": true, "3.9.18": false, "3.13.0": true, "3.14.0rc1": true, "2.7.18": false, "4.0": true, "x": false} {
@@ -25,5 +29,15 @@ func TestFindNamesEveryInterpreterOnce(t *testing.T) {
 			t.Errorf("%s listed twice", py.Name)
 		}
 		seen[py.Name] = true
+	}
+}
+
+// TestDataVenvHasTheLibraries: the venv make data-deps builds imports every pinned
+// library of real data work.
+func TestDataVenvHasTheLibraries(t *testing.T) {
+	python := DataVenv(t)
+	out, err := exec.Command(python, "-c", "import pandas, numpy, matplotlib, PIL, tqdm, dask.distributed; print('ok')").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("%s cannot import the data libraries: %v\n%s", python, err, out)
 	}
 }
