@@ -702,7 +702,7 @@ func TestReadTokenFileRefusesSpecialFiles(t *testing.T) {
 		if err := os.Chown(foreign, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		cases[foreign] = "belongs to uid 65534"
+		cases[foreign] = "owned by uid 65534"
 	} else {
 		t.Log("not root: the case of a file owned by another user is not checked")
 	}

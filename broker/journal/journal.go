@@ -13,13 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/iota-uz/repl-mcp/broker/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/internal/privfile"
 )
 
 // Journal limits (docs/contract.md §13.1).
@@ -598,14 +597,14 @@ func checkPrivate(f *os.File, path string) error {
 // load reads and validates the journal at path. A missing file is an
 // empty journal. torn reports a partial last record, which was dropped.
 func load(path string) (recs []Record, torn bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := privfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
+	if np := (*privfile.NotPrivateError)(nil); errors.As(err, &np) {
+		return nil, false, fmt.Errorf("%w: %s %s", ErrNotPrivate, path, np.Reason)
+	}
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, false, fmt.Errorf("%w: %s is a symbolic link", ErrNotPrivate, path)
-		}
 		return nil, false, fmt.Errorf("broker journal %s: %w", path, err)
 	}
 	defer f.Close()

@@ -22,11 +22,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/broker/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/internal/privfile"
 )
 
 // Credential store limits (docs/contract.md §8.7).
@@ -106,12 +105,12 @@ func LoadGrant(credentialFile string) (*Grant, error) {
 	if err := CheckStoreDir(credentialFile, false); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(credentialFile, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	switch {
+	f, err := privfile.Open(credentialFile)
+	switch np := (*privfile.NotPrivateError)(nil); {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNoGrant
-	case errors.Is(err, syscall.ELOOP):
-		return nil, fmt.Errorf("%w (the credential file is a symbolic link)", ErrStoreUnsafe)
+	case errors.As(err, &np):
+		return nil, fmt.Errorf("%w (the credential file %s)", ErrStoreUnsafe, np.Reason)
 	case err != nil:
 		return nil, fmt.Errorf("%w (the credential file cannot be opened: %v)", ErrStoreUnsafe, pathlessError(err))
 	}
@@ -194,23 +193,17 @@ func lockGrant(ctx context.Context, credentialFile string, wait time.Duration) (
 	}
 }
 
-// checkPrivateFile refuses anything but a regular file of at most 64 KiB owned by
-// the effective user without group or other permission bits.
+// checkPrivateFile refuses anything but a private file (privfile.Check) of at most
+// 64 KiB.
 func checkPrivateFile(f *os.File, what string) error {
-	fi, err := f.Stat()
+	err := privfile.Check(f)
+	if np := (*privfile.NotPrivateError)(nil); errors.As(err, &np) {
+		return fmt.Errorf("%w (the %s %s)", ErrStoreUnsafe, what, np.Reason)
+	}
 	if err != nil {
 		return fmt.Errorf("%w (the %s cannot be inspected: %v)", ErrStoreUnsafe, what, pathlessError(err))
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w (the %s is not a regular file)", ErrStoreUnsafe, what)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%w (the %s is owned by uid %d, not uid %d)", ErrStoreUnsafe, what, st.Uid, os.Geteuid())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%w (the %s has mode %04o; chmod 600 it)", ErrStoreUnsafe, what, perm)
-	}
-	if fi.Size() > grantMaxBytes {
+	if fi, err := f.Stat(); err == nil && fi.Size() > grantMaxBytes {
 		return fmt.Errorf("%w (the %s exceeds 64 KiB)", ErrStoreUnsafe, what)
 	}
 	return nil

@@ -3,6 +3,7 @@ package privfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,18 @@ func LockPath(path string) string {
 	return lock
 }
 
+// Open opens path for reading the way a private file must be opened: never
+// through a final symbolic link (a *NotPrivateError says so), and without blocking,
+// so that a FIFO or a device opens at once for Check to refuse instead of hanging
+// the caller. Other errors are the system's, fs.ErrNotExist among them.
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, notPrivate("is a symbolic link")
+	}
+	return f, err
+}
+
 // Check returns nil for a regular file owned by the effective user without group
 // or other permission bits, a *NotPrivateError for anything else, and the stat
 // error when f cannot be inspected.
@@ -51,7 +64,7 @@ func Check(f *os.File) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return notPrivate("is not a regular file")
+		return notPrivate("is %s, not a regular file", Kind(fi.Mode()))
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return notPrivate("is owned by uid %d, not uid %d", st.Uid, os.Geteuid())
@@ -60,6 +73,25 @@ func Check(f *os.File) error {
 		return notPrivate("has mode %04o, open to group or others; chmod 600 it", perm)
 	}
 	return nil
+}
+
+// Kind names what a file that is not a regular file is, for messages.
+func Kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "not a regular file"
 }
 
 // Lock opens (creating 0600, never following a link) the lock file at path and
