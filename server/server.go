@@ -42,8 +42,8 @@ type Server struct {
 
 const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
 	"sessions. Use python_health for diagnostics without starting Python, execute_python for cells, and " +
-	"python_start, python_run and python_cancel for long executions. Under protocol 2026-07-28 pass the " +
-	"session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
+	"python_start, python_run and python_cancel for long executions. Over HTTP under protocol 2026-07-28 " +
+	"pass the session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
 	"mcp helper brokers only servers configured explicitly for it (mcp.call returns the complete result " +
 	"envelope; mcp.text extracts its text), and large results become artifacts to read in ranges."
 
