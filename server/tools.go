@@ -97,9 +97,9 @@ func (s *Server) register(t tool) {
 			if perr := protocolError(err); perr != nil {
 				return nil, perr
 			}
-			return present(failure(sess, err)), nil
+			value = failure(sess, err)
 		}
-		return present(value), nil
+		return s.present(ctx, s.formFor(req), sess, value), nil
 	})
 }
 
