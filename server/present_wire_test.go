@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,79 @@ func TestTextFormBound(t *testing.T) {
 	got, _ = w.textCall(t, "execute_python", map[string]any{"code": "print('z' * 2_000_000)"})
 	if !strings.Contains(footerOf(got), "stdout cut at 50,000 bytes") {
 		t.Errorf("a stream the worker cut: %q", footerOf(got))
+	}
+}
+
+// TestTextFormOfEveryTool: in the text form every tool answers with a text of its
+// own that says what happened and what to use next, never its JSON, in success and
+// in failure.
+func TestTextFormOfEveryTool(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "claude-code", protocol: "2025-11-25"})
+	sid := w.srv.repl.Default().ID()
+	check := func(tool string, args map[string]any, wantError bool, wants ...string) string {
+		t.Helper()
+		got, isError := w.textCall(t, tool, args)
+		if isError != wantError || strings.HasPrefix(got, "{") {
+			t.Errorf("%s %v (isError %v): %q", tool, args, isError, got)
+		}
+		for _, want := range wants {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s %v: no %q in %q", tool, args, want, got)
+			}
+		}
+		return got
+	}
+	opened := check("python_session_open", map[string]any{"name": "other", "project": w.project}, false,
+		"Opened session other ", "generation 0", "no worker yet", "project "+w.project)
+	other := uuidPattern.FindString(opened)
+	check("python_session_open", map[string]any{"name": "nowhere", "project": w.project + "/missing"}, true, "Error: Project directory does not exist")
+	check("python_session_list", map[string]any{}, false, "2 sessions (at most 32):\n- default "+sid, "\n- other "+other)
+	check("python_session_inspect", map[string]any{"session_id": other}, false, "other "+other)
+	check("python_session_close", map[string]any{"session_id": other}, false, "Closed session "+other+" at generation 0.")
+	check("python_session_close", map[string]any{"session_id": sid}, true, "Error: The legacy default session cannot be closed")
+
+	w.write("data.txt", "0123456789")
+	created := check("artifact_create", map[string]any{"session_id": sid, "path": "data.txt", "format": "text"}, false,
+		"(10 bytes): text, sha256 84d89877f0d4041efb6bf91a16f0248f2fd573e6af05c19f96bedb9f882f7882; session "+sid)
+	aid := uuidPattern.FindString(created)
+	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 2, "length": 3}, false,
+		"234\n[artifact "+aid+", bytes 2 to 5 of 10 (text); more from offset 5]")
+	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 8, "encoding": "hex"}, false,
+		"3839\n[artifact "+aid+", bytes 8 to 10 of 10 (hex); the end]")
+	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, false, "Saved artifact "+aid, w.project+"/copy.txt")
+	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, true, "Error: ")
+	check("artifact_forward", map[string]any{"session_id": sid, "id": aid, "server": "fx", "tool": "echo", "argument": "text", "format": "text"}, false,
+		"0123456789\n[forwarded; the downstream tool succeeded]")
+	check("artifact_delete", map[string]any{"session_id": sid, "id": aid}, false, "Deleted artifact "+aid+".")
+	check("artifact_delete", map[string]any{"session_id": sid, "id": aid}, true, "Error: ")
+	check("python_cancel", map[string]any{}, true, "Error: No matching active run")
+}
+
+// TestTextFormArtifactRangeFits: a 64 KiB range is more than a text-form result may
+// hold; the text shows what fits and where to read on, losing nothing.
+func TestTextFormArtifactRangeFits(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "codex-mcp-client", protocol: "2025-06-18"})
+	sid := w.srv.repl.Default().ID()
+	w.write("big.txt", strings.Repeat("Ж", 40000))
+	created, _ := w.textCall(t, "artifact_create", map[string]any{"session_id": sid, "path": "big.txt", "format": "text"})
+	aid := uuidPattern.FindString(created)
+	got, _ := w.textCall(t, "artifact_read", map[string]any{"session_id": sid, "id": aid})
+	m := regexp.MustCompile(`\n\[artifact \S+, bytes 0 to (\d+) of 80,000 \(text\); more from offset (\d+)\]$`).FindStringSubmatch(got)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("a range that does not fit: %d bytes, ends %q", len(got), got[max(0, len(got)-120):])
+	}
+	if shown, _ := strconv.Atoi(m[1]); len(got)-len(m[0]) != shown || shown%2 != 0 {
+		t.Errorf("the text shows %d bytes and says it showed %d", len(got)-len(m[0]), shown)
+	}
+
+	// Another tool's text over the bound is cut in its middle, and kept whole.
+	got, _ = w.textCall(t, "artifact_forward", map[string]any{"session_id": sid, "id": aid, "server": "fx", "tool": "echo", "argument": "text", "format": "text"})
+	m = regexp.MustCompile(`\n\[complete text: artifact (\S+) \(80,0\d\d bytes\); session ` + sid + `\]$`).FindStringSubmatch(got)
+	if m == nil || !strings.HasPrefix(got, "ЖЖЖ") || !strings.Contains(got, "bytes of the text left out") {
+		t.Fatalf("a forward over the bound: %d bytes, ends %q", len(got), got[max(0, len(got)-160):])
+	}
+	tail, _ := w.textCall(t, "artifact_read", map[string]any{"session_id": sid, "id": m[1], "offset": 79980, "length": 1000})
+	if !strings.Contains(tail, "ЖЖ\n[forwarded; the downstream tool succeeded]") {
+		t.Errorf("the kept text's end: %q", tail)
 	}
 }
