@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -290,5 +291,31 @@ func TestCount(t *testing.T) {
 		if got := count(n); got != want {
 			t.Errorf("count(%d) = %q", n, got)
 		}
+	}
+}
+
+// TestHealthTextBound: python_health's text stays under healthTextLimit and names
+// the default session once even with the longest paths, a long registry error and
+// every session open.
+func TestHealthTextBound(t *testing.T) {
+	long := "/" + strings.Repeat("very-long-directory-name/", 160)
+	session := func(id, name string) repl.Health {
+		h := repl.Health{SessionID: id, Name: name, Project: long, Generation: 7, Version: "0.1.0",
+			Limits: repl.Limits{CodeBytes: repl.MaxCodeBytes, StreamBytes: repl.StreamLimit, TimeoutSeconds: 3600, HistoryRuns: 64, WorkerRSSMiB: 2048}}
+		h.Environment = repl.Environment{Source: "explicit", Python: long + "python", ActualPythonExecutable: long + "python3.14",
+			Version: "3.14.0", Validated: true, RuntimeStatus: "running"}
+		h.ActiveRun = ptr("11111111-2222-4333-8444-555555555555")
+		return h
+	}
+	def := session("00000000-0000-4000-8000-000000000000", strings.Repeat("n", 128))
+	list := sessionList{Sessions: []repl.Health{def}, Limit: repl.MaxSessions}
+	for i := 1; i < repl.MaxSessions; i++ {
+		list.Sessions = append(list.Sessions, session(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i), strings.Repeat("x", 128)))
+	}
+	report := healthReport{Server: def, Sessions: list}
+	report.Broker.ConfigurationError = ptr(strings.Repeat("bad registry ", 200))
+	got := healthText(report)
+	if len(got) >= healthTextLimit || strings.Count(got, def.SessionID) != 1 || !strings.Contains(got, "more: python_session_list") {
+		t.Fatalf("health text is %d bytes, names the default session %d times:\n%s", len(got), strings.Count(got, def.SessionID), got)
 	}
 }
