@@ -333,3 +333,35 @@ func TestTextFormArtifactRangeFits(t *testing.T) {
 		t.Errorf("the kept text's end: %q", tail)
 	}
 }
+
+// TestTextFormOverHTTP: over HTTP each request is judged by its own clientInfo, so
+// Claude Code and a structured client share one server and each gets its form; and
+// there, where clients share sessions, a 2026-07-28 call must still name its session.
+func TestTextFormOverHTTP(t *testing.T) {
+	url := startHTTP(t, "")
+	call := func(id int, client, tool string, args map[string]any) map[string]any {
+		t.Helper()
+		h, body := statelessCall(id, tool, args)
+		body = strings.Replace(body, `"name":"raw"`, `"name":"`+client+`"`, 1)
+		// go-sdk answers a stateless request's JSON-RPC error with status 400.
+		status, _, msgs, err := rawPost(t, t.Context(), url, h, body)
+		if err != nil || (status != 200 && status != 400) || len(msgs) != 1 {
+			t.Fatalf("%s as %s: status %d, %v, %v", tool, client, status, msgs, err)
+		}
+		return msgs[0]
+	}
+	health := call(1, "some-other-client", "python_health", map[string]any{})["result"].(map[string]any)
+	sid := health["structuredContent"].(map[string]any)["server"].(map[string]any)["session_id"].(string)
+	res := call(2, "claude-code", "execute_python", map[string]any{"code": "print('over http')", "session_id": sid})["result"].(map[string]any)
+	if _, ok := res["structuredContent"]; ok || res["content"].([]any)[0].(map[string]any)["text"] != "over http\n[ok; generation 1]" {
+		t.Errorf("claude-code over HTTP: %v", res)
+	}
+	res = call(3, "some-other-client", "execute_python", map[string]any{"code": "1", "session_id": sid})["result"].(map[string]any)
+	if sc, _ := res["structuredContent"].(map[string]any); sc["value"] != 1.0 {
+		t.Errorf("a structured client over HTTP: %v", res)
+	}
+	e, _ := call(4, "claude-code", "execute_python", map[string]any{"code": "1"})["error"].(map[string]any)
+	if e["code"] != -32602.0 || !strings.Contains(e["message"].(string), "Pass session_id") {
+		t.Errorf("over HTTP under 2026-07-28 without session_id: %v, want -32602", e)
+	}
+}
