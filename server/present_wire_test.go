@@ -50,17 +50,22 @@ func footerOf(text string) string { return text[strings.LastIndex(text, "\n")+1:
 var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // TestTextFormForClaudeCodeAndCodex: the clients that show their model one part of
-// a result get the text form, chosen by the clientInfo of initialize or of each
-// request's _meta: tools without outputSchema in the contract's order, results
+// a result get the text form, chosen by the clientInfo of initialize, of each
+// request's _meta, or of server/discover when a request's _meta leaves it out: tools without outputSchema in the contract's order, results
 // without structuredContent that read like a terminal, the same isError, and a
 // health text that is small and names the default session once.
 func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 	for _, c := range []wireClient{
 		{name: "claude-code", protocol: "2026-07-28"},
+		{name: "claude-code", protocol: "2026-07-28", discover: true},
 		{name: "claude-code", protocol: "2025-11-25"},
 		{name: "codex-mcp-client", protocol: "2025-06-18"},
 	} {
-		t.Run(c.name+"@"+c.protocol, func(t *testing.T) {
+		name := c.name + "@" + c.protocol
+		if c.discover {
+			name += "+discover"
+		}
+		t.Run(name, func(t *testing.T) {
 			w := startWireAs(t, c)
 			list := w.list.result()
 			if list["ttlMs"] != 0.0 || list["cacheScope"] != "private" {

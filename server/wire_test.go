@@ -115,6 +115,9 @@ type wireClient struct {
 	// initialize and puts _meta on every request. "" is 2025-11-25.
 	protocol string
 	format   ResultFormat // the server's --result-format; "" is auto
+	// discover: under 2026-07-28, say who it is only in a first server/discover,
+	// and leave clientInfo out of every later request's _meta.
+	discover bool
 	// register adds tools of the test's own to the server before it serves.
 	register func(*Server)
 }
@@ -181,6 +184,12 @@ func startWireAs(t *testing.T, c wireClient) *wireServer {
 		<-readDone
 	})
 
+	if c.discover && w.meta != nil {
+		if reply := w.request("server/discover", map[string]any{}); reply.result() == nil {
+			t.Fatalf("server/discover: %s", reply.raw)
+		}
+		delete(w.meta, mcp.MetaKeyClientInfo)
+	}
 	if w.meta == nil {
 		protocol := cmp.Or(c.protocol, "2025-11-25")
 		init := w.request("initialize", map[string]any{
