@@ -56,7 +56,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -73,6 +73,7 @@ type options struct {
 	scope        string
 	journal      string
 	oauthLogin   string
+	resultFormat server.ResultFormat
 	showVersion  bool
 	doctor       bool
 }
@@ -94,6 +95,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.scope, "mcp-scope", "project", "registries the broker reads: project, user, local (comma-separated), all, or none")
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
+	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -139,6 +141,11 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	case loginSet && o.doctor:
 		return o, usageError{errors.New("doctor does not take --oauth-login")}
 	}
+	format, err := server.ParseResultFormat(*resultFormat)
+	if err != nil {
+		return o, usageError{err}
+	}
+	o.resultFormat = format
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
 	}
@@ -204,7 +211,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store,
+		ResultFormat: o.resultFormat, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {

@@ -38,6 +38,9 @@ package main
 //	proto VERSION           stateless mode: send no initialize; every request
 //	                        carries _meta with io.modelcontextprotocol/
 //	                        protocolVersion, clientInfo and clientCapabilities
+//	client NAME             the clientInfo name of a later init or proto
+//	                        (default mcpc): the server shapes results per
+//	                        client (claude-code, codex-mcp-client)
 //
 // Requests (each reply that is waited for becomes "the last response"):
 //
@@ -103,6 +106,8 @@ package main
 // Variables and processes:
 //
 //	save VAR PATH           VAR = the value at PATH (strings raw, others JSON)
+//	save-match VAR PATH RE  VAR = the first group of the Go regexp RE in the
+//	                        string at PATH (an id in a text-form result)
 //	server-pid VAR          VAR = the server's pid
 //	signal-server SIG       send SIG (KILL, TERM, INT, QUIT, HUP) to the server
 //	close-stdin             close the server's stdin
@@ -203,6 +208,7 @@ type mcpClient struct {
 	vars      map[string]string
 	stateless bool
 	proto     string
+	client    string // clientInfo name
 	timeout   time.Duration
 	deadline  time.Time // from MCPC_DEADLINE; zero if none
 }
@@ -216,6 +222,7 @@ func newMCPClient(script string) *mcpClient {
 		named:   map[string]string{},
 		vars:    map[string]string{},
 		proto:   mcpcClientVersion,
+		client:  "mcpc",
 		timeout: mcpcDefaultTimeout,
 	}
 	if d := os.Getenv("MCPC_DEADLINE"); d != "" {
@@ -457,7 +464,7 @@ func (c *mcpClient) request(method string, params map[string]any) (string, error
 	if c.stateless {
 		params["_meta"] = map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    c.proto,
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcpc", "version": "0.1.0"},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": c.client, "version": "0.1.0"},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}
 	}
@@ -689,7 +696,7 @@ func (c *mcpClient) step(line string) error {
 		key, err := c.request("initialize", map[string]any{
 			"protocolVersion": version,
 			"capabilities":    map[string]any{},
-			"clientInfo":      map[string]any{"name": "mcpc", "version": "0.1.0"},
+			"clientInfo":      map[string]any{"name": c.client, "version": "0.1.0"},
 		})
 		if err != nil {
 			return err
@@ -701,6 +708,13 @@ func (c *mcpClient) step(line string) error {
 			return fmt.Errorf("initialize failed: %s", abbrev(string(c.last.raw), 400))
 		}
 		return c.notify("notifications/initialized", nil)
+
+	case "client":
+		if rest == "" || strings.ContainsAny(rest, " \t") {
+			return errors.New("usage: client NAME")
+		}
+		c.client = rest
+		return nil
 
 	case "proto":
 		if rest == "" {
@@ -875,6 +889,36 @@ func (c *mcpClient) step(line string) error {
 		} else {
 			c.vars[w[0]] = compactJSON(rs[0].v)
 		}
+		return nil
+
+	case "save-match":
+		w, re := splitWords(rest, 2)
+		if len(w) != 2 || re == "" {
+			return errors.New("usage: save-match VAR PATH REGEX")
+		}
+		if c.last == nil {
+			return errors.New("no response yet")
+		}
+		pattern, err := regexp.Compile(re)
+		if err != nil {
+			return err
+		}
+		if pattern.NumSubexp() < 1 {
+			return fmt.Errorf("save-match: %s has no group", re)
+		}
+		rs, err := resolvePath(c.last.v, w[1])
+		if err != nil {
+			return err
+		}
+		s, isString := rs[0].v.(string)
+		if len(rs) != 1 || !isString {
+			return fmt.Errorf("%s is not a string in %s", w[1], abbrev(string(c.last.raw), 400))
+		}
+		m := pattern.FindStringSubmatch(s)
+		if m == nil {
+			return fmt.Errorf("%s does not match /%s/: %s", w[1], re, describe(s))
+		}
+		c.vars[w[0]] = m[1]
 		return nil
 
 	case "save-reply":

@@ -10,7 +10,7 @@ import (
 func sessionIDParam() param {
 	return param{
 		name: "session_id", typ: "string", maxLength: 128,
-		desc: "Session to use: take it from python_health's server.session_id (or python_session_open). Omitted means the default session, except under protocol 2026-07-28 where it is required.",
+		desc: "Session to use: take it from python_health's server.session_id (or python_session_open). Omitted means the default session, except over HTTP under protocol 2026-07-28, where several clients share the server and it is required.",
 	}
 }
 

@@ -2,14 +2,19 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"strings"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Presentation limits (docs/contract.md §3.4).
+// Presentation limits of the structured form (docs/contract.md §3.4).
 const (
 	textLimit   = 8192
 	resultLimit = 1000000
@@ -20,11 +25,18 @@ const (
 	envelopeOverhead = 256
 )
 
-// present turns a tool's value into a CallToolResult: the value as structuredContent
-// and one text block, with isError read from the value's type (see encodeValue).
-func present(value any) *mcp.CallToolResult {
+// present turns a tool's value into the CallToolResult of form f. isError comes
+// from the value's type (see encodeValue) and is the same in both forms. sess is
+// the routed session, nil for tools that are not routed.
+func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value any) *mcp.CallToolResult {
 	structured, failed := encodeValue(value)
-	text := presentationText(value, structured)
+	if f == formText {
+		return &mcp.CallToolResult{
+			Content: []mcp.Content{&mcp.TextContent{Text: s.modelText(ctx, sess, value, structured)}},
+			IsError: failed,
+		}
+	}
+	text := structuredText(value, structured)
 	if len(text) > textLimit {
 		text = repl.CutUTF8(text, textLimit) + textCutNote
 		structured = withField(structured, "text_truncated", true)
@@ -59,8 +71,8 @@ func encodeValue(value any) (structured []byte, isError bool) {
 	switch v := value.(type) {
 	case encodedResult:
 		return v.JSON, v.IsError
-	case *repl.Result:
-		isError = !v.Success || v.Error != nil
+	case execution:
+		return v.json, v.failed
 	case failed:
 		isError = true
 	}
@@ -71,31 +83,121 @@ func encodeValue(value any) (structured []byte, isError bool) {
 	return structured, isError
 }
 
-// presentationText is the human text of a value: an execution result reads like a
-// terminal; anything else is its compact JSON.
-func presentationText(value any, structured []byte) string {
-	r, ok := value.(*repl.Result)
-	if !ok {
-		return string(structured)
+// structuredText is the text block beside structuredContent: an execution
+// result's parts as a terminal shows them; anything else its compact JSON.
+func structuredText(value any, structured []byte) string {
+	if _, ok := value.(execution); ok {
+		var v execView
+		if json.Unmarshal(structured, &v) == nil {
+			return structuredExecText(&v)
+		}
 	}
-	var b strings.Builder
-	b.WriteString(r.Stdout)
-	if r.Stderr != "" {
-		b.WriteString("\nStderr:\n" + r.Stderr)
+	return string(structured)
+}
+
+// modelText is the whole of a text-form result: an execution reads like a
+// terminal with one footer line; every other tool has a compact text of its own
+// (text_tools.go). It stays within modelTextLimit; what it cuts that no artifact
+// holds is kept as an artifact of the session, named in the text.
+func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, structured []byte) string {
+	if e, ok := value.(execution); ok {
+		var v execView
+		if err := json.Unmarshal(structured, &v); err != nil {
+			return "Error: the execution result could not be read: " + err.Error()
+		}
+		return execText(&v, e.polled, func(text string) (artifactRef, error) {
+			return s.saveText(ctx, sess, v.RunID, text)
+		})
 	}
-	if r.ReturnValue != nil && *r.ReturnValue != "" {
-		b.WriteString("\n" + *r.ReturnValue)
+	text := toolText(value, structured)
+	if len(text) <= modelTextLimit {
+		return text
 	}
-	if r.Error != nil {
-		b.WriteString("\n" + *r.Error)
+	item := ""
+	if ref, err := s.saveText(ctx, sess, "", text); err != nil {
+		item = "[complete text not saved: " + cutFooter(err.Error(), footerErrorMax) + "]"
+	} else {
+		item = "[complete text: " + ref.String() + "; session " + sess.ID() + "]"
 	}
-	if r.State == repl.StateCleared {
-		b.WriteString("\nWorker state cleared.")
+	return cutMiddle(text, modelTextLimit-len(item)-1, "the text") + "\n" + item
+}
+
+// savedTexts remembers the artifact made of each cut execution's text, so that
+// reading the same run again with python_run names the same artifact instead of
+// filling the store with copies. Bounded; the oldest is forgotten first.
+type savedTexts struct {
+	mu    sync.Mutex
+	refs  map[string]artifactRef // by session and run id
+	order []string
+}
+
+// savedTextsKept bounds savedTexts: as many as the store can hold artifacts.
+const savedTextsKept = artifacts.MaxEntries
+
+var errNoSessionStore = errors.New("this result has no session's artifact store to keep it in")
+
+// saveText keeps text as a text artifact of sess. run, when not "", names the
+// execution the text is of: a run whose text was saved before, and whose artifact
+// is still there, gets that artifact back.
+func (s *Server) saveText(ctx context.Context, sess *repl.Session, run, text string) (artifactRef, error) {
+	if sess == nil || s.artifacts == nil {
+		return artifactRef{}, errNoSessionStore
 	}
-	if b.Len() == 0 {
-		return "Execution completed."
+	key := sess.ID() + "/" + run
+	if run != "" {
+		if ref, ok := s.saved.get(key); ok {
+			if _, err := s.artifacts.Read(ctx, sess.ID(), ref.ID, 0, 0, "hex"); err == nil {
+				return ref, nil
+			}
+		}
 	}
-	return b.String()
+	// The store imports files, checking them as it copies; the temporary file is
+	// private and gone when this returns.
+	f, err := os.CreateTemp("", "repl-mcp-text-*")
+	if err != nil {
+		return artifactRef{}, err
+	}
+	path, _ := filepath.Abs(f.Name())
+	defer os.Remove(path)
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return artifactRef{}, err
+	}
+	created, err := s.artifacts.Create(ctx, sess.ID(), path, artifacts.FormatText)
+	if err != nil {
+		return artifactRef{}, err
+	}
+	ref := artifactRef{ID: created.ID, Size: created.Size, Format: string(created.Format)}
+	if run != "" {
+		s.saved.put(key, ref)
+	}
+	return ref, nil
+}
+
+func (t *savedTexts) get(key string) (artifactRef, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ref, ok := t.refs[key]
+	return ref, ok
+}
+
+func (t *savedTexts) put(key string, ref artifactRef) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.refs == nil {
+		t.refs = map[string]artifactRef{}
+	}
+	if _, ok := t.refs[key]; !ok {
+		t.order = append(t.order, key)
+	}
+	t.refs[key] = ref
+	for len(t.order) > savedTextsKept {
+		delete(t.refs, t.order[0])
+		t.order = t.order[1:]
+	}
 }
 
 // withField adds one field to an encoded JSON object.

@@ -28,7 +28,9 @@ type Config struct {
 	// Manager's sessions reach through their repl.Services; nil reports that no
 	// store is configured.
 	Artifacts *artifacts.Store
-	Logger    *slog.Logger
+	// ResultFormat shapes results per client (docs/contract.md §3.4); "" is FormatAuto.
+	ResultFormat ResultFormat
+	Logger       *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
@@ -37,13 +39,16 @@ type Server struct {
 	repl      *repl.Manager
 	brokers   *broker.Set
 	artifacts *artifacts.Store
-	logger    *slog.Logger
+	format    ResultFormat
+	// saved names the artifacts made of cut execution texts (present.go).
+	saved  savedTexts
+	logger *slog.Logger
 }
 
 const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
 	"sessions. Use python_health for diagnostics without starting Python, execute_python for cells, and " +
-	"python_start, python_run and python_cancel for long executions. Under protocol 2026-07-28 pass the " +
-	"session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
+	"python_start, python_run and python_cancel for long executions. Over HTTP under protocol 2026-07-28 " +
+	"pass the session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
 	"mcp helper brokers only servers configured explicitly for it (mcp.call returns the complete result " +
 	"envelope; mcp.text extracts its text), and large results become artifacts to read in ranges."
 
@@ -64,7 +69,11 @@ func New(cfg Config) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, logger: logger}
+	format := cfg.ResultFormat
+	if format == "" {
+		format = FormatAuto
+	}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, format: format, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
@@ -77,7 +86,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolOrder, explicitIsError)
+	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolsForClient, s.toolOrder, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}

@@ -77,7 +77,7 @@ func (s *Server) executePythonTool() tool {
 		routed:          true,
 		sessionRequired: true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
-			return sess.Execute(ctx, p.request()), nil
+			return executed(sess.Execute(ctx, p.request())), nil
 		}),
 	}
 }

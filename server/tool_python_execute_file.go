@@ -35,12 +35,12 @@ func (s *Server) pythonExecuteFileTool() tool {
 		annotations: annotations(false, true, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p fileParams) (any, error) {
-			return sess.ExecuteFile(ctx, p.Path, repl.ExecRequest{
+			return executed(sess.ExecuteFile(ctx, p.Path, repl.ExecRequest{
 				Argv:               p.Argv,
 				Fresh:              p.Mode == "fresh",
 				Timeout:            seconds(p.Timeout),
 				ExpectedGeneration: p.ExpectedGeneration,
-			}), nil
+			})), nil
 		}),
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) pythonRunTool() tool {
 			case snap != nil:
 				return snap, nil
 			}
-			return res, nil
+			return polledResult(res), nil
 		}),
 	}
 }

@@ -97,9 +97,9 @@ func (s *Server) register(t tool) {
 			if perr := protocolError(err); perr != nil {
 				return nil, perr
 			}
-			return present(failure(sess, err)), nil
+			value = failure(sess, err)
 		}
-		return present(value), nil
+		return s.present(ctx, s.formFor(req), sess, value), nil
 	})
 }
 
@@ -111,7 +111,7 @@ func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallTool
 		return nil, nil, err
 	}
 	id, named := args["session_id"].(string)
-	if t.sessionRequired && !named && statelessRequest(req) {
+	if t.sessionRequired && !named && statelessRequest(req) && sharedTransport(req) {
 		return nil, nil, errNeedSessionID
 	}
 	if t.routed {
@@ -138,6 +138,15 @@ func statelessRequest(req *mcp.CallToolRequest) bool {
 }
 
 const statelessProtocol = "2026-07-28"
+
+// sharedTransport reports a request that came over HTTP, where any number of
+// clients share the server's sessions, so a stateless request must say which one
+// it means. Over stdio (and in process) there is exactly one client, and the
+// default session is its own under every protocol version (docs/contract.md §2.3).
+// go-sdk gives every HTTP request's handler the request's headers, and no other.
+func sharedTransport(req *mcp.CallToolRequest) bool {
+	return req.Extra != nil && req.Extra.Header != nil
+}
 
 func annotations(readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{

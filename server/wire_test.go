@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,6 +44,10 @@ type wireServer struct {
 	schemas map[string]*jsonschema.Resolved
 	// seen records, per tool, the isError values of the results checked.
 	seen map[string]map[bool]bool
+	// meta is the _meta of every request under 2026-07-28, nil before.
+	meta map[string]any
+	// list is the reply to the tools/list made at the start.
+	list wireReply
 }
 
 // wireReply is one reply as it arrived.
@@ -58,6 +63,12 @@ func (r wireReply) result() map[string]any {
 
 // newServerParts builds the real components of a test server on project.
 func newServerParts(t *testing.T, ctx context.Context, project string) *Server {
+	t.Helper()
+	return newServerPartsFormat(t, ctx, project, FormatAuto)
+}
+
+// newServerPartsFormat is newServerParts with a --result-format.
+func newServerPartsFormat(t *testing.T, ctx context.Context, project string, format ResultFormat) *Server {
 	t.Helper()
 	fixture := httptest.NewServer(mcpfixture.Handler())
 	t.Cleanup(fixture.Close)
@@ -87,19 +98,43 @@ func newServerParts(t *testing.T, ctx context.Context, project string) *Server {
 		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(), Version: "test",
 		Services: cellops.New(cellops.Config{Brokers: brokers, Store: store}),
 	})
-	return New(Config{Version: "test", Repl: manager, Brokers: brokers, Artifacts: store})
+	return New(Config{Version: "test", Repl: manager, Brokers: brokers, Artifacts: store, ResultFormat: format})
 }
 
 // startWire serves a real Server over stdio pipes and initializes it; the server
 // is stopped, and must stop, when the test ends.
 func startWire(t *testing.T) *wireServer {
 	t.Helper()
+	return startWireAs(t, wireClient{name: "wire-test"})
+}
+
+// wireClient is who a wire test's client says it is, and how it speaks.
+type wireClient struct {
+	name string
+	// protocol is the version it asks for; under 2026-07-28 it sends no
+	// initialize and puts _meta on every request. "" is 2025-11-25.
+	protocol string
+	format   ResultFormat // the server's --result-format; "" is auto
+	// discover: under 2026-07-28, say who it is only in a first server/discover,
+	// and leave clientInfo out of every later request's _meta.
+	discover bool
+	// register adds tools of the test's own to the server before it serves.
+	register func(*Server)
+}
+
+// startWireAs is startWire for the client c. Tools are checked against their
+// outputSchema when the server publishes one to this client.
+func startWireAs(t *testing.T, c wireClient) *wireServer {
+	t.Helper()
 	project, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	srv := newServerParts(t, ctx, project)
+	srv := newServerPartsFormat(t, ctx, project, c.format)
+	if c.register != nil {
+		c.register(srv)
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
@@ -109,6 +144,13 @@ func startWire(t *testing.T) *wireServer {
 		served <- err
 	}()
 	w := &wireServer{t: t, project: project, srv: srv, stdin: inW, lines: make(chan []byte, 64), seen: map[string]map[bool]bool{}}
+	if c.protocol >= statelessProtocol {
+		w.meta = map[string]any{
+			mcp.MetaKeyProtocolVersion:    c.protocol,
+			mcp.MetaKeyClientInfo:         map[string]any{"name": c.name, "version": "1"},
+			mcp.MetaKeyClientCapabilities: map[string]any{},
+		}
+	}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -142,22 +184,35 @@ func startWire(t *testing.T) *wireServer {
 		<-readDone
 	})
 
-	init := w.request("initialize", map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire-test", "version": "1"},
-	})
-	if init.result() == nil {
-		t.Fatalf("initialize: %s", init.raw)
+	if c.discover && w.meta != nil {
+		if reply := w.request("server/discover", map[string]any{}); reply.result() == nil {
+			t.Fatalf("server/discover: %s", reply.raw)
+		}
+		delete(w.meta, mcp.MetaKeyClientInfo)
 	}
-	w.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	if w.meta == nil {
+		protocol := cmp.Or(c.protocol, "2025-11-25")
+		init := w.request("initialize", map[string]any{
+			"protocolVersion": protocol, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": c.name, "version": "1"},
+		})
+		if init.result() == nil {
+			t.Fatalf("initialize: %s", init.raw)
+		}
+		w.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	}
 	list := w.request("tools/list", map[string]any{})
 	tools, _ := list.result()["tools"].([]any)
 	if len(tools) == 0 {
 		t.Fatalf("tools/list: %s", list.raw)
 	}
+	w.list = list
 	w.schemas = map[string]*jsonschema.Resolved{}
 	for _, raw := range tools {
 		tl := raw.(map[string]any)
 		name := tl["name"].(string)
+		if tl["outputSchema"] == nil {
+			continue
+		}
 		encoded, _ := json.Marshal(tl["outputSchema"])
 		var schema jsonschema.Schema
 		if err := json.Unmarshal(encoded, &schema); err != nil {
@@ -201,6 +256,11 @@ func (w *wireServer) request(method string, params any) wireReply {
 	w.t.Helper()
 	w.nextID++
 	id := w.nextID
+	if w.meta != nil {
+		if p, ok := params.(map[string]any); ok {
+			p["_meta"] = w.meta
+		}
+	}
 	w.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	timer := time.NewTimer(wait(w.t, 60*time.Second))
 	defer timer.Stop()

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ResultFormat is how tool results are shaped for clients (docs/contract.md §3.4):
+// per client by its clientInfo, or one form for every client.
+type ResultFormat string
+
+const (
+	// FormatAuto gives the text form to the clients known to show their model only
+	// one part of a result (textClient), and the structured form to every other.
+	FormatAuto ResultFormat = "auto"
+	// FormatText: no structuredContent and no outputSchema; the text block is
+	// everything the model reads.
+	FormatText ResultFormat = "text"
+	// FormatStructured: structuredContent with every field of the contract, an
+	// outputSchema per tool, and a text block beside them.
+	FormatStructured ResultFormat = "structured"
+)
+
+// ParseResultFormat returns the format named s.
+func ParseResultFormat(s string) (ResultFormat, error) {
+	switch f := ResultFormat(s); f {
+	case FormatAuto, FormatText, FormatStructured:
+		return f, nil
+	}
+	return "", fmt.Errorf("invalid value %q for --result-format: auto, text or structured", s)
+}
+
+// textClient reports the clientInfo names of the clients that get the text form
+// under FormatAuto. Each was measured (docs/design.md, "Known pitfalls"): given
+// structuredContent, Claude Code 2.1.332 hands its model only the JSON of it and
+// drops the text, and checks it against outputSchema; Codex CLI 0.171.0 also hands
+// over only that JSON, shows no error flag, drops images beside it, and types its
+// code mode's return value from outputSchema. Both read text blocks as they are.
+func textClient(name string) bool {
+	switch name {
+	case "claude-code", "codex-mcp-client":
+		return true
+	}
+	return false
+}
+
+// form is the shape of one client's results.
+type form uint8
+
+const (
+	formStructured form = iota
+	formText
+)
+
+// clientInfoRequest is what go-sdk's server requests say about their client:
+// clientInfo from the request's _meta under 2026-07-28, else from initialize.
+type clientInfoRequest interface {
+	ClientInfo() *mcp.Implementation
+}
+
+// formFor is the form of req's client.
+func (s *Server) formFor(req mcp.Request) form {
+	switch s.format {
+	case FormatText:
+		return formText
+	case FormatStructured:
+		return formStructured
+	}
+	if r, ok := req.(clientInfoRequest); ok {
+		if info := r.ClientInfo(); info != nil && textClient(info.Name) {
+			return formText
+		}
+	}
+	return formStructured
+}
+
+// toolsForClient publishes no outputSchema to a text-form client: its results carry
+// no structuredContent, Claude Code turns a result that does not match a published
+// schema into an error, and Codex's code mode would declare the schema as the
+// return type of a call whose value is text. It runs after toolOrder, so the order
+// and the result's ttlMs and cacheScope stay as they are.
+func (s *Server) toolsForClient(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok || err != nil || s.formFor(req) != formText {
+			return res, err
+		}
+		// The slice is this reply's own, the tools go-sdk's definitions: replace
+		// each by a copy.
+		for i, t := range list.Tools {
+			c := *t
+			c.OutputSchema = nil
+			list.Tools[i] = &c
+		}
+		return list, nil
+	}
+}

@@ -1,0 +1,448 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// execution is an execution result as a tool's value (docs/contract.md §4). Its
+// contract JSON, encoded once, is a structured client's structuredContent and also
+// what the text form is read from: the two forms cannot say different things, and
+// every field of the result reaches the text by its contract name, whichever part
+// of the server or the worker fills it in.
+type execution struct {
+	json   []byte
+	failed bool
+	// polled: read back with python_run, so the footer names the run.
+	polled bool
+}
+
+// executed is r as the value of the tool that ran it.
+func executed(r *repl.Result) execution { return executionOf(r, false) }
+
+// polledResult is r as python_run's value.
+func polledResult(r *repl.Result) execution { return executionOf(r, true) }
+
+func executionOf(r *repl.Result, polled bool) execution {
+	encoded, err := json.Marshal(r)
+	if err != nil {
+		// A Result is strings, numbers and raw JSON the worker sent and the
+		// supervisor bounded; say so rather than answer nothing.
+		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
+		return execution{json: encoded, failed: true, polled: polled}
+	}
+	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled}
+}
+
+// execView is the part of an execution result's JSON the text is made of.
+type execView struct {
+	RunID       string          `json:"run_id"`
+	Success     bool            `json:"success"`
+	Stdout      string          `json:"stdout"`
+	Stderr      string          `json:"stderr"`
+	ReturnValue *string         `json:"return_value"`
+	Value       json.RawMessage `json:"value"`
+	Error       *string         `json:"error"`
+	Truncated   struct {
+		Stdout bool `json:"stdout"`
+		Stderr bool `json:"stderr"`
+		Return bool `json:"return"`
+	} `json:"truncated"`
+	State                    string       `json:"state"`
+	StateReset               bool         `json:"state_reset"`
+	ExecutionMode            string       `json:"execution_mode"`
+	BackgroundTasksCancelled int          `json:"background_tasks_cancelled"`
+	ExitCode                 *int         `json:"exit_code"`
+	Artifact                 *artifactRef `json:"artifact"`
+	ArtifactError            *string      `json:"artifact_error"`
+	SessionID                string       `json:"session_id"`
+	Generation               uint64       `json:"generation"`
+
+	// The fields of this round's threads and images (docs/contract.md §4.1).
+	BackgroundThreads []string `json:"background_threads"`
+	BackgroundOutput  *struct {
+		Stdout    string `json:"stdout"`
+		Stderr    string `json:"stderr"`
+		Truncated bool   `json:"truncated"`
+	} `json:"background_output"`
+	OutputArtifacts *struct {
+		Stdout *artifactRef `json:"stdout"`
+		Stderr *artifactRef `json:"stderr"`
+	} `json:"output_artifacts"`
+	Images         []imageInfo   `json:"images"`
+	ImageArtifacts []artifactRef `json:"image_artifacts"`
+}
+
+// imageInfo is what a result says of an image the cell displayed; the image
+// itself is a content block of its own.
+type imageInfo struct {
+	MIME   string `json:"mime"`
+	Bytes  int64  `json:"bytes"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+func (im imageInfo) String() string {
+	return fmt.Sprintf("%s %dx%d", strings.TrimPrefix(im.MIME, "image/"), im.Width, im.Height)
+}
+
+// artifactRef is the part of an artifact reference a footer names.
+type artifactRef struct {
+	ID     string `json:"id"`
+	Size   int64  `json:"size"`
+	Format string `json:"format"`
+}
+
+func (a artifactRef) String() string {
+	return fmt.Sprintf("artifact %s (%s bytes)", a.ID, count(a.Size))
+}
+
+// The text form's bounds (docs/contract.md §3.4).
+const (
+	// modelTextLimit bounds the whole text a text-form client receives, in UTF-8
+	// bytes, so in characters however a client counts them: under what Claude Code
+	// (about 50,000) and Codex (about 48,000) keep inline, with room for Codex's
+	// own prefix.
+	modelTextLimit = 40000
+	// footerReserve is kept free for the footer's item naming the artifact made
+	// of the complete text, which is only known once the parts are cut.
+	footerReserve = 256
+	// Footer lists are bounded: their names, then how many more.
+	footerListed   = 4
+	footerNameMax  = 60
+	footerErrorMax = 200
+)
+
+// part is one piece of an execution's text: the cell's stdout, its stderr, the
+// trailing value, the error, what threads of earlier cells printed.
+type part struct {
+	// label introduces the part on a line of its own ("" for none).
+	label string
+	text  string
+	// what the cut marker calls it.
+	what string
+	// saved: an artifact already holds all of it, so cutting it loses nothing.
+	saved bool
+}
+
+// parts are v's pieces, in the order the text shows them.
+func (v *execView) parts() []part {
+	ps := []part{
+		{text: v.Stdout, what: "stdout", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stdout != nil},
+		{label: "[stderr]", text: v.Stderr, what: "stderr", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stderr != nil},
+		{text: v.valueText(), what: "the value", saved: v.Artifact != nil},
+	}
+	if v.Error != nil {
+		ps = append(ps, part{text: *v.Error, what: "the error"})
+	}
+	if bg := v.BackgroundOutput; bg != nil {
+		ps = append(ps,
+			part{label: "[background stdout]", text: bg.Stdout, what: "background stdout"},
+			part{label: "[background stderr]", text: bg.Stderr, what: "background stderr"})
+	}
+	return ps
+}
+
+// valueText is the trailing value as the model should read it: a string with a
+// newline as its text, anything else as its preview (return_value). A string's
+// preview cut short says so.
+func (v *execView) valueText() string {
+	if v.ReturnValue == nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.Value, &s) == nil && strings.Contains(s, "\n") {
+		return s
+	}
+	shown := *v.ReturnValue
+	if !v.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {
+		return shown
+	}
+	// A long string's preview is a JSON string literal cut short.
+	if s, ok := jsonStringPrefix(shown); ok && strings.Contains(s, "\n") {
+		shown = s
+	}
+	rest := "the rest is not shown"
+	if v.Artifact != nil {
+		rest = "all of it is the value artifact named below"
+	}
+	return shown + "\n[... value cut here; " + rest + " ...]"
+}
+
+// jsonStringPrefix decodes a JSON string literal that may have been cut anywhere
+// after its opening quote, an escape sequence included.
+func jsonStringPrefix(lit string) (string, bool) {
+	if !strings.HasPrefix(lit, `"`) {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal([]byte(lit), &s) == nil {
+		return s, true
+	}
+	// Drop what may be a cut escape (at most "\uXXX"), then close the literal.
+	for drop := 0; drop <= 5 && drop < len(lit); drop++ {
+		if json.Unmarshal([]byte(lit[:len(lit)-drop]+`"`), &s) == nil {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// joinParts lays the parts out one after the other, each starting on a line of
+// its own; empty parts take no room.
+func joinParts(ps []part) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if p.text == "" {
+			continue
+		}
+		newLine(&b)
+		if p.label != "" {
+			b.WriteString(p.label + "\n")
+		}
+		b.WriteString(p.text)
+	}
+	return b.String()
+}
+
+// newLine ends b's last line, if it has one.
+func newLine(b *strings.Builder) {
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+}
+
+// execText is the text form of an execution result: its parts within
+// modelTextLimit, then one footer line. When the parts do not fit, each is cut
+// in its middle by a share of the room; a part no artifact holds makes save keep
+// the complete text (the parts uncut) as an artifact, named in the footer.
+func execText(v *execView, polled bool, save func(string) (artifactRef, error)) string {
+	ps := v.parts()
+	full := joinParts(ps)
+	foot := v.footer(polled, nil, nil)
+	if len(full)+1+len(foot) <= modelTextLimit {
+		return withFooter(full, foot)
+	}
+	texts := make([]string, len(ps))
+	overhead := 0
+	for i, p := range ps {
+		texts[i] = p.text
+		if p.text != "" {
+			overhead += len(p.label) + 2
+		}
+	}
+	shares := fitShares(texts, modelTextLimit-len(foot)-footerReserve-overhead)
+	lost := false
+	for i := range ps {
+		if len(ps[i].text) > shares[i] {
+			lost = lost || !ps[i].saved
+			ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
+		}
+	}
+	if lost {
+		ref, err := save(full)
+		foot = v.footer(polled, &ref, err)
+	}
+	return withFooter(joinParts(ps), foot)
+}
+
+func withFooter(body, foot string) string {
+	if body == "" {
+		return foot
+	}
+	if !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	return body + foot
+}
+
+// structuredExecText is the text block beside a structured client's
+// structuredContent: the parts, with no footer (its facts are fields).
+func structuredExecText(v *execView) string {
+	if text := joinParts(v.parts()); text != "" {
+		return text
+	}
+	return "Execution completed."
+}
+
+// footer is the one line after an execution's parts: what the agent needs beyond
+// the output, starting with ok or failed. saved is the artifact execText made of
+// the complete text, or saveErr why it could not; nil when it made none.
+func (v *execView) footer(polled bool, saved *artifactRef, saveErr error) string {
+	items := []string{"ok"}
+	if !v.Success || v.Error != nil {
+		items[0] = "failed"
+	}
+	// The reasons of §4.2 mostly say it already; say it once.
+	if v.State == string(repl.StateCleared) && (v.Error == nil || !strings.Contains(*v.Error, "variables cleared")) {
+		items = append(items, "state cleared")
+	}
+	if v.ExitCode != nil {
+		items = append(items, fmt.Sprintf("exit code %d", *v.ExitCode))
+	}
+	items = append(items, fmt.Sprintf("generation %d", v.Generation))
+	if v.StateReset && v.Generation > 1 {
+		items = append(items, "new worker: earlier variables are gone")
+	}
+	if v.ExecutionMode == "fresh" {
+		items = append(items, "fresh worker")
+	}
+	if polled {
+		items = append(items, "run "+v.RunID)
+	}
+	if n := v.BackgroundTasksCancelled; n > 0 {
+		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))
+	}
+	if len(v.BackgroundThreads) > 0 {
+		items = append(items, "threads still running: "+listed(v.BackgroundThreads, func(s string) string { return s }))
+	}
+	if v.BackgroundOutput != nil && v.BackgroundOutput.Truncated {
+		items = append(items, "background output cut")
+	}
+	if len(v.Images) > 0 {
+		items = append(items, fmt.Sprintf("image%s: ", plural(len(v.Images)))+listed(v.Images, imageInfo.String))
+	}
+	if len(v.ImageArtifacts) > 0 {
+		items = append(items, "images too large to show: "+listed(v.ImageArtifacts, artifactRef.String))
+	}
+	var outputs [2]*artifactRef
+	if o := v.OutputArtifacts; o != nil {
+		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
+	}
+	named := v.Artifact != nil || len(v.ImageArtifacts) > 0 || outputs[0] != nil || outputs[1] != nil
+	for i, stream := range []string{"stdout", "stderr"} {
+		switch cut := []bool{v.Truncated.Stdout, v.Truncated.Stderr}[i]; {
+		case outputs[i] != nil:
+			items = append(items, "complete "+stream+": "+outputs[i].String())
+		case cut:
+			items = append(items, fmt.Sprintf("%s cut at %s bytes", stream, count(repl.StreamLimit)))
+		}
+	}
+	if v.Artifact != nil {
+		items = append(items, "value: "+v.Artifact.String())
+	}
+	if v.ArtifactError != nil {
+		items = append(items, "value not saved: "+cutFooter(*v.ArtifactError, footerErrorMax))
+	}
+	switch {
+	case saveErr != nil:
+		items = append(items, "complete text not saved: "+cutFooter(saveErr.Error(), footerErrorMax))
+	case saved != nil:
+		items = append(items, "complete text: "+saved.String())
+		named = true
+	}
+	if named {
+		// artifact_read needs the session, which a text-form client may never
+		// have been told.
+		items = append(items, "session "+v.SessionID)
+	}
+	return "[" + strings.Join(items, "; ") + "]"
+}
+
+// listed names the first few of xs, each bounded, then how many more there are.
+func listed[T any](xs []T, name func(T) string) string {
+	names := make([]string, 0, footerListed+1)
+	for i, x := range xs {
+		if i == footerListed {
+			names = append(names, fmt.Sprintf("and %d more", len(xs)-i))
+			break
+		}
+		names = append(names, cutFooter(name(x), footerNameMax))
+	}
+	return strings.Join(names, ", ")
+}
+
+// cutFooter bounds a piece of the footer, which stays one line.
+func cutFooter(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= limit {
+		return s
+	}
+	return repl.CutUTF8(s, limit-3) + "..."
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// count writes n with thousands separators, as the contract writes sizes.
+func count[N int | int64](n N) string {
+	s := fmt.Sprint(int64(n))
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// fitShares divides room bytes among texts: a text that fits in an equal share
+// keeps all of it, and what it leaves is shared by the others.
+func fitShares(texts []string, room int) []int {
+	shares := make([]int, len(texts))
+	left := make([]int, 0, len(texts))
+	for i, t := range texts {
+		if t != "" {
+			left = append(left, i)
+		}
+	}
+	room = max(room, 0)
+	for len(left) > 0 {
+		share := room / len(left)
+		var still []int
+		for _, i := range left {
+			if len(texts[i]) <= share {
+				shares[i] = len(texts[i])
+				room -= len(texts[i])
+			} else {
+				still = append(still, i)
+			}
+		}
+		if len(still) == len(left) {
+			for _, i := range still {
+				shares[i] = share
+			}
+			break
+		}
+		left = still
+	}
+	return shares
+}
+
+// cutMiddle keeps the head and the tail of s within limit bytes, with a line
+// between them saying how much of what was left out. Cuts fall on UTF-8
+// boundaries, and on line ends when one is near.
+func cutMiddle(s string, limit int, what string) string {
+	if len(s) <= limit {
+		return s
+	}
+	marker := func(n int) string { return fmt.Sprintf("\n[... %s bytes of %s left out ...]\n", count(n), what) }
+	room := limit - len(marker(len(s)))
+	if room <= 0 {
+		return strings.TrimPrefix(marker(len(s)), "\n")
+	}
+	head := repl.CutUTF8(s, room/2)
+	if i := strings.LastIndexByte(head, '\n'); i >= len(head)*3/4 {
+		head = head[:i]
+	}
+	tailStart := len(s) - (room - len(head))
+	for tailStart < len(s) && !utf8Start(s[tailStart]) {
+		tailStart++
+	}
+	tail := s[tailStart:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
+		tail = tail[i+1:]
+	}
+	return head + marker(len(s)-len(head)-len(tail)) + tail
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
