@@ -96,10 +96,13 @@ func loopbackUp() error {
 	return nil
 }
 
-// netnsOf names the network namespace of a process ("net:[4026531840]"); 0 is this
-// process's main thread.
+// netnsOf names the network namespace of a process ("net:[4026531840]"); 0 is the
+// calling thread. Not /proc/self: that is the main thread's, and the locked thread of
+// startIsolated may have been the main thread (the runtime then parks it for good
+// instead of ending it), so the process's main thread may sit in the new namespace
+// while every thread that runs Go code does not.
 func netnsOf(pid int) (string, error) {
-	path := "/proc/self/ns/net"
+	path := "/proc/thread-self/ns/net"
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/ns/net", pid)
 	}
