@@ -129,9 +129,10 @@ func clip(s string, max int) string {
 	return fmt.Sprintf("%s\n[... %d characters not shown ...]\n%s", string(r[:max/2]), len(r)-max, string(r[len(r)-max/2:]))
 }
 
-// sessionIDPattern finds a session id where a model would: after the words session_id
-// in python_health's result, in whatever form the result takes (JSON or text).
-var sessionIDPattern = regexp.MustCompile(`session_id\W{0,6}(` + uuidPattern + `)`)
+// sessionIDPattern finds a session id where a model would: after the word session
+// (session_id, session id) in python_health's result, in whatever form the result
+// takes (JSON or text).
+var sessionIDPattern = regexp.MustCompile(`(?i)session(?:[ _-]?id)?\W{0,6}(` + uuidPattern + `)`)
 
 // artifactIDPattern finds the id a result gives for an artifact: the first UUID after
 // the word artifact, on the same line.
