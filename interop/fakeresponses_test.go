@@ -124,7 +124,15 @@ func (o responsesAPI) responses(w http.ResponseWriter, r *http.Request) {
 		o.refuse(w, r, "the scripted conversation without stream: true")
 		return
 	}
-	o.m.countRequest()
+	if o.m.countRequest() == 1 {
+		// Code mode's entry point: there the model writes JavaScript that calls the
+		// tools and reads only what the script prints, not the tools' results.
+		for _, t := range req.Tools {
+			if t.Name == "exec" {
+				o.m.problemf("Codex offers code mode's exec tool (%s): the test needs direct function calls, with features.code_mode off", t.Type)
+			}
+		}
+	}
 
 	done := map[string]bool{}
 	for _, out := range outputs {

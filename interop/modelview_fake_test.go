@@ -258,4 +258,11 @@ func TestFakeResponsesAPI(t *testing.T) {
 	if r := m.records(); len(r.unexpected) != 2 || len(r.problems) != 0 {
 		t.Errorf("unexpected %q, problems %q", r.unexpected, r.problems)
 	}
+
+	// Code mode is a problem of the run, named.
+	cm := newFakeModel("codex", "the prompt", fakeTestSteps())
+	post(t, responsesAPI{cm}, "/v1/responses", map[string]any{"model": "gpt-5.5", "stream": true, "input": []any{user}, "tools": []any{map[string]any{"type": "custom", "name": "exec"}}})
+	if p := cm.records().problems; len(p) != 1 || !strings.Contains(p[0], "code mode") {
+		t.Errorf("problems with code mode on: %q", p)
+	}
 }

@@ -236,10 +236,13 @@ func (m *fakeModel) next(done map[string]bool) (*step, map[string]any) {
 	return nil, nil
 }
 
-func (m *fakeModel) countRequest() {
+// countRequest counts a scripted request and returns how many there were, this one
+// included.
+func (m *fakeModel) countRequest() int {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.requests++
-	m.mu.Unlock()
+	return m.requests
 }
 
 func (m *fakeModel) unexpectedf(format string, args ...any) {
