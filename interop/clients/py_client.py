@@ -5,10 +5,17 @@ through the returned session_id and one that raises, and prints one JSON summary
 on stdout for interop_test.go to check. A failure before the summary prints
 {"error": ...} and exits 1.
 
-Usage: python py_client.py MODE COMMAND [ARGS...]
+Usage: python py_client.py [--cases FILE] MODE COMMAND [ARGS...]
   MODE is "legacy" (the initialize handshake), "auto" (probe with server/discover, fall
   back to initialize) or a protocol version to adopt, such as 2026-07-28. COMMAND starts
   the server in this process's working directory with this process's environment.
+
+With --cases, it makes instead the calls FILE lists (a JSON list of {"id", "tool",
+"arguments", "session"}; "session" adds python_health's server.session_id once a
+python_health call has returned one) and prints every result as the SDK hands it over:
+{"results": [{"id", "isError", "structuredContent", "content"}, ...]}, or {"id",
+"error"} for a call that raised (the SDK validates structuredContent against the
+tool's outputSchema). modelview_sdk_test.go reads it.
 """
 
 import json
@@ -61,13 +68,48 @@ async def run(mode, command, args):
         return summary
 
 
+async def run_cases(cases_file, mode, command, args):
+    with open(cases_file, encoding="utf-8") as f:
+        cases = json.load(f)
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ), cwd=os.getcwd())
+    async with Client(params, mode=mode, read_timeout_seconds=TIMEOUT) as client:
+        summary = {"sdk": "mcp " + version("mcp"), "mode": mode, "protocolVersion": client.protocol_version}
+        sid, results = None, []
+        for case in cases:
+            arguments = dict(case["arguments"])
+            if case.get("session") and sid:
+                arguments["session_id"] = sid
+            try:
+                r = await client.call_tool(case["tool"], arguments)
+            except Exception:
+                results.append({"id": case["id"], "error": traceback.format_exc()})
+                continue
+            if case["tool"] == "python_health" and r.structured_content:
+                sid = r.structured_content.get("server", {}).get("session_id") or sid
+            results.append({
+                "id": case["id"],
+                "isError": r.is_error,
+                "structuredContent": r.structured_content,
+                "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in r.content],
+            })
+        summary["results"] = results
+        return summary
+
+
 def main():
-    if len(sys.argv) < 3:
-        print("usage: python py_client.py legacy|auto|VERSION COMMAND [ARGS...]", file=sys.stderr)
+    argv = sys.argv[1:]
+    cases_file = None
+    if argv[:1] == ["--cases"] and len(argv) >= 2:
+        cases_file, argv = argv[1], argv[2:]
+    if len(argv) < 2:
+        print("usage: python py_client.py [--cases FILE] legacy|auto|VERSION COMMAND [ARGS...]", file=sys.stderr)
         return 2
-    mode, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    mode, command, args = argv[0], argv[1], argv[2:]
     try:
-        summary = anyio.run(run, mode, command, args)
+        if cases_file:
+            summary = anyio.run(run_cases, cases_file, mode, command, args)
+        else:
+            summary = anyio.run(run, mode, command, args)
     except BaseException:
         print(json.dumps({"error": traceback.format_exc()}), flush=True)
         return 1

@@ -4,17 +4,27 @@
 // summary line on stdout for interop_test.go to check and exits 0 once it could print
 // one; a failure before that prints {"error": ...} and exits 1.
 //
-// Usage: node ts_client.mjs MODE COMMAND [ARGS...]
+// Usage: node ts_client.mjs [--cases FILE] MODE COMMAND [ARGS...]
 //   MODE is "legacy" (the initialize handshake), "auto" (probe with server/discover,
 //   fall back to initialize) or a protocol version to pin, such as 2026-07-28
 //   (server/discover, then per-request _meta). COMMAND starts the server in this
 //   process's working directory and environment.
+//
+// With --cases, it makes instead the calls FILE lists (a JSON list of {id, tool,
+// arguments, session}; session adds python_health's server.session_id once a
+// python_health call has returned one) and prints every result as the SDK hands it
+// over: {results: [{id, isError, structuredContent, content}, ...]}, or {id, error}
+// for a call that threw (the SDK validates structuredContent against the tool's
+// outputSchema). modelview_sdk_test.go reads it.
+import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
-const [mode, command, ...args] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const casesFile = argv[0] === "--cases" ? argv[1] : undefined;
+const [mode, command, ...args] = casesFile ? argv.slice(2) : argv;
 if (!mode || !command) {
-  console.error("usage: node ts_client.mjs legacy|auto|VERSION COMMAND [ARGS...]");
+  console.error("usage: node ts_client.mjs [--cases FILE] legacy|auto|VERSION COMMAND [ARGS...]");
   process.exit(2);
 }
 
@@ -71,9 +81,41 @@ async function main() {
   return summary;
 }
 
+async function runCases(file) {
+  const cases = JSON.parse(readFileSync(file, "utf8"));
+  await client.connect(transport, timeout);
+  const summary = {
+    sdk: "@modelcontextprotocol/client",
+    mode,
+    protocolVersion: client.getNegotiatedProtocolVersion(),
+  };
+  // The tool list gives the SDK the output schemas it validates results against.
+  await client.listTools(undefined, timeout);
+  let sid;
+  const results = [];
+  for (const c of cases) {
+    const callArgs = { ...c.arguments };
+    if (c.session && sid) callArgs.session_id = sid;
+    try {
+      const r = await client.callTool({ name: c.tool, arguments: callArgs }, timeout);
+      if (c.tool === "python_health") sid = r.structuredContent?.server?.session_id ?? sid;
+      results.push({
+        id: c.id,
+        isError: r.isError ?? false,
+        structuredContent: r.structuredContent ?? null,
+        content: r.content ?? [],
+      });
+    } catch (err) {
+      results.push({ id: c.id, error: String(err?.stack ?? err) });
+    }
+  }
+  summary.results = results;
+  return summary;
+}
+
 let code = 0;
 try {
-  console.log(JSON.stringify(await main()));
+  console.log(JSON.stringify(await (casesFile ? runCases(casesFile) : main())));
 } catch (err) {
   console.log(JSON.stringify({ error: String(err?.stack ?? err) }));
   code = 1;

@@ -1,0 +1,331 @@
+package interop
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// checker collects what a rule finds wrong, so that the rules can also be checked on
+// made-up records (TestModelViewRules) and not only on a live run's.
+type checker struct{ failures []string }
+
+// stopCheck is the panic by which fatalf ends a rule.
+type stopCheck struct{}
+
+func (c *checker) errorf(format string, args ...any) {
+	c.failures = append(c.failures, fmt.Sprintf(format, args...))
+}
+
+// fatalf records a failure after which the rule cannot go on, and ends it.
+func (c *checker) fatalf(format string, args ...any) {
+	c.errorf(format, args...)
+	panic(stopCheck{})
+}
+
+// runCheck runs a rule and returns its failures.
+func runCheck(rule func(c *checker)) (failures []string) {
+	c := &checker{}
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(stopCheck); !ok {
+				panic(p)
+			}
+		}
+		failures = c.failures
+	}()
+	rule(c)
+	return c.failures
+}
+
+// reportCheck runs a rule as part of t.
+func reportCheck(t *testing.T, rule func(c *checker)) {
+	t.Helper()
+	for _, f := range runCheck(rule) {
+		t.Error(f)
+	}
+}
+
+// The cells of the model-view script. Each is short: Codex cancels a tool call after
+// 60 s, so every cell also gets a timeout well under that.
+const (
+	cellHello = `print("hello")`
+
+	// No word of the traceback says error, fail or exception, so such a word in the
+	// text is the server's marker, not the traceback's.
+	cellError = `class Boom(ArithmeticError):
+    pass
+
+def explode():
+    raise Boom("model view boom")
+
+explode()
+`
+
+	// 2,000 numbered lines of 100 characters: 200,000 characters.
+	cellLarge = `print("\n".join(f"line {i:05d} " + "x" * 88 for i in range(1, 2001)))`
+
+	// Real tqdm, writing its bar to stderr with a carriage return before each state.
+	// Its monitor thread is off: a thread that outlives the cell is another point
+	// (the worker's thread policy), and this one is only about the carriage returns.
+	cellProgress = `from tqdm import tqdm
+tqdm.monitor_interval = 0
+for _ in tqdm(range(100), desc="crunch", mininterval=0, miniters=1, ncols=72, ascii=True):
+    pass
+print("progress done")
+`
+
+	// No backend is chosen: the worker's own way of showing figures must catch show().
+	cellFigure = `import matplotlib.pyplot as plt
+plt.plot([1, 2, 3, 4], [1, 4, 9, 16])
+plt.title("model view")
+plt.show()
+`
+
+	cellDataFrame = `import pandas as pd
+pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.25]})
+`
+
+	cellSyntax = "def f(:\n    return 1\n"
+)
+
+// cellTimeout is every cell's timeout in seconds: under Codex's 60 s tool timeout, so a
+// stuck cell reads as repl-mcp's timeout, not as the agent's.
+const cellTimeout = 45
+
+// largeLines is how many lines cellLarge prints; largeLine is the text of line i.
+const largeLines = 2000
+
+func largeLine(i int) string { return fmt.Sprintf("line %05d %s", i, strings.Repeat("x", 88)) }
+
+// largeLineNumber finds the numbers of cellLarge's lines in a text.
+var largeLineNumber = regexp.MustCompile(`line (\d{5}) x{88}`)
+
+// modelViewSteps is the fake model's script, the same for both agents. The first call
+// is execute_python with no session_id and no python_health before it (point c); the
+// later ones pass the session_id python_health showed, when it showed one. The last
+// calls server-everything's get-tiny-image, which returns text and a PNG with no
+// structuredContent on any server version: it proves the image path of the fakes on
+// today's server.
+func modelViewSteps() []step {
+	exec := func(id, code string) step {
+		return step{id: id, server: "repl", tool: "execute_python", session: id != "hello",
+			args: map[string]any{"code": code, "timeout": cellTimeout}}
+	}
+	return []step{
+		exec("hello", cellHello),
+		{id: "health", server: "repl", tool: "python_health", args: map[string]any{}},
+		exec("error", cellError),
+		exec("large", cellLarge),
+		{id: "large_artifact", server: "repl", tool: "artifact_read", session: true, derive: deriveLargeArtifactRead},
+		exec("progress", cellProgress),
+		exec("figure", cellFigure),
+		exec("dataframe", cellDataFrame),
+		exec("syntax", cellSyntax),
+		{id: "tiny_image", server: "everything", tool: "get-tiny-image", args: map[string]any{}},
+	}
+}
+
+// deriveLargeArtifactRead reads, from the artifact the large output's result names,
+// a range in the middle of what was cut: at offset 80,000 of 200,000 characters, past
+// any head a result under 40,000 characters can show.
+func deriveLargeArtifactRead(given map[string]*given) (map[string]any, string) {
+	g, ok := given["large"]
+	if !ok || g.Skipped != "" {
+		return nil, "the large output's step did not run"
+	}
+	m := artifactIDPattern.FindStringSubmatch(g.Text())
+	if m == nil {
+		return nil, "the large output's result names no artifact id (no UUID after the word artifact)"
+	}
+	return map[string]any{"id": m[1], "offset": 80000, "length": 4000}, ""
+}
+
+// agentKind says what an agent's model API can carry.
+type agentKind struct {
+	name      string
+	errorFlag bool // the API has an error flag on tool results (Anthropic's is_error)
+}
+
+// A point is one rule of what the model is given, checked on an agent's records.
+type point struct {
+	name  string
+	steps []string // the steps it reads
+	check func(c *checker, a agentKind, r records)
+}
+
+// failureMarker is a word by which a result says it failed, outside the traceback: the
+// error cell's traceback has none of these words.
+var failureMarker = regexp.MustCompile(`(?i)\b(error|errors|errored|fail|failed|failure|exception)\b|"success"\s*:\s*false`)
+
+// caretLine is a SyntaxError's caret line: only spaces and carets.
+var caretLine = regexp.MustCompile(`^\s*\^+\s*$`)
+
+// modelViewPoints are the rules of this round, one subtest each (named so the lead can
+// see which land as the branches merge). They say what must hold, not the format:
+// the format is the server's.
+func modelViewPoints() []point {
+	return []point{
+		{"TrivialPrintCostsAtMost80Characters", []string{"hello"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "hello")
+			if !strings.Contains(g.Text(), "hello") {
+				c.fatalf("the model does not read the cell's output hello")
+			}
+			if over := g.Chars() - len("hello\n"); over > 80 {
+				c.errorf("print(\"hello\") costs %d characters beyond its 6 of output; at most 80", over)
+			}
+			notError(c, a, g)
+		}},
+		{"ErrorReadsAsFailure", []string{"error"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "error")
+			text := g.Text()
+			if !strings.Contains(text, "Traceback (most recent call last)") || !strings.Contains(text, "Boom: model view boom") {
+				c.errorf("the model reads no traceback ending in the exception Boom: model view boom")
+			}
+			if !failureMarker.MatchString(text) {
+				c.errorf("nothing in the text says the cell failed (error, failed, failure, exception, \"success\": false); a traceback alone is not a verdict")
+			}
+			if a.errorFlag && (g.IsError == nil || !*g.IsError) {
+				c.errorf("%s does not set the error flag (is_error) on a Python error", a.name)
+			}
+		}},
+		{"FirstExecuteNeedsNoHealthAndNoSessionID", []string{"hello"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "hello")
+			if len(r.order) == 0 || r.order[0] != "hello" {
+				c.fatalf("the first call recorded is %v, not execute_python", r.order)
+			}
+			if _, ok := g.Args["session_id"]; ok {
+				c.fatalf("the script's first call carried a session_id: the point is moot")
+			}
+			notError(c, a, g)
+			if !strings.Contains(g.Text(), "hello") {
+				c.errorf("the first execute_python, without python_health or session_id, did not run the cell")
+			}
+		}},
+		{"HealthUnder1500Characters", []string{"health"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "health")
+			notError(c, a, g)
+			if g.Chars() >= 1500 {
+				c.errorf("python_health gives the model %d characters; the budget is under 1,500", g.Chars())
+			}
+		}},
+		{"LargeOutputHeadTailAndArtifact", []string{"large", "large_artifact"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "large")
+			notError(c, a, g)
+			if g.Chars() >= 40000 {
+				c.errorf("a 200,000-character output gives the model %d characters; the budget is under 40,000", g.Chars())
+			}
+			shown := map[string]bool{}
+			for _, m := range largeLineNumber.FindAllStringSubmatch(g.Text(), -1) {
+				shown[m[1]] = true
+			}
+			if !shown["00001"] {
+				c.errorf("the head of the output (line 00001) is not in the text")
+			}
+			if !shown[fmt.Sprintf("%05d", largeLines)] {
+				c.errorf("the tail of the output (line %05d) is not in the text", largeLines)
+			}
+			read, ok := r.given["large_artifact"]
+			switch {
+			case !ok:
+				c.errorf("the artifact_read of the cut output was never recorded")
+			case read.Skipped != "":
+				c.errorf("no artifact holds the rest: %s", read.Skipped)
+			default:
+				var fromArtifact []string
+				for _, m := range largeLineNumber.FindAllStringSubmatch(read.Text(), -1) {
+					if !shown[m[1]] {
+						fromArtifact = append(fromArtifact, m[1])
+					}
+				}
+				if len(fromArtifact) == 0 {
+					c.errorf("artifact_read %v of the named artifact shows no line of the output that the result cut:\n%s", read.Args, clip(read.Text(), 600))
+				}
+			}
+		}},
+		{"ProgressLineCollapsesToItsLastState", []string{"progress"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "progress")
+			notError(c, a, g)
+			text := g.Text()
+			if !strings.Contains(text, "100/100") {
+				c.errorf("the progress bar's last state (100/100) is not in the text")
+			}
+			if !strings.Contains(text, "progress done") {
+				c.errorf("the cell's stdout (progress done) is not in the text")
+			}
+			var states []string
+			for _, n := range []int{1, 25, 50, 75, 99} {
+				if s := fmt.Sprintf(" %d/100", n); strings.Contains(text, s) {
+					states = append(states, strings.TrimSpace(s))
+				}
+			}
+			if len(states) > 0 {
+				c.errorf("the text keeps states the carriage returns overwrote: %v", states)
+			}
+		}},
+		{"FigureReachesTheModelAsAnImage", []string{"figure"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "figure")
+			notError(c, a, g)
+			if len(g.Images) == 0 {
+				c.fatalf("plt.show() gives the model no image")
+			}
+			for _, im := range g.Images {
+				if im.DecodeErr != "" || im.Width == 0 || im.Height == 0 || !strings.HasPrefix(im.MediaType, "image/") {
+					c.errorf("an image the model cannot see: %+v", im)
+				}
+			}
+		}},
+		{"DataFrameReadsAsTable", []string{"dataframe"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "dataframe")
+			notError(c, a, g)
+			if strings.Contains(g.Text(), "safe preview omitted") {
+				c.errorf("the DataFrame reads as its omitted preview, not as a table")
+			}
+			header, row := false, false
+			for _, line := range g.Lines() {
+				header = header || strings.Contains(line, "city") && strings.Contains(line, "temp")
+				row = row || strings.Contains(line, "Lima") && strings.Contains(line, "19.25")
+			}
+			if !header || !row {
+				c.errorf("no table: want a line with the columns city and temp and a line with Lima and 19.25")
+			}
+		}},
+		{"SyntaxErrorKeepsItsCaret", []string{"syntax"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "syntax")
+			if !strings.Contains(g.Text(), "SyntaxError") {
+				c.errorf("the model does not read SyntaxError")
+			}
+			lines := g.Lines()
+			caret := false
+			for i := 1; i < len(lines); i++ {
+				caret = caret || caretLine.MatchString(lines[i]) && strings.Contains(lines[i-1], "def f(:")
+			}
+			if !caret {
+				c.errorf("no caret line under the source line def f(:")
+			}
+			if a.errorFlag && (g.IsError == nil || !*g.IsError) {
+				c.errorf("%s does not set the error flag (is_error) on a SyntaxError", a.name)
+			}
+		}},
+	}
+}
+
+// stepGiven is the record of a step that ran; the test stops when there is none.
+func stepGiven(c *checker, r records, id string) *given {
+	g, ok := r.given[id]
+	if !ok {
+		c.fatalf("step %s was never recorded (the run's checks say why)", id)
+	}
+	if g.Skipped != "" {
+		c.fatalf("step %s did not run: %s", id, g.Skipped)
+	}
+	return g
+}
+
+// notError fails when the API's error flag says the call failed.
+func notError(c *checker, a agentKind, g *given) {
+	if a.errorFlag && g.IsError != nil && *g.IsError {
+		c.errorf("%s flags %s as an error:\n%s", a.name, g.Step, clip(g.Text(), 600))
+	}
+}
