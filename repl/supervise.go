@@ -443,8 +443,10 @@ func (s *Session) lost(p *process, r *run, msg string) *Result {
 	s.stopWorker(p, workerDead)
 	res := failure(r.id, msg, StateCleared)
 	r.mu.Lock()
-	res.Stdout, res.Stderr = string(r.stdout.text), string(r.stderr.text)
-	res.Truncated = Truncated{Stdout: r.stdout.truncated, Stderr: r.stderr.truncated}
+	// The newest output says most about how the run ended.
+	res.Stdout, res.stdoutBase = r.stdout.tail(StreamLimit)
+	res.Stderr, res.stderrBase = r.stderr.tail(StreamLimit)
+	res.Truncated = Truncated{Stdout: res.stdoutBase > 0, Stderr: res.stderrBase > 0}
 	r.mu.Unlock()
 	native, cut := p.native.take()
 	res.Stderr += native
