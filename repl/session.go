@@ -72,7 +72,8 @@ type Session struct {
 type sessionEnv struct {
 	python   string
 	source   string // SourceExplicit, SourceProjectVenv or SourceServerDefault
-	chosenBy string // for the server default: how the server chose it
+	chosenBy string // which interpreter and why, in the user's words (choiceWords)
+	venvFix  string // for a project .venv: how else to choose an interpreter
 	project  string
 	probe    *ProbeInfo // nil until probed (the default session is not probed)
 }

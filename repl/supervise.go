@@ -216,8 +216,17 @@ func (s *Session) stopWorker(p *process, after workerState) {
 	s.mu.Unlock()
 }
 
-// spawn starts a worker for this session's environment.
+// spawn starts a worker for this session's environment. A project .venv is checked
+// at every start, not only when the session was made: the default session's is
+// never checked before (the server starts and answers health with a broken one), and
+// one that broke meanwhile, or was repaired, is told apart before a cryptic exec
+// failure.
 func (s *Session) spawn() (*process, error) {
+	if s.env.source == SourceProjectVenv {
+		if err := checkVenv(s.env.python, s.env.venvFix); err != nil {
+			return nil, err
+		}
+	}
 	return spawn(spawnSpec{
 		python: s.env.python,
 		dir:    s.env.project,
