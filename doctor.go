@@ -24,15 +24,17 @@ const warmCells = 20
 // real cells on the selected interpreter and reports what it found. It fails with
 // the reason when Python cannot serve.
 func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *artifacts.Store, out io.Writer) error {
+	start := time.Now()
+	manager := repl.NewManager(ctx, cfg)
+	defer manager.Close(time.Second)
 	fmt.Fprintf(out, "repl-mcp %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(out, "python:   %s (chosen by %s)\n", cfg.Python, cfg.PythonSource)
+	// The default session's choice, as python_health reports it: the project's .venv
+	// can override the server default.
+	fmt.Fprintf(out, "python:   %s\n", manager.Default().Health().Environment.ChosenBy)
 	fmt.Fprintf(out, "limits:   code %d KiB, timeout 0.01..%d s (default %d), output %d bytes per stream, history %d runs, worker RSS %s\n",
 		repl.MaxCodeBytes/1024, int(repl.MaxTimeout.Seconds()), int(repl.DefaultTimeout.Seconds()), repl.StreamLimit, repl.HistoryRuns, rssText(cfg.MaxMemoryMiB))
 	fmt.Fprintf(out, "broker:   %s\n", brokerText(brokers.Root().Health()))
 
-	start := time.Now()
-	manager := repl.NewManager(ctx, cfg)
-	defer manager.Close(time.Second)
 	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, serverT, nil)

@@ -50,6 +50,13 @@ package main
 //	request METHOD [JSON]   any request with params JSON, and wait
 //	notify METHOD [JSON]    any notification
 //	send NAME TOOL [JSON]   tools/call without waiting; NAME names the request
+//	send-progress NAME TOOL [JSON]
+//	                        the same, with _meta.progressToken "NAME": the
+//	                        server may send notifications/progress for it
+//	progress NAME           the last response becomes {"progress": [...]}: the
+//	                        params of every notifications/progress received for
+//	                        NAME's token so far, in order, each with
+//	                        "received_ms" (since the request was sent) added
 //	wait NAME [DUR]         wait for the reply to the request sent as NAME
 //	cancel NAME             notifications/cancelled for the request sent as NAME
 //	rawline TEXT            write TEXT and a newline as they are
@@ -61,6 +68,10 @@ package main
 //
 // Waits end early, with a clear failure, when the server closes its stdout, when
 // it writes a non-JSON line, or when the test's deadline (MCPC_DEADLINE) is near.
+//
+// Progress is checked as it arrives, in every script: a notifications/progress
+// whose token no request sent with send-progress carries, one that arrives after
+// the reply to its request, or one whose progress does not increase fails the run.
 //
 // Assertions, on the last response:
 //
@@ -176,6 +187,13 @@ func mcpcMain() int {
 	return c.run(strings.Split(string(src), "\n"))
 }
 
+// progressLog is what the server reported for one progress token.
+type progressLog struct {
+	key   string           // the request's id key
+	notes []map[string]any // each notification's params, with received_ms
+	last  float64          // the last progress value
+}
+
 // rpcMessage is one line the server wrote.
 type rpcMessage struct {
 	raw []byte
@@ -194,6 +212,7 @@ type mcpClient struct {
 	mu          sync.Mutex
 	changed     chan struct{} // closed and replaced on every change below
 	replies     map[string][]*rpcMessage
+	answered    map[string]bool // id keys whose reply has arrived
 	sentAt      map[string]time.Time
 	readDone    bool
 	protocolErr error
@@ -202,8 +221,11 @@ type mcpClient struct {
 	transcript  []string
 	curLine     string
 
-	nextID    int
-	named     map[string]string // send NAME -> id key
+	nextID int
+	named  map[string]string // send NAME -> id key
+	// progress holds, by token, what notifications/progress brought for the
+	// request sent with send-progress (guarded by mu).
+	progress  map[string]*progressLog
 	last      *rpcMessage
 	vars      map[string]string
 	stateless bool
@@ -215,15 +237,17 @@ type mcpClient struct {
 
 func newMCPClient(script string) *mcpClient {
 	c := &mcpClient{
-		script:  script,
-		changed: make(chan struct{}),
-		replies: map[string][]*rpcMessage{},
-		sentAt:  map[string]time.Time{},
-		named:   map[string]string{},
-		vars:    map[string]string{},
-		proto:   mcpcClientVersion,
-		client:  "mcpc",
-		timeout: mcpcDefaultTimeout,
+		script:   script,
+		changed:  make(chan struct{}),
+		replies:  map[string][]*rpcMessage{},
+		answered: map[string]bool{},
+		sentAt:   map[string]time.Time{},
+		named:    map[string]string{},
+		progress: map[string]*progressLog{},
+		vars:     map[string]string{},
+		proto:    mcpcClientVersion,
+		client:   "mcpc",
+		timeout:  mcpcDefaultTimeout,
 	}
 	if d := os.Getenv("MCPC_DEADLINE"); d != "" {
 		if t, err := time.Parse(time.RFC3339Nano, d); err == nil {
@@ -365,8 +389,13 @@ func (c *mcpClient) receive(line []byte) {
 		fail("server wrote a message without jsonrpc 2.0: %s", abbrev(string(line), 200))
 		return
 	}
-	if _, isCall := v["method"]; isCall {
-		// A notification or a request from the server: kept in the transcript only.
+	if method, isCall := v["method"]; isCall {
+		if method == "notifications/progress" {
+			if err := c.noteProgress(v, now); err != nil {
+				fail("%v: %s", err, abbrev(string(line), 200))
+			}
+		}
+		// Other notifications and requests from the server: kept in the transcript only.
 		return
 	}
 	id, ok := v["id"]
@@ -376,6 +405,7 @@ func (c *mcpClient) receive(line []byte) {
 	}
 	key := compactJSON(id)
 	c.mu.Lock()
+	c.answered[key] = true
 	msg := &rpcMessage{raw: line, v: v}
 	if t, ok := c.sentAt[key]; ok {
 		msg.rtt = now.Sub(t)
@@ -383,6 +413,36 @@ func (c *mcpClient) receive(line []byte) {
 	c.replies[key] = append(c.replies[key], msg)
 	c.broadcast()
 	c.mu.Unlock()
+}
+
+// noteProgress records a notifications/progress, or says what is wrong with it: a
+// token no request of ours carries, a notification after its request's reply (the
+// server must order them), or progress that does not increase.
+func (c *mcpClient) noteProgress(v map[string]any, now time.Time) error {
+	params, _ := v["params"].(map[string]any)
+	token, ok := params["progressToken"].(string)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	log := c.progress[token]
+	switch {
+	case !ok || log == nil:
+		return errors.New("notifications/progress for a token that no send-progress request carries")
+	case c.answered[log.key]:
+		return fmt.Errorf("notifications/progress for %q after the reply to its request", token)
+	}
+	progress, _ := params["progress"].(float64)
+	if len(log.notes) > 0 && progress <= log.last {
+		return fmt.Errorf("notifications/progress for %q: progress %v does not increase (was %v)", token, progress, log.last)
+	}
+	note := make(map[string]any, len(params)+1)
+	for k, val := range params {
+		note[k] = val
+	}
+	note["received_ms"] = float64(now.Sub(c.sentAt[log.key]).Milliseconds())
+	log.notes = append(log.notes, note)
+	log.last = progress
+	c.broadcast()
+	return nil
 }
 
 // bound returns how long a wait of d may last, given the test deadline.
@@ -462,11 +522,14 @@ func (c *mcpClient) request(method string, params map[string]any) (string, error
 		params = map[string]any{}
 	}
 	if c.stateless {
-		params["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    c.proto,
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": c.client, "version": "0.1.0"},
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
 		}
+		meta["io.modelcontextprotocol/protocolVersion"] = c.proto
+		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": c.client, "version": "0.1.0"}
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+		params["_meta"] = meta
 	}
 	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
@@ -509,12 +572,20 @@ func objectArg(s string) (map[string]any, error) {
 }
 
 func (c *mcpClient) sendCall(tool, args string) (string, error) {
+	return c.sendCallMeta(tool, args, nil)
+}
+
+// sendCallMeta sends tools/call with meta merged into its params' _meta.
+func (c *mcpClient) sendCallMeta(tool, args string, meta map[string]any) (string, error) {
 	params := map[string]any{"name": tool}
 	if s := strings.TrimSpace(args); s != "" {
 		if !json.Valid([]byte(s)) {
 			return "", fmt.Errorf("arguments are not valid JSON: %s", abbrev(s, 200))
 		}
 		params["arguments"] = json.RawMessage(s)
+	}
+	if meta != nil {
+		params["_meta"] = meta
 	}
 	return c.request("tools/call", params)
 }
@@ -755,19 +826,49 @@ func (c *mcpClient) step(line string) error {
 		}
 		return c.waitReply(key, "reply to "+w[0], c.timeout)
 
-	case "send":
+	case "send", "send-progress":
 		w, args := splitWords(rest, 2)
 		if len(w) != 2 {
-			return errors.New("usage: send NAME TOOL [JSON]")
+			return fmt.Errorf("usage: %s NAME TOOL [JSON]", name)
 		}
 		if _, dup := c.named[w[0]]; dup {
 			return fmt.Errorf("request name %q already used", w[0])
 		}
-		key, err := c.sendCall(w[1], args)
+		var meta map[string]any
+		if name == "send-progress" {
+			meta = map[string]any{"progressToken": w[0]}
+			// Registered before the request goes out: its first notification may
+			// arrive before sendCallMeta returns. The id is the next one.
+			c.mu.Lock()
+			c.progress[w[0]] = &progressLog{key: strconv.Itoa(c.nextID + 1)}
+			c.mu.Unlock()
+		}
+		key, err := c.sendCallMeta(w[1], args, meta)
 		if err != nil {
 			return err
 		}
 		c.named[w[0]] = key
+		return nil
+
+	case "progress":
+		c.mu.Lock()
+		log := c.progress[rest]
+		var notes []any
+		if log != nil {
+			for _, n := range log.notes {
+				notes = append(notes, n)
+			}
+		}
+		c.mu.Unlock()
+		if log == nil {
+			return fmt.Errorf("no request was sent with send-progress as %q", rest)
+		}
+		if notes == nil {
+			notes = []any{}
+		}
+		v := map[string]any{"progress": notes}
+		raw, _ := json.Marshal(v)
+		c.last = &rpcMessage{raw: raw, v: v}
 		return nil
 
 	case "wait":

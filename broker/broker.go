@@ -192,7 +192,7 @@ func (b *Broker) reload() error {
 	b.mu.Lock()
 	b.loadedAt = time.Now()
 	if err != nil {
-		reg = &registry.Registry{Servers: map[string]registry.Entry{}, Excluded: map[string]string{}, Provenance: b.opts.Registry.Provenance()}
+		reg = &registry.Registry{Servers: map[string]registry.Entry{}, Excluded: map[string]registry.Exclusion{}, Provenance: b.opts.Registry.Provenance()}
 	}
 	b.reg, b.configErr = reg, err
 	keep := map[string]bool{}
@@ -260,15 +260,28 @@ func (b *Broker) acquire(ctx context.Context) (release func(), err error) {
 }
 
 // entry finds a configured server; its name was checked when the params were read.
+// A name the registry names but excludes is refused with the reason and the registry
+// to change, since "unknown" would send the user looking for a typo.
 func (b *Broker) entry(reg *registry.Registry, server string) (registry.Entry, error) {
 	if reg.Disabled {
-		return registry.Entry{}, errors.New(msgDisabled)
+		return registry.Entry{}, fmt.Errorf(msgDisabled, reg.DisabledBy)
 	}
 	e, ok := reg.Lookup(server)
 	if !ok {
+		if x, excluded := reg.Excluded[server]; excluded {
+			return registry.Entry{}, excludedError(server, x)
+		}
 		return registry.Entry{}, errors.New(msgUnknownServer)
 	}
 	return e, nil
+}
+
+// excludedError is the refusal of a call to a server the registry excludes.
+func excludedError(server string, x registry.Exclusion) error {
+	if x.Reason == registry.ExcludedDisabled {
+		return fmt.Errorf(msgServerDisabled, server, x.Where())
+	}
+	return fmt.Errorf(msgServerNotGranted, server, x.Where())
 }
 
 // Health is the broker section of python_health (docs/contract.md §3.3).

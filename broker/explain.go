@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -54,6 +55,21 @@ var explainTexts = map[string][2]string{
 	"ready":                {"Configured and connected as last observed; this is cached state, not a fresh connectivity test.", "Call the tool with mcp.call(server, tool, arguments={...})."},
 }
 
+// The reasons and actions explain gives when it knows which setting or registry
+// applies; each %s is where (registry.Exclusion.Where).
+const (
+	msgExplainNoBridge         = "The broker is disabled by REPL_MCP_NO_BRIDGE=1 in repl-mcp's environment (repl-mcp sets it for its own workers, so a repl-mcp started from a cell never brokers)."
+	msgExplainNoBridgeAction   = "Restart repl-mcp without REPL_MCP_NO_BRIDGE=1 in its environment."
+	msgExplainScopeNone        = "The broker is disabled by --mcp-scope none."
+	msgExplainScopeNoneAction  = "Restart repl-mcp with --mcp-scope project (or another scope)."
+	msgExplainDisabled         = "The registry %s sets \"disabled\": true for this server."
+	msgExplainDisabledAction   = "Remove \"disabled\": true from its entry in %s (or set it to false), then call mcp.refresh()."
+	msgExplainNotGranted       = "The registry %s configures this server without \"brokerAllowed\": true; user and local entries are inert unless they grant the broker."
+	msgExplainNotGrantedAction = "Add \"brokerAllowed\": true to its entry in %s, then call mcp.refresh()."
+	msgExplainToolDenied       = "The allowedTools of this server in %s do not list this tool."
+	msgExplainToolDeniedAction = "Add the tool to the server's allowedTools in %s, then call mcp.refresh()."
+)
+
 // Why a failed connect leaves a server, by failure kind.
 var explainFailureReasons = map[string]string{
 	failTimeout:     "The last connection attempt timed out.",
@@ -101,8 +117,17 @@ func (b *Broker) explain(server string, tool *string) Explanation {
 	if x.Reason == "" {
 		x.Reason = texts[0]
 	}
-	x.Actions = append(x.Actions, texts[1])
+	if len(x.Actions) == 0 {
+		x.Actions = append(x.Actions, texts[1])
+	}
 	return x
+}
+
+// explainSpecific sets the reason and the action that apply to this server when the
+// broker knows more than its status says: which setting disabled the broker, which
+// registry excluded the server and why, where its allowedTools are.
+func explainSpecific(x *Explanation, reason, action string) {
+	x.Reason, x.Actions = reason, []string{action}
 }
 
 // diagnoseLocked applies docs/contract.md §8.9's decision order.
@@ -116,12 +141,22 @@ func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (st
 	}
 	reg := b.reg
 	if reg.Disabled {
+		if reg.DisabledBy == registry.DisabledByNoBridge {
+			explainSpecific(x, msgExplainNoBridge, msgExplainNoBridgeAction)
+		} else {
+			explainSpecific(x, msgExplainScopeNone, msgExplainScopeNoneAction)
+		}
 		return "broker_disabled", "scope"
 	}
 	e, configured := reg.Lookup(server)
 	if !configured {
+		excl, excluded := reg.Excluded[server]
 		switch {
-		case reg.Excluded[server] != "":
+		case excluded && excl.Reason == registry.ExcludedDisabled:
+			explainSpecific(x, fmt.Sprintf(msgExplainDisabled, excl.Where()), fmt.Sprintf(msgExplainDisabledAction, excl.Where()))
+			return "not_granted", "registry_grant"
+		case excluded:
+			explainSpecific(x, fmt.Sprintf(msgExplainNotGranted, excl.Where()), fmt.Sprintf(msgExplainNotGrantedAction, excl.Where()))
 			return "not_granted", "registry_grant"
 		case !reg.Present:
 			return "registry_absent", "registry"
@@ -130,6 +165,8 @@ func (b *Broker) diagnoseLocked(server string, tool *string, x *Explanation) (st
 		}
 	}
 	if tool != nil && !e.ToolAllowed(*tool) {
+		where := registry.Exclusion{Kind: e.Kind, Path: e.Source}.Where()
+		explainSpecific(x, fmt.Sprintf(msgExplainToolDenied, where), fmt.Sprintf(msgExplainToolDeniedAction, where))
 		return "not_granted", "allowed_tools"
 	}
 	if e.OAuth != nil && e.OAuth.GrantType == registry.GrantAuthorizationCode && !fileExists(e.OAuth.CredentialFile) {

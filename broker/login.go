@@ -19,13 +19,19 @@ func (b *Broker) LoginEntry(server string) (registry.Entry, error) {
 		return registry.Entry{}, fmt.Errorf("MCP registry configuration error: %v; repair registry before OAuth login", configErr)
 	case !registry.ValidName(server, registry.MaxServerNameBytes):
 		return registry.Entry{}, errors.New(msgBadServerName)
-	case reg == nil || reg.Disabled:
-		return registry.Entry{}, errors.New("MCP broker is disabled (--mcp-scope none or REPL_MCP_NO_BRIDGE=1); --oauth-login needs a registry")
+	case reg == nil:
+		return registry.Entry{}, errors.New("MCP broker has no registry; --oauth-login needs one")
+	case reg.Disabled:
+		return registry.Entry{}, fmt.Errorf("MCP broker is disabled (%s); --oauth-login needs a registry", reg.DisabledBy)
 	}
 	e, ok := reg.Lookup(server)
 	if !ok {
-		if why, excluded := reg.Excluded[server]; excluded {
-			return registry.Entry{}, fmt.Errorf("MCP server %q is not configured (%s); --oauth-login needs a configured server", server, why)
+		if x, excluded := reg.Excluded[server]; excluded {
+			why := `is not granted to the broker ("brokerAllowed": true)`
+			if x.Reason == registry.ExcludedDisabled {
+				why = `is disabled ("disabled": true)`
+			}
+			return registry.Entry{}, fmt.Errorf("MCP server %q in %s %s; --oauth-login needs a configured server", server, x.Where(), why)
 		}
 		return registry.Entry{}, fmt.Errorf("unknown MCP server %q; --oauth-login needs a server of the registry (check --config and --mcp-scope)", server)
 	}

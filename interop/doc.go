@@ -10,8 +10,9 @@
 //   - the TypeScript SDK v2 client (@modelcontextprotocol/client, clients/ts_client.mjs)
 //     and the Python MCP SDK's client (mcp, clients/py_client.py), each with the legacy
 //     initialize handshake, with server/discover negotiation and pinned to 2026-07-28:
-//     python_health, two execute_python calls sharing a variable through session_id, and
-//     a Python error arriving as isError;
+//     python_health, two execute_python calls sharing a variable through session_id, a
+//     Python error arriving as isError, and a cell's progress notifications reaching the
+//     SDK's progress callback;
 //   - repl-mcp's broker calling downstream servers from a cell: a server built with the
 //     Python SDK (servers/fastmcp_server.py) over stdio, and
 //     @modelcontextprotocol/server-everything over stdio and over Streamable HTTP

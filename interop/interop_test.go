@@ -111,6 +111,7 @@ type clientSummary struct {
 		SessionID string `json:"session_id"`
 	} `json:"health"`
 	First, Second, Failure execSummary
+	Progress               progressSummary
 }
 
 type execSummary struct {
@@ -163,6 +164,7 @@ func (s *suite) testClient(t *testing.T, mode, interpreter, script string) {
 	if !f.IsError || f.Success || f.Error == nil || !strings.Contains(*f.Error, "ValueError: interop boom") || !strings.Contains(f.Text, "ValueError: interop boom") {
 		t.Errorf("a raising cell = %+v, want isError with the traceback", f)
 	}
+	checkProgress(t, sum.Progress)
 }
 
 // testFastMCP registers servers/fastmcp_server.py, run by the venv's Python, as a

@@ -329,7 +329,7 @@ func TestLauncherEndToEnd(t *testing.T) {
 			// The same environment runs a real cell, with the Python uvx installed
 			// beside repl-mcp (the one that has the pinned dependencies).
 			stdout, stderr, code = runFor(t, 2*time.Minute, workDir(t), env, "", lookPath(t, "sh"), filepath.Join(root, "plugin", launcherFile), "doctor")
-			if code != 0 || !strings.Contains(stdout, "(chosen by "+repl.ChosenBeside+")") || !strings.HasSuffix(stdout, "\nhealthy\n") {
+			if code != 0 || !strings.Contains(stdout, "\npython:   the python "+repl.ChosenBeside+", ") || !strings.HasSuffix(stdout, "\nhealthy\n") {
 				t.Errorf("doctor: exit %d, want 0, the interpreter beside repl-mcp, healthy\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
 		})

@@ -105,6 +105,31 @@ func (s *Session) Health() Health {
 	return h
 }
 
+// chosenExplicitly is the rule of an opened session's python argument.
+const chosenExplicitly = "python_session_open's python argument"
+
+// choiceWords says which interpreter a session uses and why, in the words health's
+// chosen_by and doctor show a user: the rule first (its stable name), then the path.
+func choiceWords(rule, python string) string {
+	switch rule {
+	case ChosenByFlag:
+		return "--python " + python
+	case ChosenByEnv:
+		return "REPL_MCP_PYTHON=" + python
+	case ChosenByVenv:
+		return "the project's .venv at " + python
+	case ChosenBeside:
+		return "the python " + ChosenBeside + ", " + python + " (the venv repl-mcp is installed in)"
+	case ChosenFromPath:
+		return ChosenFromPath + " (no --python, REPL_MCP_PYTHON, project .venv or python beside the repl-mcp executable)"
+	case chosenExplicitly:
+		return chosenExplicitly + ", " + python
+	case "":
+		return python
+	}
+	return rule + ", " + python
+}
+
 func memoryLimitText(mib int) string {
 	if mib == 0 {
 		return "Worker RSS budget disabled (--max-memory-mib 0)"

@@ -12,7 +12,9 @@ import (
 
 // Config is what every session of a server shares.
 type Config struct {
-	// Python is the default interpreter and PythonSource says how it was chosen.
+	// Python is the server's default interpreter and PythonSource the rule that chose
+	// it (ChosenByFlag, ChosenByEnv, ChosenBeside, ChosenFromPath). The default
+	// session uses its project's .venv instead unless a flag or variable named Python.
 	Python       string
 	PythonSource string
 	// Project is the canonical directory the default session runs in.
@@ -58,9 +60,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), probeTimeout: probeTimeout, sessions: map[string]*Session{}}
-	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, sessionEnv{
-		python: cfg.Python, source: SourceServerDefault, chosenBy: cfg.PythonSource, project: cfg.Project,
-	})
+	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, defaultEnvironment(&m.cfg))
 	m.sessions[m.def.id] = m.def
 	return m
 }

@@ -47,13 +47,18 @@ const (
 	msgNoProject         = "Project directory does not exist"
 	msgProjectNotDir     = "Project must be a directory"
 	msgVenvUninspectable = "Cannot inspect the project .venv environment"
-	msgNotOnPath         = "Requested Python executable was not found on PATH"
-	msgNoSuchPython      = "Requested Python executable does not exist"
-	msgNotExecutable     = "Requested Python executable is not executable"
-	msgSessionLimit      = "Session limit reached (32); close unused sessions"
-	msgDefaultClose      = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
-	msgNoSuchSession     = "Session not found or already closed"
-	msgOpenCancelled     = "Session opening cancelled before publication"
+	// msgBrokenVenv: what is wrong, the .venv, how else to choose an interpreter.
+	msgBrokenVenv = "The project's .venv is broken: %s. A project's .venv is used whenever it exists, with no fallback to another interpreter: recreate it (python3 -m venv --clear %[2]s, or uv venv %[2]s, then reinstall the project's packages), remove it, or %[3]s"
+	// How else to choose the interpreter of the default session, and of an opened one.
+	msgVenvFixDefault = "start repl-mcp with --python PATH (or REPL_MCP_PYTHON)"
+	msgVenvFixOpened  = "open the session with an explicit python"
+	msgNotOnPath      = "Requested Python executable was not found on PATH"
+	msgNoSuchPython   = "Requested Python executable does not exist"
+	msgNotExecutable  = "Requested Python executable is not executable"
+	msgSessionLimit   = "Session limit reached (32); close unused sessions"
+	msgDefaultClose   = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
+	msgNoSuchSession  = "Session not found or already closed"
+	msgOpenCancelled  = "Session opening cancelled before publication"
 
 	// Interpreter probes.
 	msgProbeTimeout  = "Interpreter probe timed out"

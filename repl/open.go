@@ -86,17 +86,19 @@ func (m *Manager) selectEnvironment(req OpenRequest) (sessionEnv, error) {
 		return sessionEnv{}, err
 	}
 	env := sessionEnv{project: project}
+	rule := ""
 	switch {
 	case req.Python != "":
-		env.python, env.source = req.Python, SourceExplicit
+		env.python, env.source, rule = req.Python, SourceExplicit, chosenExplicitly
 	default:
 		venv := filepath.Join(project, ".venv")
 		_, err := os.Lstat(venv)
 		switch {
 		case err == nil:
-			env.python, env.source = filepath.Join(venv, "bin", "python"), SourceProjectVenv
+			env.python, env.source, rule = venvPython(venv), SourceProjectVenv, ChosenByVenv
+			env.venvFix = msgVenvFixOpened
 		case errors.Is(err, fs.ErrNotExist):
-			env.python, env.source, env.chosenBy = m.cfg.Python, SourceServerDefault, m.cfg.PythonSource
+			env.python, env.source, rule = m.cfg.Python, SourceServerDefault, m.cfg.PythonSource
 		default:
 			return sessionEnv{}, fmt.Errorf("%s: %v", msgVenvUninspectable, err)
 		}
@@ -104,6 +106,7 @@ func (m *Manager) selectEnvironment(req OpenRequest) (sessionEnv, error) {
 	if env.python, err = resolveInterpreter(env.python, project); err != nil {
 		return sessionEnv{}, err
 	}
+	env.chosenBy = choiceWords(rule, env.python)
 	return env, nil
 }
 

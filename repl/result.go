@@ -45,6 +45,19 @@ type Result struct {
 	ServerID      string          `json:"server_id"`
 	SessionID     string          `json:"session_id"`
 	Generation    uint64          `json:"generation"`
+	// StdoutStart to StderrEnd are set only in a result python_run trimmed to what
+	// follows a poller's offsets (Result.From): where its stdout and stderr start
+	// and end in the run's streams.
+	StdoutStart *int64 `json:"stdout_start,omitempty"`
+	StdoutEnd   *int64 `json:"stdout_end,omitempty"`
+	StderrStart *int64 `json:"stderr_start,omitempty"`
+	StderrEnd   *int64 `json:"stderr_end,omitempty"`
+
+	// stdoutBase and stderrBase are the stream offsets of the first byte of Stdout
+	// and Stderr: zero for a result the worker sent (its text is the stream from the
+	// start), later for a run reported from a live copy that had dropped its oldest
+	// bytes.
+	stdoutBase, stderrBase int64
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.

@@ -55,6 +55,7 @@ type run struct {
 	generation uint64
 	stdout     liveStream
 	stderr     liveStream
+	lastStream string   // the stream that had output last
 	proc       *process // the worker executing it, once dispatched
 
 	done   chan struct{} // closed once result is set
@@ -68,7 +69,7 @@ type run struct {
 }
 
 func newRun(ctx context.Context, req ExecRequest) *run {
-	return &run{
+	r := &run{
 		ctx:       ctx,
 		id:        newUUID(),
 		req:       req,
@@ -78,6 +79,10 @@ func newRun(ctx context.Context, req ExecRequest) *run {
 		cancelled: make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	if req.Watch != nil {
+		req.Watch.attach(r)
+	}
+	return r
 }
 
 func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
@@ -183,31 +188,31 @@ func (r *run) finish(res *Result) {
 }
 
 func (r *run) appendOutput(stream, text string) {
+	if text == "" {
+		return
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch stream {
 	case "stdout":
 		r.stdout.add(text)
 	case "stderr":
 		r.stderr.add(text)
+	default:
+		r.mu.Unlock()
+		return
+	}
+	r.lastStream = stream
+	r.mu.Unlock()
+	if r.req.Watch != nil {
+		r.req.Watch.pulse()
 	}
 }
 
-// liveStream is the bounded live copy of one output stream, for python_run.
-type liveStream struct {
-	text      []byte
-	truncated bool
-}
-
-func (l *liveStream) add(s string) {
-	room := LiveLimit - len(l.text)
-	if len(s) > room {
-		s, l.truncated = cutUTF8(s, max(room, 0)), true
-	}
-	l.text = append(l.text, s...)
-}
-
-// Snapshot is python_run's view of an active run.
+// Snapshot is python_run's view of an active run. Stdout and Stderr hold the live
+// output from the offsets asked for (from the start without them): at most
+// LiveLimit bytes each, beginning at the *_start offset; *_end is where a later poll
+// continues. LiveTruncated says that output the poller asked for had already been
+// dropped from the bounded live copy (*_start is then past the offset asked for).
 type Snapshot struct {
 	ServerID      string    `json:"server_id"`
 	SessionID     string    `json:"session_id"`
@@ -217,28 +222,38 @@ type Snapshot struct {
 	ElapsedMS     float64   `json:"elapsed_ms"`
 	Stdout        string    `json:"stdout"`
 	Stderr        string    `json:"stderr"`
+	StdoutStart   int64     `json:"stdout_start"`
+	StdoutEnd     int64     `json:"stdout_end"`
+	StderrStart   int64     `json:"stderr_start"`
+	StderrEnd     int64     `json:"stderr_end"`
 	NativeStderr  string    `json:"native_stderr"`
 	OutputLimit   int       `json:"output_limit_bytes_per_stream"`
 	LiveTruncated Truncated `json:"truncated"`
 }
 
-func (r *run) snapshot() Snapshot {
+func (r *run) snapshot(from Offsets) (Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := Snapshot{
-		RunID:         r.id,
-		Status:        r.phase.status(),
-		Generation:    r.generation,
-		ElapsedMS:     msSince(r.started),
-		Stdout:        string(r.stdout.text),
-		Stderr:        string(r.stderr.text),
-		OutputLimit:   LiveLimit,
-		LiveTruncated: Truncated{Stdout: r.stdout.truncated, Stderr: r.stderr.truncated},
+		RunID:       r.id,
+		Status:      r.phase.status(),
+		Generation:  r.generation,
+		ElapsedMS:   msSince(r.started),
+		StdoutEnd:   r.stdout.end,
+		StderrEnd:   r.stderr.end,
+		OutputLimit: LiveLimit,
+	}
+	var err error
+	if s.Stdout, s.StdoutStart, s.LiveTruncated.Stdout, err = r.stdout.from("stdout", offsetOf(from.Stdout)); err != nil {
+		return Snapshot{}, err
+	}
+	if s.Stderr, s.StderrStart, s.LiveTruncated.Stderr, err = r.stderr.from("stderr", offsetOf(from.Stderr)); err != nil {
+		return Snapshot{}, err
 	}
 	if r.proc != nil {
 		s.NativeStderr, _ = r.proc.native.take()
 	}
-	return s
+	return s, nil
 }
 
 func msSince(t time.Time) float64 {

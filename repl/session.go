@@ -24,6 +24,8 @@ type ExecRequest struct {
 	// Fresh runs the file in a separate worker that is stopped afterwards; the
 	// persistent namespace and generation are untouched.
 	Fresh bool
+	// Watch, when set, follows the run's output while Execute blocks.
+	Watch *OutputWatch
 
 	inventory bool // a namespace inventory: no history, no user code
 }
@@ -70,7 +72,8 @@ type Session struct {
 type sessionEnv struct {
 	python   string
 	source   string // SourceExplicit, SourceProjectVenv or SourceServerDefault
-	chosenBy string // for the server default: how the server chose it
+	chosenBy string // which interpreter and why, in the user's words (choiceWords)
+	venvFix  string // for a project .venv: how else to choose an interpreter
 	project  string
 	probe    *ProbeInfo // nil until probed (the default session is not probed)
 }
@@ -280,17 +283,23 @@ func (s *Session) Cancel(runID string) (string, error) {
 }
 
 // Lookup finds a run: the active one as a live snapshot, or a retained result.
-// An empty runID means the active run or else the newest result.
-func (s *Session) Lookup(runID string) (*Snapshot, *Result, error) {
+// An empty runID means the active run or else the newest result. from says how much
+// of the run's output the caller has read already; an offset past the end of a
+// stream is an *OffsetError.
+func (s *Session) Lookup(runID string, from Offsets) (*Snapshot, *Result, error) {
 	s.mu.Lock()
 	r := s.active
 	s.mu.Unlock()
 	if r != nil && (runID == "" || r.id == runID) {
 		select {
 		case <-r.done:
-			return nil, r.result, nil
+			res, err := r.result.From(from)
+			return nil, res, err
 		default:
-			snap := r.snapshot()
+			snap, err := r.snapshot(from)
+			if err != nil {
+				return nil, nil, err
+			}
 			snap.ServerID, snap.SessionID = s.serverID, s.id
 			return &snap, nil, nil
 		}
@@ -299,7 +308,8 @@ func (s *Session) Lookup(runID string) (*Snapshot, *Result, error) {
 	defer s.mu.Unlock()
 	for i := len(s.history) - 1; i >= 0; i-- {
 		if runID == "" || s.history[i].RunID == runID {
-			return nil, s.history[i], nil
+			res, err := s.history[i].From(from)
+			return nil, res, err
 		}
 	}
 	return nil, nil, errors.New(msgRunNotFound)

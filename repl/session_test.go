@@ -183,8 +183,8 @@ func TestStartGuardsAtTheCall(t *testing.T) {
 	if failed != nil {
 		t.Fatalf("start with the new generation: %s", *failed.Error)
 	}
-	testwait.Until(t, 10*time.Second, "the started run's result", func() bool { _, res, _ := s.Lookup(info.RunID); return res != nil })
-	if _, res, _ := s.Lookup(info.RunID); !res.Success || res.Generation != 2 {
+	testwait.Until(t, 10*time.Second, "the started run's result", func() bool { _, res, _ := s.Lookup(info.RunID, Offsets{}); return res != nil })
+	if _, res, _ := s.Lookup(info.RunID, Offsets{}); !res.Success || res.Generation != 2 {
 		t.Fatalf("started run: %+v", res)
 	}
 }
@@ -197,7 +197,7 @@ func TestBusyAndCancelledPredecessor(t *testing.T) {
 		t.Fatalf("start: %v", *failed.Error)
 	}
 	testwait.Until(t, 10*time.Second, "the run to reach its worker", func() bool {
-		snap, _, _ := s.Lookup(info.RunID)
+		snap, _, _ := s.Lookup(info.RunID, Offsets{})
 		return snap != nil && snap.Status == RunRunning
 	})
 	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), "already running", StatePreserved)
@@ -212,7 +212,7 @@ func TestBusyAndCancelledPredecessor(t *testing.T) {
 	if !res.Success || *res.ReturnValue != "4" {
 		t.Fatalf("call after cancel: %+v", res)
 	}
-	_, old, err := s.Lookup(info.RunID)
+	_, old, err := s.Lookup(info.RunID, Offsets{})
 	if err != nil || old.Success || *old.Error != msgCancelled || old.State != StatePreserved {
 		t.Fatalf("cancelled run: %+v %v", old, err)
 	}
@@ -237,7 +237,7 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 		t.Fatal(*failed.Error)
 	}
 	testwait.Until(t, 10*time.Second, "the run to reach its worker", func() bool {
-		snap, _, _ := s.Lookup(info.RunID)
+		snap, _, _ := s.Lookup(info.RunID, Offsets{})
 		return snap != nil && snap.Status == RunRunning
 	})
 	pid := s.Health().Python.Pid
@@ -249,7 +249,7 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	// The cell swallows KeyboardInterrupt, but the worker re-delivers it every 50 ms
 	// and one may land between the try blocks: then the cell honestly ends as
 	// cancelled within the grace. Otherwise it is abandoned and killed.
-	_, res, _ := s.Lookup(info.RunID)
+	_, res, _ := s.Lookup(info.RunID, Offsets{})
 	if res.Error == nil || (*res.Error != msgCancelled && *res.Error != msgAbandoned) {
 		t.Fatalf("closed run: %+v", res)
 	}
@@ -296,7 +296,7 @@ func TestInventoriesStayOutOfHistory(t *testing.T) {
 			t.Fatalf("inventory misses numbers: %s", namespace)
 		}
 	}
-	_, last, err := s.Lookup("")
+	_, last, err := s.Lookup("", Offsets{})
 	if err != nil || last.RunID != res.RunID {
 		t.Fatalf("latest run = %+v, %v; want %s", last, err, res.RunID)
 	}

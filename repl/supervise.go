@@ -216,8 +216,17 @@ func (s *Session) stopWorker(p *process, after workerState) {
 	s.mu.Unlock()
 }
 
-// spawn starts a worker for this session's environment.
+// spawn starts a worker for this session's environment. A project .venv is checked
+// at every start, not only when the session was made: the default session's is
+// never checked before (the server starts and answers health with a broken one), and
+// one that broke meanwhile, or was repaired, is told apart before a cryptic exec
+// failure.
 func (s *Session) spawn() (*process, error) {
+	if s.env.source == SourceProjectVenv {
+		if err := checkVenv(s.env.python, s.env.venvFix); err != nil {
+			return nil, err
+		}
+	}
 	return spawn(spawnSpec{
 		python: s.env.python,
 		dir:    s.env.project,
@@ -443,8 +452,10 @@ func (s *Session) lost(p *process, r *run, msg string) *Result {
 	s.stopWorker(p, workerDead)
 	res := failure(r.id, msg, StateCleared)
 	r.mu.Lock()
-	res.Stdout, res.Stderr = string(r.stdout.text), string(r.stderr.text)
-	res.Truncated = Truncated{Stdout: r.stdout.truncated, Stderr: r.stderr.truncated}
+	// The newest output says most about how the run ended.
+	res.Stdout, res.stdoutBase = r.stdout.tail(StreamLimit)
+	res.Stderr, res.stderrBase = r.stderr.tail(StreamLimit)
+	res.Truncated = Truncated{Stdout: res.stdoutBase > 0, Stderr: res.stderrBase > 0}
 	r.mu.Unlock()
 	native, cut := p.native.take()
 	res.Stderr += native

@@ -77,7 +77,11 @@ func (s *Server) executePythonTool() tool {
 		routed:          true,
 		sessionRequired: true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
-			return executed(sess.Execute(ctx, p.request())), nil
+			req := p.request()
+			// Reports output as it comes when the call asked for progress, and
+			// stops before the reply is written.
+			defer followProgress(ctx, &req)()
+			return executed(sess.Execute(ctx, req)), nil
 		}),
 	}
 }

@@ -35,12 +35,16 @@ func (s *Server) pythonExecuteFileTool() tool {
 		annotations: annotations(false, true, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p fileParams) (any, error) {
-			return executed(sess.ExecuteFile(ctx, p.Path, repl.ExecRequest{
+			req := repl.ExecRequest{
 				Argv:               p.Argv,
 				Fresh:              p.Mode == "fresh",
 				Timeout:            seconds(p.Timeout),
 				ExpectedGeneration: p.ExpectedGeneration,
-			})), nil
+			}
+			// Reports output as it comes when the call asked for progress, and
+			// stops before the reply is written.
+			defer followProgress(ctx, &req)()
+			return executed(sess.ExecuteFile(ctx, p.Path, req)), nil
 		}),
 	}
 }

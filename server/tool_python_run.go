@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -9,16 +12,50 @@ import (
 const runSchema = `{
   "type": "object",
   "oneOf": [
-    {"required": ["run_id", "status"], "properties": {"status": {"type": "string", "enum": ["starting", "running"]}}},
-    {"required": ["run_id", "success"]},
+    {"required": ["run_id", "status", "stdout_end", "stderr_end"], "properties": {
+      "status": {"type": "string", "enum": ["starting", "running"]},
+      "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
+      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"}}},
+    {"required": ["run_id", "success"], "properties": {
+      "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
+      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"}}},
     {"required": ["error"], "not": {"required": ["success"]}}
   ]
 }`
 
-// runParams are the arguments of python_run and python_cancel.
+// runParams are the arguments of python_cancel.
 type runParams struct {
 	SessionID string `json:"session_id"`
 	RunID     string `json:"run_id"`
+}
+
+// pollParams are the arguments of python_run.
+type pollParams struct {
+	SessionID    string  `json:"session_id"`
+	RunID        string  `json:"run_id"`
+	StdoutOffset *uint64 `json:"stdout_offset"`
+	StderrOffset *uint64 `json:"stderr_offset"`
+}
+
+func (p pollParams) offsets() repl.Offsets {
+	// An offset beyond int64 is beyond any stream: it is refused as past the end.
+	clamp := func(v *uint64) *int64 {
+		if v == nil {
+			return nil
+		}
+		n := int64(min(*v, math.MaxInt64))
+		return &n
+	}
+	return repl.Offsets{Stdout: clamp(p.StdoutOffset), Stderr: clamp(p.StderrOffset)}
+}
+
+func outputOffsetParam(stream string) param {
+	return param{
+		name: stream + "_offset", typ: "integer", min: bound(0),
+		desc: "Bytes of the run's " + stream + " already read: pass the " + stream + "_end of the previous python_run " +
+			"answer about this run to get only what followed. Omitted: from the start.",
+		message: stream + "_offset must be a nonnegative integral u64",
+	}
 }
 
 func (s *Server) pythonRunTool() tool {
@@ -26,14 +63,22 @@ func (s *Server) pythonRunTool() tool {
 		name: "python_run",
 		description: "Inspect the active run (live stdout/stderr so far) or a retained result (the last 64 runs of " +
 			"the session, each with the generation it ran under); omit run_id for the active or latest run. " +
-			"Reading never re-executes anything.",
-		input:       inputSchema{sessionIDParam(), runIDParam()},
+			"To poll without re-reading, pass stdout_offset and stderr_offset from the previous answer's " +
+			"stdout_end and stderr_end. Reading never re-executes anything.",
+		input: inputSchema{
+			sessionIDParam(), runIDParam(), outputOffsetParam("stdout"), outputOffsetParam("stderr"),
+		},
 		output:      runSchema,
 		annotations: annotations(true, false, true, false),
 		routed:      true,
-		handler: handle(func(_ context.Context, sess *repl.Session, p runParams) (any, error) {
-			snap, res, err := sess.Lookup(p.RunID)
+		handler: handle(func(_ context.Context, sess *repl.Session, p pollParams) (any, error) {
+			snap, res, err := sess.Lookup(p.RunID, p.offsets())
+			var past *repl.OffsetError
 			switch {
+			case errors.As(err, &past):
+				// The client's mistake in the request, like a schema violation
+				// (docs/contract.md §3.5): nothing was read, nothing changed.
+				return nil, fmt.Errorf("%w at /%s_offset: %s", errInvalidArguments, past.Stream, past.Error())
 			case err != nil:
 				return nil, err
 			case snap != nil:

@@ -92,7 +92,7 @@ func (s *Server) register(t tool) {
 		Annotations:  t.annotations,
 	}
 	s.mcp.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		value, sess, err := s.call(ctx, t, b, req)
+		value, sess, err := s.call(withCallRequest(ctx, req), t, b, req)
 		if err != nil {
 			if perr := protocolError(err); perr != nil {
 				return nil, perr

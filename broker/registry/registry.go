@@ -95,6 +95,35 @@ const (
 	ExcludedDisabled   = "disabled"    // an entry with disabled: true
 )
 
+// Exclusion is why a name that appears in a registry is not configured, and which
+// registry said so: what a refused call and explain tell the user to change.
+type Exclusion struct {
+	Reason string     // ExcludedNotGranted or ExcludedDisabled
+	Kind   SourceKind // the registry that excluded it
+	Path   string     // that registry file
+}
+
+// Where names the registry in the user's terms: "--config PATH" for an explicit
+// registry (the flag the user passed), else the file, with its scope for
+// ~/.claude.json, where user and local entries share one file.
+func (x Exclusion) Where() string {
+	switch x.Kind {
+	case SourceConfig:
+		return "--config " + x.Path
+	case SourceUser:
+		return x.Path + " (user scope: its top-level mcpServers)"
+	case SourceLocal:
+		return x.Path + " (local scope: this project's mcpServers under projects)"
+	}
+	return x.Path
+}
+
+// What the broker's disabled state is due to (Registry.DisabledBy).
+const (
+	DisabledByNoBridge = "REPL_MCP_NO_BRIDGE=1"
+	DisabledByScope    = "--mcp-scope none"
+)
+
 // Transport is how the broker reaches a server.
 type Transport string
 
@@ -172,15 +201,17 @@ type Registry struct {
 	// Servers are the configured entries by name.
 	Servers map[string]Entry
 	// Excluded are names present in a registry but not configured, with the reason
-	// (ExcludedNotGranted or ExcludedDisabled).
-	Excluded map[string]string
+	// and the registry that gave it.
+	Excluded map[string]Exclusion
 	// SelfExcluded counts entries dropped because they would launch repl-mcp itself.
 	SelfExcluded int
 	// Present is true when some registry file existed (registry_absent vs
 	// server_absent in explain).
 	Present bool
-	// Disabled is true for scope none or REPL_MCP_NO_BRIDGE=1 (broker_disabled).
-	Disabled bool
+	// Disabled is true for scope none or REPL_MCP_NO_BRIDGE=1 (broker_disabled), and
+	// DisabledBy says which (DisabledByNoBridge or DisabledByScope).
+	Disabled   bool
+	DisabledBy string
 	// Provenance is what explain reports as provenance.
 	Provenance Provenance
 	// Sources are the registry files looked at, in merge order.
@@ -244,11 +275,14 @@ const (
 func Load(opts Options) (*Registry, error) {
 	reg := &Registry{
 		Servers:    map[string]Entry{},
-		Excluded:   map[string]string{},
+		Excluded:   map[string]Exclusion{},
 		Provenance: opts.Provenance(),
 	}
 	if opts.NoBridge || opts.Scope&ScopeAll == ScopeNone {
-		reg.Disabled = true
+		reg.Disabled, reg.DisabledBy = true, DisabledByScope
+		if opts.NoBridge {
+			reg.DisabledBy = DisabledByNoBridge
+		}
 		return reg, nil
 	}
 	l := loader{opts: opts, reg: reg}
@@ -412,7 +446,7 @@ func (l *loader) addServers(kind SourceKind, path string, servers map[string]jso
 		}
 		if foreign && !regGranted(raw) {
 			if _, ok := l.reg.Servers[name]; !ok {
-				l.reg.Excluded[name] = ExcludedNotGranted
+				l.reg.Excluded[name] = Exclusion{Reason: ExcludedNotGranted, Kind: kind, Path: path}
 			}
 			continue
 		}
@@ -422,7 +456,7 @@ func (l *loader) addServers(kind SourceKind, path string, servers map[string]jso
 		}
 		if disabled {
 			delete(l.reg.Servers, name)
-			l.reg.Excluded[name] = ExcludedDisabled
+			l.reg.Excluded[name] = Exclusion{Reason: ExcludedDisabled, Kind: kind, Path: path}
 			continue
 		}
 		if l.launchesSelf(e) {

@@ -505,8 +505,12 @@ func TestRegistryFileRules(t *testing.T) {
 			f.writeProject(t, `{"on":{"command":"x"},"off":{"command":1,"disabled":true}}`)
 			return f.opts(ScopeProject)
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
-			if !reflect.DeepEqual(r.Names(), []string{"on"}) || !reflect.DeepEqual(r.Excluded, map[string]string{"off": ExcludedDisabled}) {
+			want := map[string]Exclusion{"off": {Reason: ExcludedDisabled, Kind: SourceProject, Path: filepath.Join(f.project, ".mcp.json")}}
+			if !reflect.DeepEqual(r.Names(), []string{"on"}) || !reflect.DeepEqual(r.Excluded, want) {
 				t.Errorf("names %v excluded %v", r.Names(), r.Excluded)
+			}
+			if where := r.Excluded["off"].Where(); where != filepath.Join(f.project, ".mcp.json") {
+				t.Errorf("Where() = %q, want the project's .mcp.json", where)
 			}
 		}},
 		{name: "disabled entry still rejects unknown fields", setup: func(t *testing.T, f *fixture) Options {
@@ -520,7 +524,7 @@ func TestRegistryFileRules(t *testing.T) {
 			o.Home = ""
 			return o
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
-			if !r.Disabled || r.Present || len(r.Servers) != 0 || len(r.Sources) != 0 {
+			if !r.Disabled || r.DisabledBy != DisabledByNoBridge || r.Present || len(r.Servers) != 0 || len(r.Sources) != 0 {
 				t.Errorf("registry = %+v", r)
 			}
 		}},
@@ -530,7 +534,7 @@ func TestRegistryFileRules(t *testing.T) {
 			o.ConfigPath = "absent.json"
 			return o
 		}, check: func(t *testing.T, f *fixture, r *Registry) {
-			if !r.Disabled || len(r.Servers) != 0 || r.Provenance.Scope != "none" {
+			if !r.Disabled || r.DisabledBy != DisabledByScope || len(r.Servers) != 0 || r.Provenance.Scope != "none" {
 				t.Errorf("registry = %+v", r)
 			}
 		}},
@@ -648,8 +652,20 @@ func TestForeignScopes(t *testing.T) {
 			if !reflect.DeepEqual(reg.Names(), tc.names) {
 				t.Errorf("names = %v, want %v", reg.Names(), tc.names)
 			}
-			if !reflect.DeepEqual(reg.Excluded, tc.excluded) {
-				t.Errorf("excluded = %v, want %v", reg.Excluded, tc.excluded)
+			reasons := map[string]string{}
+			for name, x := range reg.Excluded {
+				reasons[name] = x.Reason
+				// Where an exclusion comes from: the scope whose entry it was.
+				wantKind := SourceUser
+				if name == "localno" {
+					wantKind = SourceLocal
+				}
+				if x.Kind != wantKind || x.Path != filepath.Join(f.home, ".claude.json") || !strings.Contains(x.Where(), "("+string(wantKind)+" scope") {
+					t.Errorf("%s excluded by %+v (%s), want the %s scope of ~/.claude.json", name, x, x.Where(), wantKind)
+				}
+			}
+			if !reflect.DeepEqual(reasons, tc.excluded) {
+				t.Errorf("excluded = %v, want %v", reasons, tc.excluded)
 			}
 			if tc.clashCmd != "" && reg.Servers["clash"].Command != tc.clashCmd {
 				t.Errorf("clash command = %q, want %q", reg.Servers["clash"].Command, tc.clashCmd)

@@ -1,7 +1,8 @@
 """The official Python MCP SDK's client against repl-mcp over stdio.
 
 It lists tools, calls python_health, runs two execute_python calls sharing a variable
-through the returned session_id and one that raises, and prints one JSON summary line
+through the returned session_id and one that raises, follows a cell through the SDK's
+progress callback (progress_case), and prints one JSON summary line
 on stdout for interop_test.go to check. A failure before the summary prints
 {"error": ...} and exits 1.
 
@@ -30,6 +31,21 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 TIMEOUT = 60.0
+
+# A cell that prints a line every 0.5 s for about 2 s.
+PROGRESS_CELL = "import time\nfor i in range(4):\n    print(f'progress step {i}', flush=True)\n    time.sleep(0.5)\n"
+
+
+async def progress_case(client, sid):
+    """execute_python with the SDK's progress_callback (which makes the SDK send a
+    progressToken): what the callback saw before the reply."""
+    notes = []
+
+    async def on_progress(progress, total, message):
+        notes.append({"progress": progress, "message": message})
+
+    r = await client.call_tool("execute_python", {"code": PROGRESS_CELL, "session_id": sid}, progress_callback=on_progress)
+    return {"isError": r.is_error, "stdout": (r.structured_content or {}).get("stdout"), "notes": notes}
 
 
 async def run(mode, command, args):
@@ -65,6 +81,7 @@ async def run(mode, command, args):
         summary["first"] = await execute("shared = 20 + 1\nshared")
         summary["second"] = await execute("shared * 2")
         summary["failure"] = await execute("raise ValueError('interop boom')")
+        summary["progress"] = await progress_case(client, sid)
         return summary
 
 

@@ -1,6 +1,7 @@
 // The TypeScript SDK v2 client (@modelcontextprotocol/client) against repl-mcp over
 // stdio: list tools, python_health, two execute_python calls sharing a variable through
-// the returned session_id, and a Python error arriving as isError. It prints one JSON
+// the returned session_id, a Python error arriving as isError, and a cell followed
+// through the SDK's progress callback (progressCase). It prints one JSON
 // summary line on stdout for interop_test.go to check and exits 0 once it could print
 // one; a failure before that prints {"error": ...} and exits 1.
 //
@@ -78,6 +79,7 @@ async function main() {
   summary.first = await exec("shared = 20 + 1\nshared");
   summary.second = await exec("shared * 2");
   summary.failure = await exec("raise ValueError('interop boom')");
+  summary.progress = await progressCase(sid);
   return summary;
 }
 
@@ -111,6 +113,21 @@ async function runCases(file) {
   }
   summary.results = results;
   return summary;
+}
+
+// A cell that prints a line every 0.5 s for about 2 s.
+const PROGRESS_CELL =
+  "import time\nfor i in range(4):\n    print(f'progress step {i}', flush=True)\n    time.sleep(0.5)\n";
+
+// progressCase calls execute_python with the SDK's onprogress callback (which makes
+// the SDK send a progressToken) and reports what the callback saw before the reply.
+async function progressCase(sid) {
+  const notes = [];
+  const r = await client.callTool(
+    { name: "execute_python", arguments: { code: PROGRESS_CELL, session_id: sid } },
+    { ...timeout, onprogress: (p) => notes.push({ progress: p.progress, message: p.message ?? null }) },
+  );
+  return { isError: r.isError ?? false, stdout: r.structuredContent?.stdout, notes };
 }
 
 let code = 0;

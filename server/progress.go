@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Live progress of execute_python and python_execute_file (docs/contract.md §3.1): a
+// call whose _meta carries a progressToken gets notifications/progress while its
+// cell runs, on the first output and then at most once a second, each with the last
+// output line as its message. None is ever sent after the call's reply.
+
+const (
+	progressInterval     = time.Second
+	progressMessageRunes = 200
+)
+
+// callRequestKey carries a tools/call request to its typed handler, which go-sdk's
+// request (the session to notify, the progress token) does not otherwise reach.
+type callRequestKey struct{}
+
+func withCallRequest(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	return context.WithValue(ctx, callRequestKey{}, req)
+}
+
+// followProgress makes req report its output to the client when the call in ctx
+// asked for progress, and returns the function that ends the reports: the handler
+// calls it before it returns, and it waits for a notification being written, so
+// that every notification precedes the reply. ctx must be the handler's own: over
+// Streamable HTTP it is what ties a notification to its request's stream.
+func followProgress(ctx context.Context, req *repl.ExecRequest) (stop func()) {
+	call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest)
+	if call == nil || call.Session == nil || call.Params == nil {
+		return func() {}
+	}
+	token := call.Params.GetProgressToken()
+	if token == nil {
+		return func() {}
+	}
+	watch := repl.NewOutputWatch()
+	req.Watch = watch
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { reportProgress(ctx, call.Session, token, watch, done) })
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// reportProgress sends a notification for the first output and then at most one per
+// progressInterval, until done. Progress is the run's output in bytes, which only
+// grows; a pulse that brings nothing new sends nothing.
+func reportProgress(ctx context.Context, session *mcp.ServerSession, token any, watch *repl.OutputWatch, done <-chan struct{}) {
+	var last time.Time
+	var sent int64
+	for {
+		select {
+		case <-done:
+			return
+		case <-watch.Changed():
+		}
+		if wait := time.Until(last.Add(progressInterval)); !last.IsZero() && wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-done:
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		select {
+		case <-done:
+			return // the reply carries the output now
+		default:
+		}
+		line, total := watch.Latest(progressMessageRunes)
+		if total <= sent {
+			continue
+		}
+		// A failed notification (the client went away, the request's stream is
+		// closed) changes nothing for the run; the reply says what happened.
+		_ = session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Message:       line,
+			Progress:      float64(total),
+		})
+		sent, last = total, time.Now()
+	}
+}
