@@ -57,7 +57,7 @@ var workerLimitTwins = map[string]twin{
 	"PREVIEW_NODES": workerOnly, "PREVIEW_DEPTH": workerOnly, "PREVIEW_ITEMS": workerOnly,
 	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly, "HISTORY_PREVIEW_NODES": workerOnly,
 	"TRACEBACK_FRAMES": workerOnly, "TRACEBACK_SOURCE_CHARS": workerOnly, "TRACEBACK_MESSAGE_CHARS": workerOnly,
-	"TRACEBACK_CAUSE_CHARS": workerOnly, "TRACEBACK_CHARS": workerOnly, "TYPE_NAME_CHARS": workerOnly,
+	"TRACEBACK_CAUSE_CHARS": workerOnly, "TRACEBACK_CHARS": workerOnly, "TRACEBACK_CHAIN": workerOnly, "TYPE_NAME_CHARS": workerOnly,
 	"SOURCE_BYTES": workerOnly, "ARGV_ITEMS": workerOnly, "ARGV_BYTES": workerOnly,
 	"EXIT_STATUS_BITS": workerOnly, "EXIT_MESSAGE_CHARS": workerOnly,
 	"INVENTORY_SCANNED": workerOnly, "INVENTORY_LISTED": workerOnly, "INVENTORY_BYTES": workerOnly,

@@ -112,11 +112,12 @@ class ExecutionTests(WorkerTestCase):
         self.assertFalse(result['success'])
         self.assertEqual(result['state'], 'preserved')
         error = result['error']
-        self.assertTrue(error.startswith('Traceback (most recent call last):'), error)
-        self.assertIn('File "<repl:syn-1>", line 2', error)
-        self.assertIn('y = (', error)
-        self.assertIn('SyntaxError', error)
+        # As Python prints a file that does not compile: no head, the caret under the error.
+        self.assertEqual(error, '  File "<repl:syn-1>", line 2\n    y = (\n        ^\nSyntaxError: \'(\' was never closed')
         self.assert_no_worker_frames(error)
+        result = self.worker.run('if True:\nprint(1)', 'syn-2')
+        self.assertEqual(result['error'], '  File "<repl:syn-2>", line 2\n    print(1)\n    ^^^^^\n'
+                                          "IndentationError: expected an indented block after 'if' statement on line 1")
 
     def test_system_exit_is_an_ordinary_failure(self):
         result = self.worker.run('x = 5\nraise SystemExit(3)')
@@ -165,9 +166,17 @@ class TracebackTests(WorkerTestCase):
         self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
         self.assertNotIn('json/decoder.py', result['error'])
 
-    def test_exception_chain_names_the_cause(self):
-        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e')
-        self.assertIn("ValueError: bad\n(caused by KeyError: 'k')", result['error'])
+    def test_exception_chain_reads_as_python(self):
+        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e', 'chain')
+        self.assertEqual(result['error'], '\n'.join([
+            'Traceback (most recent call last):', '  File "<repl:chain>", line 2, in <module>', '    {}["k"]', "KeyError: 'k'",
+            '', 'The above exception was the direct cause of the following exception:', '',
+            'Traceback (most recent call last):', '  File "<repl:chain>", line 4, in <module>',
+            '    raise ValueError("bad") from e', 'ValueError: bad',
+        ]))
+        result = self.worker.run('raise KeyError("x") from KeyError("x")', 'same')
+        self.assertEqual(result['error'], 'Traceback (most recent call last):\n  File "<repl:same>", line 1, in <module>\n'
+                                          '    raise KeyError("x") from KeyError("x")\nKeyError: \'x\'')
 
     def test_traceback_is_bounded(self):
         code = 'def r(n):\n    return r(n + 1)\nr(0)'

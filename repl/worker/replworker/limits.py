@@ -30,6 +30,7 @@ TRACEBACK_SOURCE_CHARS = 500  # characters of the source line shown under a fram
 TRACEBACK_MESSAGE_CHARS = 4_000  # characters of the exception's message
 TRACEBACK_CAUSE_CHARS = 500  # characters of the message of its cause or context
 TRACEBACK_CHARS = 10_000  # characters of a whole traceback
+TRACEBACK_CHAIN = 8  # exceptions of a chain (causes and contexts) a traceback shows, the newest
 TYPE_NAME_CHARS = 200  # characters of a type name anywhere in a result
 SOURCE_RUNS = 64  # runs the source history keeps (Go: repl.HistoryRuns)
 SOURCE_BYTES = 1_048_576  # bytes the source history keeps, as retained objects' sizes

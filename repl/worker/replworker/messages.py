@@ -111,5 +111,7 @@ INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
 
 # Tracebacks, laid out as Python's own.
 TRACEBACK_HEAD = 'Traceback (most recent call last):'
-CAUSED_BY = '\n(caused by {})'
-RAISED_WHILE_HANDLING = '\n(raised while handling {})'
+CHAIN_CAUSE = '\n\nThe above exception was the direct cause of the following exception:\n\n'
+CHAIN_CONTEXT = '\n\nDuring handling of the above exception, another exception occurred:\n\n'
+CHAIN_ELIDED = '[{} earlier exceptions of the chain not shown]\n\n'
+SYNTAX_NO_DETAIL = '<no detail available>'
