@@ -40,6 +40,26 @@ ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or exp
 CHUNK = 32_768
 
 
+# The library tests (test classes named Library*: previews of pandas, numpy and matplotlib
+# values) need the pinned data libraries of interop/.venv-data. worker_test.go runs them on
+# that venv with REPL_MCP_DATA_LIBS=required, where a missing library is an error; on any
+# other interpreter they are skipped with a reason starting LIBRARY_SKIP, which the Go test
+# counts so that nothing else is ever skipped unnoticed.
+DATA_LIBS = ('numpy', 'pandas', 'matplotlib')
+LIBRARY_SKIP = 'library test:'
+
+
+def library_test(cls):
+    """Class decorator of a Library* test class (see DATA_LIBS)."""
+    import importlib.util
+    missing = [name for name in DATA_LIBS if importlib.util.find_spec(name) is None]
+    if not missing:
+        return cls
+    if os.environ.get('REPL_MCP_DATA_LIBS') == 'required':
+        raise ImportError(f'REPL_MCP_DATA_LIBS=required but {sys.executable} lacks {", ".join(missing)}')
+    return unittest.skip(f'{LIBRARY_SKIP} needs {", ".join(missing)}; runs on interop/.venv-data (make data-deps)')(cls)
+
+
 def build_bundle(package_dir=PACKAGE_DIR):
     """(bundle bytes with their header, digest): the modules of `package_dir` in file-name
     order, as PROTOCOL.md (The bundle) describes and repl/worker.Bundle() builds it."""
