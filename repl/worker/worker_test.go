@@ -17,9 +17,9 @@ const librarySkip = "skipped 'library test:"
 
 // TestWorkerUnit runs the worker's own unittest suite on every interpreter the
 // project supports that this machine has. The library tests (Library* classes:
-// previews of pandas, numpy and matplotlib values) skip on an interpreter without
-// those libraries, and TestWorkerLibraries runs them on the data venv; no other
-// test may skip.
+// previews of pandas, numpy and matplotlib values) skip there, since they belong to
+// the pinned libraries of the data venv, where TestWorkerLibraries runs them; no
+// other test may skip.
 func TestWorkerUnit(t *testing.T) {
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
