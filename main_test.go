@@ -31,10 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs testscripts/*.txtar once per Python interpreter found here.
-// Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
-// $PYVERSION (its version).
+// Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter), $PYVERSION
+// (its version) and $DATA_PYTHON, the interpreter of interop/.venv-data with the
+// pinned data libraries (make data-deps), for scripts about pandas, numpy and
+// matplotlib.
 func TestScripts(t *testing.T) {
 	fixtureBin := fixtureWrapper(t)
+	dataPython := pythons.DataVenv(t)
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
@@ -47,6 +50,7 @@ func TestScripts(t *testing.T) {
 					e.Setenv("PYTHON", py.Path)
 					e.Setenv("REPL_MCP_PYTHON", py.Path)
 					e.Setenv("PYVERSION", py.Version)
+					e.Setenv("DATA_PYTHON", dataPython)
 					e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
 					if d, ok := t.Deadline(); ok {
 						// mcpc gives up with its transcript before testscript kills it.

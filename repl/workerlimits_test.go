@@ -55,7 +55,11 @@ var workerLimitTwins = map[string]twin{
 
 	"INBOX_SLOTS": workerOnly, "READ_CHUNK": workerOnly, "FLUSH_INTERVAL": workerOnly,
 	"PREVIEW_NODES": workerOnly, "PREVIEW_DEPTH": workerOnly, "PREVIEW_ITEMS": workerOnly,
-	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly, "HISTORY_PREVIEW_NODES": workerOnly,
+	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly,
+	"PREVIEW_NESTING": workerOnly, "PREVIEW_SORT_ITEMS": workerOnly, "FRAME_ROWS": workerOnly,
+	"FRAME_ROWS_SHORT": workerOnly, "FRAME_COLUMNS": workerOnly, "FRAME_COLWIDTH": workerOnly,
+	"INDEX_ITEMS": workerOnly, "ARRAY_THRESHOLD": workerOnly, "ARRAY_EDGE_ITEMS": workerOnly,
+	"ARRAY_SHOWN_ITEMS": workerOnly, "ARRAY_ITEM_CHARS": workerOnly, "TRACEBACK_CHAIN": workerOnly,
 	"TRACEBACK_FRAMES": workerOnly, "TRACEBACK_SOURCE_CHARS": workerOnly, "TRACEBACK_MESSAGE_CHARS": workerOnly,
 	"TRACEBACK_CAUSE_CHARS": workerOnly, "TRACEBACK_CHARS": workerOnly, "TYPE_NAME_CHARS": workerOnly,
 	"SOURCE_BYTES": workerOnly, "ARGV_ITEMS": workerOnly, "ARGV_BYTES": workerOnly,

@@ -40,6 +40,29 @@ ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or exp
 CHUNK = 32_768
 
 
+# The library tests (test classes named Library*: previews of pandas, numpy and matplotlib
+# values) run on interop/.venv-data only, the venv of the pinned data libraries, where a
+# missing library is an error: worker_test.go runs them there with
+# REPL_MCP_DATA_LIBS=required, and `interop/.venv-data/bin/python -m unittest ...` runs them
+# too. On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
+# test counts, so that nothing else is ever skipped unnoticed.
+DATA_LIBS = ('numpy', 'pandas', 'matplotlib')
+DATA_VENV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-data'))
+LIBRARY_SKIP = 'library test:'
+
+
+def library_test(cls):
+    """Class decorator of a Library* test class (see DATA_LIBS)."""
+    required = os.environ.get('REPL_MCP_DATA_LIBS') == 'required'
+    if not required and os.path.realpath(sys.prefix) != DATA_VENV:
+        return unittest.skip(f'{LIBRARY_SKIP} runs on interop/.venv-data only (make data-deps)')(cls)
+    import importlib.util
+    missing = [name for name in DATA_LIBS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f'{sys.executable} is the data venv but lacks {", ".join(missing)}: run make data-deps')
+    return cls
+
+
 def build_bundle(package_dir=PACKAGE_DIR):
     """(bundle bytes with their header, digest): the modules of `package_dir` in file-name
     order, as PROTOCOL.md (The bundle) describes and repl/worker.Bundle() builds it."""

@@ -530,7 +530,10 @@ class ArtifactTests(WorkerTestCase):
         self.assertEqual(result['artifact'], ref)
         self.assertNotIn('value', result)
         self.assertNotIn('artifact_error', result)
-        self.assertEqual(result['return_value'], '<list; length=3000; safe preview omitted>')
+        # The preview shows the first rows whole and says how many more there are.
+        self.assertTrue(result['return_value'].startswith("[{'id': 0, 'name': 'row 0', 'score': 0.0, 'tags': ['a', 'b']}, {'id': 1,"))
+        self.assertRegex(result['return_value'], r"'tags': \['a', 'b'\]\}, \.\.\. \d+ more\]$")
+        self.assertLessEqual(len(result['return_value'].encode()), 20_000)
         self.assertTrue(result['truncated']['return'])
         # The namespace is untouched and the next cell runs as usual.
         self.assertEqual(self.worker.value('1 + 1'), 2)
@@ -547,15 +550,18 @@ class ArtifactTests(WorkerTestCase):
         self.assertTrue(result['truncated']['return'])
 
     def test_automatic_artifact_for_bytes_and_envelope(self):
-        data, _, ref, result = self.upload_cell('b"abc"', 'binary')  # bytes have no preview at all
-        self.assertEqual([data, result['artifact'], result['return_value']], [b'abc', ref, '<bytes; length=3; safe preview omitted>'])
+        data, _, ref, result = self.upload_cell('bytes(range(256)) * 40', 'binary')  # a repr of 40,000+ bytes
+        self.assertEqual([data, result['artifact']], [bytes(range(256)) * 40, ref])
+        self.assertTrue(result['return_value'].startswith("b'\\x00\\x01\\x02"), result['return_value'][:20])
+        self.assertRegex(result['return_value'], r"'\.\.\. \d+ more bytes$")
+        self.assertTrue(result['truncated']['return'])
         run_id = self.worker.start('mcp.call("fix", "big")')
-        big = envelope(*[f'line {i}' for i in range(200)])
+        big = envelope(*[f'line {i}' for i in range(2000)])
         self.worker.reply(self.worker.next_rpc(run_id)['id'], big)
         data, _, ref, = self.serve_upload(run_id, 'json')
         result, events = self.worker.events_until_result(run_id)
         self.assertEqual([json.loads(data), result['artifact'], events], [big, ref, []])
-        self.assertEqual(result['return_value'], '<McpResult; safe preview omitted>')
+        self.assertTrue(result['return_value'].startswith("{'content': [{'type': 'text', 'text': 'line 0'}, "), result['return_value'][:60])
 
     def test_automatic_artifact_error_keeps_the_cell_successful(self):
         run_id = self.worker.start('x = 5\n"y" * 30_000')
@@ -598,27 +604,32 @@ class ArtifactTests(WorkerTestCase):
         self.assertEqual([data, result['artifact'], events], [b'q' * 30_000, ref, []])
 
     def test_no_automatic_artifact_for_small_or_unsupported_values(self):
+        # What fits the 20,000-byte preview is shown, never uploaded, whatever its shape.
         cases = {
-            '"x" * 100': 'x' * 100,
-            '[{"a": 1}] * 10': [{'a': 1}] * 10,
-            'None': None,
+            '"x" * 100': ('x' * 100, '"' + 'x' * 100 + '"'),
+            '[{"a": 1}] * 10': ([{'a': 1}] * 10, json.dumps([{'a': 1}] * 10, separators=(',', ':'))),
+            '[list(range(30))] * 4': ([list(range(30))] * 4, json.dumps([list(range(30))] * 4, separators=(',', ':'))),
+            'b"abc"': (None, "b'abc'"),
+            'None': (None, None),
         }
-        for code, value in cases.items():
+        for code, (value, shown) in cases.items():
             with self.subTest(code=code):
                 run_id = self.worker.start(code)
                 result, events = self.worker.events_until_result(run_id)
                 self.assertEqual(events, [])
-                self.assertEqual(result.get('value'), value)
+                self.assertEqual([result.get('value'), result['return_value'], result['truncated']['return']], [value, shown, False])
                 self.assertNotIn('artifact', result)
                 self.assertNotIn('artifact_error', result)
-        # Too big for the preview but not exact JSON (or not a supported type): today's preview.
-        for code in ('[{1, 2}] * 200', '{1: "x" * 30_000}', '[float("nan")] * 200', '{1, 2}', 'bytearray(30_000)', 'object()'):
+        # Too big for the preview but not exact JSON (or not a supported type): a cut
+        # preview and no artifact; or small and not JSON: the whole preview.
+        for code, cut in (('[{1, 2}] * 5000', True), ('{1: "x" * 30_000}', True), ('[float("nan")] * 200', False), ('{1, 2}', False),
+                          ('bytearray(30_000)', True), ('object()', False)):
             with self.subTest(code=code):
                 run_id = self.worker.start(code)
                 result, events = self.worker.events_until_result(run_id)
                 self.assertEqual(events, [])
                 self.assert_ok(result)
-                self.assertIn('safe preview omitted', result['return_value'])
+                self.assertEqual(result['truncated']['return'], cut)
                 self.assertNotIn('artifact', result)
                 self.assertNotIn('artifact_error', result)
         # A failing cell uploads nothing.

@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 
-from harness import HELPERS, INVENTORY_NOTE, MAX_FRAME, WorkerTestCase
+from harness import HELPERS, INVENTORY_NOTE, MAX_FRAME, WorkerTestCase, library_test
 
 
 class StartupTests(WorkerTestCase):
@@ -112,11 +112,12 @@ class ExecutionTests(WorkerTestCase):
         self.assertFalse(result['success'])
         self.assertEqual(result['state'], 'preserved')
         error = result['error']
-        self.assertTrue(error.startswith('Traceback (most recent call last):'), error)
-        self.assertIn('File "<repl:syn-1>", line 2', error)
-        self.assertIn('y = (', error)
-        self.assertIn('SyntaxError', error)
+        # As Python prints a file that does not compile: no head, the caret under the error.
+        self.assertEqual(error, '  File "<repl:syn-1>", line 2\n    y = (\n        ^\nSyntaxError: \'(\' was never closed')
         self.assert_no_worker_frames(error)
+        result = self.worker.run('if True:\nprint(1)', 'syn-2')
+        self.assertEqual(result['error'], '  File "<repl:syn-2>", line 2\n    print(1)\n    ^^^^^\n'
+                                          "IndentationError: expected an indented block after 'if' statement on line 1")
 
     def test_system_exit_is_an_ordinary_failure(self):
         result = self.worker.run('x = 5\nraise SystemExit(3)')
@@ -165,9 +166,17 @@ class TracebackTests(WorkerTestCase):
         self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
         self.assertNotIn('json/decoder.py', result['error'])
 
-    def test_exception_chain_names_the_cause(self):
-        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e')
-        self.assertIn("ValueError: bad\n(caused by KeyError: 'k')", result['error'])
+    def test_exception_chain_reads_as_python(self):
+        result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e', 'chain')
+        self.assertEqual(result['error'], '\n'.join([
+            'Traceback (most recent call last):', '  File "<repl:chain>", line 2, in <module>', '    {}["k"]', "KeyError: 'k'",
+            '', 'The above exception was the direct cause of the following exception:', '',
+            'Traceback (most recent call last):', '  File "<repl:chain>", line 4, in <module>',
+            '    raise ValueError("bad") from e', 'ValueError: bad',
+        ]))
+        result = self.worker.run('raise KeyError("x") from KeyError("x")', 'same')
+        self.assertEqual(result['error'], 'Traceback (most recent call last):\n  File "<repl:same>", line 1, in <module>\n'
+                                          '    raise KeyError("x") from KeyError("x")\nKeyError: \'x\'')
 
     def test_traceback_is_bounded(self):
         code = 'def r(n):\n    return r(n + 1)\nr(0)'
@@ -434,25 +443,29 @@ class PreviewTests(WorkerTestCase):
         self.assertNotIn('value', result)
         self.assertEqual(self.worker.value('"y" * 3000'), 'y' * 3000)
 
-    def test_unsupported_values_are_omitted_with_type_and_length(self):
+    def test_values_that_fit_are_shown_whole(self):
+        # JSON when exact JSON: beyond the old node and depth bounds, within 20,000 bytes.
+        for code in ('list(range(101))', '[[[[[[1]]]]]]', '["s" * 2001]', '[list(range(60)), list(range(60))]'):
+            result = self.worker.run(code)
+            self.assertEqual(result['value'], json.loads(result['return_value']), code)
+            self.assertFalse(result['truncated']['return'], code)
+        # Otherwise a rendering like Python's repr, and nothing was cut.
         cases = {
-            'b"abc"': '<bytes; length=3; safe preview omitted>',
-            '{1, 2}': '<set; length=2; safe preview omitted>',
-            'list(range(101))': '<list; length=101; safe preview omitted>',
-            '{1: "int key"}': '<dict; length=1; safe preview omitted>',
-            '[[[[[[1]]]]]]': '<list; length=1; safe preview omitted>',
-            'float("nan")': '<float; safe preview omitted>',
-            '2 ** 5000': '<int; safe preview omitted>',
-            'object()': '<object; safe preview omitted>',
-            '["s" * 2001]': '<list; length=1; safe preview omitted>',
-            '[list(range(60)), list(range(60))]': '<list; length=2; safe preview omitted>',
+            'b"abc"': "b'abc'", '{1, 2}': '{1, 2}', '{1: "int key"}': "{1: 'int key'}", 'float("nan")': 'nan',
+            'import datetime\ndatetime.date(2024, 1, 2)': 'datetime.date(2024, 1, 2)',
+            'import decimal\n[decimal.Decimal("1.5")]': "[Decimal('1.5')]",
+            'import collections\ncollections.Counter("aab")': "Counter({'a': 2, 'b': 1})",
+            '2 ** 5000': '<int; 5001 bits; safe preview omitted>', 'object()': '<object; safe preview omitted>',
         }
         for code, expected in cases.items():
             result = self.worker.run(code)
             self.assertEqual(result['return_value'], expected, code)
-            self.assertTrue(result['truncated']['return'], code)
+            self.assertFalse(result['truncated']['return'], code)
             self.assertNotIn('value', result, code)
-        self.assertEqual(self.worker.value('[[[[[1]]]]]'), [[[[[1]]]]])
+            self.assertNotIn('artifact', result, code)
+        result = self.worker.run('set(range(100_000))')
+        self.assertTrue(result['truncated']['return'])
+        self.assertRegex(result['return_value'], r'^\{0, 1, 2, .*\.\.\. \d+ more\}$')
 
     def test_custom_objects_never_run_user_code(self):
         marker = self.path('marker')
@@ -485,18 +498,63 @@ class Text(str):
         self.assert_ok(self.worker.run(code))
         expectations = {
             'Evil()': '<Evil; safe preview omitted>',
-            'Evil': '<Meta; safe preview omitted>',
+            'Evil': "<class '__repl__.Evil'>",
             'Sub(a=1)': '<Sub; safe preview omitted>',
             'Text("x")': '<Text; safe preview omitted>',
-            '[Evil()]': '<list; length=1; safe preview omitted>',
-            '{"k": Sub()}': '<dict; length=1; safe preview omitted>',
+            '[Evil()]': '[<Evil; safe preview omitted>]',
+            '{"k": Sub()}': "{'k': <Sub; safe preview omitted>}",
         }
         for expression, expected in expectations.items():
             result = self.worker.run(expression)
             self.assert_ok(result)
             self.assertEqual(result['return_value'], expected, expression)
-            self.assertTrue(result['truncated']['return'])
+            self.assertFalse(result['truncated']['return'])
         self.assertFalse(os.path.exists(marker), 'a user hook ran during a preview')
+
+
+@library_test
+class LibraryPreviewProtocolTests(WorkerTestCase):
+    """Trailing values of pandas, numpy and matplotlib in a worker on the data venv."""
+
+    def test_frames_and_arrays(self):
+        result = self.worker.run('import pandas as pd, numpy as np\ndf = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})\ndf')
+        self.assert_ok(result)
+        self.assertEqual(result['return_value'], '   a  b\n0  1  x\n1  2  y\n\n[2 rows x 2 columns]')
+        self.assertFalse(result['truncated']['return'])
+        self.assertNotIn('value', result)
+        self.assertNotIn('artifact', result)
+        result = self.worker.run('np.arange(10_000_000)')
+        self.assertEqual(result['return_value'], 'array([      0,       1,       2, ..., 9999997, 9999998, 9999999],\n'
+                                                 '      shape=(10000000,), dtype=int64)')
+        self.assertTrue(result['truncated']['return'])
+        self.assertNotIn('artifact', result)
+        result = self.worker.run('import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.subplots()[0]')
+        self.assertEqual(result['return_value'], '<Figure size 640x480 with 1 Axes>')
+
+    def test_user_code_inside_library_values_never_runs(self):
+        marker = self.path('marker')
+        code = f'''
+import numpy as np, pandas as pd
+def mark(*args):
+    open({marker!r}, "a").write("fired\\n")
+    return "marked"
+class MyFrame(pd.DataFrame):
+    to_string = mark
+    __repr__ = mark
+class Cell:
+    __repr__ = mark
+    __str__ = mark
+'''
+        self.assert_ok(self.worker.run(code))
+        for expression, expected in (
+            ('MyFrame({"a": [1]})', '<MyFrame; safe preview omitted>'),
+            ('pd.DataFrame({"c": [Cell(), 1]})', self.worker.value('pd.DataFrame({"c": ["<Cell; safe preview omitted>", 1]}).to_string()') + '\n\n[2 rows x 1 columns]'),
+            ('np.array([Cell()], dtype=object)', 'array([<Cell; safe preview omitted>], shape=(1,), dtype=object)'),
+        ):
+            result = self.worker.run(expression)
+            self.assert_ok(result)
+            self.assertEqual(result['return_value'], expected, expression)
+        self.assertFalse(os.path.exists(marker), 'user code ran during a preview')
 
 
 class LifecycleTests(WorkerTestCase):

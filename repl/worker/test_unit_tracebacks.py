@@ -5,14 +5,15 @@ the standard library's) is left out."""
 import asyncio
 import json
 import linecache
+import traceback
 import unittest
 
 from replworker import cells, tracebacks
 from replworker.bridge import ToolError
 from replworker.children import ShellError, ShellResult
 from replworker.limits import (
-    SOURCE_BYTES, SOURCE_RUNS, TRACEBACK_CAUSE_CHARS, TRACEBACK_CHARS, TRACEBACK_FRAMES, TRACEBACK_MESSAGE_CHARS,
-    TYPE_NAME_CHARS,
+    SOURCE_BYTES, SOURCE_RUNS, TRACEBACK_CAUSE_CHARS, TRACEBACK_CHAIN, TRACEBACK_CHARS, TRACEBACK_FRAMES,
+    TRACEBACK_MESSAGE_CHARS, TRACEBACK_SOURCE_CHARS, TYPE_NAME_CHARS,
 )
 from replworker.messages import INTERRUPTED, SOURCE_UNKNOWN
 
@@ -61,16 +62,82 @@ class FormatErrorTests(unittest.TestCase):
         error = tracebacks.format_error(ShellError(ShellResult('', 'err', 3)), 'r', self.sources)
         self.assertTrue(error.endswith('\nShellError: Shell exited with status 3; inspect exception.stderr'), error)
 
-    def test_chains(self):
+    def test_chains_read_as_python_prints_them(self):
         exc = raised(self.sources, 'c', 'try:\n    1/0\nexcept ZeroDivisionError as e:\n    raise KeyError("k") from e\n')
-        self.assertTrue(tracebacks.format_error(exc, 'c', self.sources).endswith("KeyError: 'k'\n(caused by ZeroDivisionError: division by zero)"))
-        exc = raised(self.sources, 'd', 'try:\n    1/0\nexcept ZeroDivisionError:\n    raise KeyError("k")\n')
-        self.assertTrue(tracebacks.format_error(exc, 'd', self.sources).endswith('(raised while handling ZeroDivisionError: division by zero)'))
+        self.assertEqual(tracebacks.format_error(exc, 'c', self.sources), '\n'.join([
+            'Traceback (most recent call last):',
+            '  File "<repl:c>", line 2, in <module>',
+            '    1/0',
+            'ZeroDivisionError: division by zero',
+            '',
+            'The above exception was the direct cause of the following exception:',
+            '',
+            'Traceback (most recent call last):',
+            '  File "<repl:c>", line 4, in <module>',
+            '    raise KeyError("k") from e',
+            "KeyError: 'k'",
+        ]))
+        exc = raised(self.sources, 'd', 'def f():\n    try:\n        1/0\n    except ZeroDivisionError:\n        raise KeyError("k")\nf()\n')
+        error = tracebacks.format_error(exc, 'd', self.sources)
+        self.assertIn('ZeroDivisionError: division by zero\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback', error)
+        self.assertTrue(error.endswith('  File "<repl:d>", line 5, in f\n    raise KeyError("k")\nKeyError: \'k\''), error)
         exc = raised(self.sources, 'e', 'try:\n    1/0\nexcept ZeroDivisionError:\n    raise KeyError("k") from None\n')
-        self.assertTrue(tracebacks.format_error(exc, 'e', self.sources).endswith("KeyError: 'k'"))
+        self.assertNotIn('ZeroDivisionError', tracebacks.format_error(exc, 'e', self.sources))
+        # A cause that was never raised has no traceback, so no head, as in Python.
         exc = raised(self.sources, 'f', 'raise ValueError("x" * 9000) from RuntimeError("y" * 9000)\n')
-        last = tracebacks.format_error(exc, 'f', self.sources).split('\n')[-2:]
-        self.assertEqual(last, ['ValueError: ' + 'x' * TRACEBACK_MESSAGE_CHARS, f'(caused by RuntimeError: {"y" * TRACEBACK_CAUSE_CHARS})'])
+        error = tracebacks.format_error(exc, 'f', self.sources)
+        self.assertTrue(error.startswith(f'RuntimeError: {"y" * TRACEBACK_CAUSE_CHARS}\n\nThe above exception was the direct cause'), error[:100])
+        self.assertTrue(error.endswith('\nValueError: ' + 'x' * TRACEBACK_MESSAGE_CHARS))
+
+    def test_an_exception_is_not_repeated_as_its_own_cause(self):
+        # What pandas does for a missing column: raise KeyError(key) from the engine's
+        # KeyError(key), raised in library code: the cause only repeats the exception.
+        library = {'__name__': 'somelib'}
+        exec(compile('def get(d, k):\n    try:\n        return d[k]\n    except KeyError as err:\n        raise KeyError(k) from err\n'
+                     'def get_again(d, k):\n    try:\n        return d[k]\n    except KeyError:\n        raise KeyError(k)\n',
+                     '/site-packages/somelib.py', 'exec'), library)
+        for name in ('get', 'get_again'):
+            namespace = {'__name__': '__repl__', name: library[name]}
+            self.sources.add(name, f'<repl:{name}>', f'{name}({{}}, "x")\n')
+            try:
+                exec(compile(f'{name}({{}}, "x")\n', f'<repl:{name}>', 'exec'), namespace)
+            except KeyError as caught:
+                exc = caught
+            self.assertEqual(tracebacks.format_error(exc, name, self.sources), '\n'.join([
+                'Traceback (most recent call last):',
+                f'  File "<repl:{name}>", line 1, in <module>',
+                f'    {name}({{}}, "x")',
+                "KeyError: 'x'",
+            ]))
+        exc = raised(self.sources, 'eq', 'raise KeyError("x") from KeyError("x")\n')
+        self.assertEqual(tracebacks.format_error(exc, 'eq', self.sources).count("KeyError: 'x'"), 1)
+        # With frames of its own, an equal cause says where it happened: it stays, as in Python.
+        exc = raised(self.sources, 'own', 'try:\n    {}["x"]\nexcept KeyError as e:\n    raise KeyError("x") from e\n')
+        error = tracebacks.format_error(exc, 'own', self.sources)
+        self.assertEqual(error.count("KeyError: 'x'"), 2)
+        self.assertIn('    {}["x"]', error)
+        # A chain that loops ends where it comes back.
+        exc = raised(self.sources, 'loop', 'a, b = ValueError("a"), ValueError("b")\na.__context__ = b\nb.__context__ = a\nraise a\n')
+        self.assertEqual(tracebacks.format_error(exc, 'loop', self.sources).count('ValueError: '), 2)
+
+    def test_long_chains_keep_the_newest(self):
+        code = 'e = None\nfor i in range(20):\n    try:\n        raise ValueError(i)\n    except ValueError as x:\n        x.__context__ = e\n        e = x\nraise e\n'
+        exc = raised(self.sources, 'long', code)
+        error = tracebacks.format_error(exc, 'long', self.sources)
+        self.assertTrue(error.startswith(f'[{20 - TRACEBACK_CHAIN} earlier exceptions of the chain not shown]\n\nTraceback'), error[:80])
+        self.assertEqual(error.count('ValueError: '), TRACEBACK_CHAIN)
+        self.assertTrue(error.endswith('ValueError: 19'))
+        long_line = 'raise ValueError(str(i) * 3000)  # ' + 'c' * 600
+        code = f'e = None\nfor i in range(8):\n    try:\n        {long_line}\n    except ValueError as x:\n        x.__context__ = e\n        e = x\nraise e\n'
+        error = tracebacks.format_error(raised(self.sources, 'wide', code), 'wide', self.sources)
+        self.assertLessEqual(len(error), TRACEBACK_CHARS)
+        self.assertTrue(error.startswith('['), error[:80])  # older ones that do not fit are counted
+        self.assertTrue(error.endswith('ValueError: ' + '7' * 3000))
+
+    def test_notes_follow_the_message(self):
+        # add_note() is Python 3.11+; the attribute it sets is read on every version.
+        exc = raised(self.sources, 'n', 'e = ValueError("bad")\ne.__notes__ = ["while reading row 7"]\nraise e\n')
+        self.assertTrue(tracebacks.format_error(exc, 'n', self.sources).endswith('ValueError: bad\nwhile reading row 7'))
 
     def test_bounds(self):
         exc = raised(self.sources, 'deep', 'def f(n):\n    if n:\n        return f(n - 1)\n    raise ValueError("bottom")\nf(50)\n')
@@ -81,13 +148,41 @@ class FormatErrorTests(unittest.TestCase):
         exc = raised(self.sources, 'wide', 'def g():\n    ' + long_line + 'g()\n')
         self.assertLessEqual(len(tracebacks.format_error(exc, 'wide', self.sources)), TRACEBACK_CHARS)
 
-    def test_syntax_error_shows_the_line(self):
-        self.sources.add('syn', '<repl:syn>', 'x = 1\ny = (\n')
+    def test_syntax_errors_read_as_python_prints_them(self):
+        cases = [
+            'x = 1\ny = (\n', 'def f(:\n    pass\n', 'if x:\npass\n', 'if x:\n\tif y:\n        pass\n', "s = 'abc\n",
+            'x = 1 +* 2\n', 'print "x"\n', 'f(a for a in b, c)\n', '    x = 1\n', 'x = """\nabc\n', 'a = 1\n\tb = 2\n',
+        ]
+        for i, source in enumerate(cases):
+            with self.subTest(source=source):
+                name = f'<repl:syn{i}>'
+                self.sources.add(f'syn{i}', name, source)
+                with self.assertRaises(SyntaxError) as caught:
+                    cells.compile_cell(source, name)
+                expected = ''.join(traceback.format_exception_only(caught.exception)).rstrip('\n')
+                self.assertEqual(tracebacks.format_error(caught.exception, f'syn{i}', self.sources), expected)
+        # One raised by code the cell runs follows the cell's frames, as in Python.
+        exc = raised(self.sources, 'inner', 'compile("a +", "<string>", "exec")\n')
+        self.assertEqual(tracebacks.format_error(exc, 'inner', self.sources), '\n'.join([
+            'Traceback (most recent call last):',
+            '  File "<repl:inner>", line 1, in <module>',
+            '    compile("a +", "<string>", "exec")',
+            '  File "<string>", line 1',
+            '    a +',
+            '       ^',
+            'SyntaxError: invalid syntax',
+        ]))
+        self.assertTrue(tracebacks.format_error(raised(self.sources, 'bare', 'raise SyntaxError("mine")\n'), 'bare', self.sources).endswith('\nSyntaxError: mine'))
+
+    def test_a_long_syntax_error_line_is_shown_around_its_caret(self):
+        source = 'x = [' + '1, ' * 1000 + '1 1]\n'
+        self.sources.add('long', '<repl:long>', source)
         with self.assertRaises(SyntaxError) as caught:
-            cells.compile_cell('x = 1\ny = (\n', '<repl:syn>')
-        error = tracebacks.format_error(caught.exception, 'syn', self.sources)
-        self.assertIn('File "<repl:syn>", line 2\n    y = (', error)
-        self.assertIn('SyntaxError: ', error)
+            cells.compile_cell(source, '<repl:long>')
+        lines = tracebacks.format_error(caught.exception, 'long', self.sources).split('\n')
+        shown, caret = lines[1], lines[2]
+        self.assertLessEqual(len(shown), 4 + TRACEBACK_SOURCE_CHARS)
+        self.assertEqual(shown[caret.index('^'):caret.index('^') + 3], '1 1')  # the caret still points at it
 
     def test_interrupts_and_run_failures_are_their_message(self):
         for exc in (KeyboardInterrupt(), asyncio.CancelledError()):

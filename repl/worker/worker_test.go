@@ -1,26 +1,79 @@
 package worker_test
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 )
 
+// librarySkip starts the reason of every skip harness.library_test makes; any other
+// skip fails the run.
+const librarySkip = "skipped 'library test:"
+
 // TestWorkerUnit runs the worker's own unittest suite on every interpreter the
-// project supports that this machine has.
+// project supports that this machine has. The library tests (Library* classes:
+// previews of pandas, numpy and matplotlib values) skip there, since they belong to
+// the pinned libraries of the data venv, where TestWorkerLibraries runs them; no
+// other test may skip.
 func TestWorkerUnit(t *testing.T) {
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), py.Path, "-B", "-m", "unittest", "discover", "-s", ".", "-p", "test_*.py")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: worker unit tests failed: %v\n%s", py.Path, err, out)
+			out := runUnittest(t, py.Path, nil)
+			skipped, library := countSkips(out)
+			if skipped != library {
+				t.Fatalf("%s: %d tests skipped, only %d of them library tests (a skip must say why and be accounted for):\n%s", py.Path, skipped, library, out)
 			}
-			t.Logf("%s: %s", py.Path, lastLine(out))
+			if library > 0 {
+				t.Logf("%s: %d library tests skipped (no data libraries here); TestWorkerLibraries runs them", py.Path, library)
+			}
 		})
 	}
+}
+
+// TestWorkerLibraries runs the library tests on interop/.venv-data, the venv of
+// the pinned data libraries: it fails when the venv is missing, when a library
+// cannot be imported, when no library test ran and when any was skipped.
+func TestWorkerLibraries(t *testing.T) {
+	python := pythons.DataVenv(t)
+	out := runUnittest(t, python, []string{"REPL_MCP_DATA_LIBS=required"}, "-k", "Library")
+	ran := regexp.MustCompile(`(?m)^Ran (\d+) tests?`).FindSubmatch(out)
+	if ran == nil {
+		t.Fatalf("%s: no test count in the output:\n%s", python, out)
+	}
+	if n, _ := strconv.Atoi(string(ran[1])); n == 0 {
+		t.Fatalf("%s: no library test ran:\n%s", python, out)
+	}
+	if skipped, _ := countSkips(out); skipped > 0 {
+		t.Fatalf("%s: %d library tests skipped on the data venv:\n%s", python, skipped, out)
+	}
+}
+
+// runUnittest runs the suite (or the tests args select) verbosely, so that every
+// skip is listed with its reason, and fails the test when it fails.
+func runUnittest(t *testing.T, python string, env []string, args ...string) []byte {
+	t.Helper()
+	argv := append([]string{"-B", "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py"}, args...)
+	cmd := exec.CommandContext(t.Context(), python, argv...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: worker unit tests failed: %v\n%s", python, err, out)
+	}
+	t.Logf("%s: %s", python, lastLine(out))
+	return out
+}
+
+// countSkips counts the skipped tests of a verbose unittest run, and those of them
+// that are library tests.
+func countSkips(out []byte) (skipped, library int) {
+	text := string(out)
+	return strings.Count(text, "... skipped '"), strings.Count(text, "... "+librarySkip)
 }
 
 func lastLine(out []byte) string {

@@ -275,7 +275,10 @@ class Worker:
         preview = extra = None
         if exc is None and policy_error is None and value is not MISSING:
             preview = value_preview(value)
-            if preview[2]:  # too big (or not shown) for the preview: perhaps an artifact
+            # Only a value the preview had to cut may become an artifact: one that fits the
+            # preview is shown whole (a 4-item list, b'abc'), and one that has no preview of
+            # its own (a custom object) is not cut either.
+            if preview[2]:
                 extra = self._auto_artifact(run_id, value, interrupted)
         sys.stdout, sys.stderr = self._real_streams
         self._install_baseline()
@@ -399,9 +402,9 @@ class Worker:
         return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
 
     def _auto_artifact(self, run_id, value, interrupted):
-        """Upload a trailing value too big for its preview (docs/contract.md §9.4): {"artifact":
-        reference}, {"artifact_error": why} or None (a type that never becomes one, or a
-        value that is not exact JSON). Runs after the cell's code and its epilogue but
+        """Upload a trailing value too big for its preview, whose preview was cut
+        (docs/contract.md §9.4): {"artifact": reference}, {"artifact_error": why} or None (a
+        type that never becomes one, or a value that is not exact JSON). Runs after the cell's code and its epilogue but
         before the result, while the run is active on both sides, as a task on the loop so
         a SIGINT stops it as it would stop a cell."""
         format = auto_artifact_format(value)

@@ -17,12 +17,24 @@ FLUSH_INTERVAL = 0.05  # seconds between output frames while a cell runs (protoc
 
 # Previews of trailing values (previews.py).
 PREVIEW_BYTES = 20_000  # bytes of a return_value preview (Go: repl.PreviewLimit)
-PREVIEW_NODES = 100  # values a JSON preview may hold
-PREVIEW_DEPTH = 5  # containers a JSON preview may nest
-PREVIEW_ITEMS = 100  # items of one list or dict in a preview
-PREVIEW_STR_CHARS = 2_000  # characters of one string inside a preview
+PREVIEW_NESTING = 32  # containers a preview (its JSON value or its rendering) may nest
 PREVIEW_INT_BITS = 4_096  # bits of an int in a preview or an artifact
-HISTORY_PREVIEW_NODES = 512  # values the preview of repl_history() may hold
+PREVIEW_SORT_ITEMS = 10_000  # entries of a Counter a preview sorts by count, as its repr does
+FRAME_ROWS = 60  # rows of a DataFrame or Series a preview shows whole, as pandas' max_rows
+FRAME_ROWS_SHORT = 10  # rows shown of a longer one (the first and last 5), as pandas' min_rows
+FRAME_COLUMNS = 20  # columns of a DataFrame a preview shows (the first and last 10)
+FRAME_COLWIDTH = 50  # characters of one cell or label in a DataFrame or Series preview
+INDEX_ITEMS = 20  # labels of a pandas Index a preview shows (pandas' max_seq_items)
+ARRAY_THRESHOLD = 1_000  # elements of a numpy array shown whole (numpy's threshold)
+ARRAY_EDGE_ITEMS = 3  # elements shown at each end of a longer axis (numpy's edgeitems)
+ARRAY_SHOWN_ITEMS = 2_000  # elements a summarised array preview formats; fewer edge items beyond
+ARRAY_ITEM_CHARS = 100  # characters of one element of an object or string array
+
+# Checkpointed values (checkpoint.py, through previews.plain_json).
+PREVIEW_NODES = 100  # values a checkpointed variable may hold
+PREVIEW_DEPTH = 5  # containers a checkpointed variable may nest
+PREVIEW_ITEMS = 100  # items of one list or dict in a checkpointed variable
+PREVIEW_STR_CHARS = 2_000  # characters of one string inside a checkpointed variable
 
 # Tracebacks and the source history (tracebacks.py).
 TRACEBACK_FRAMES = 20  # innermost user frames a traceback keeps
@@ -30,6 +42,7 @@ TRACEBACK_SOURCE_CHARS = 500  # characters of the source line shown under a fram
 TRACEBACK_MESSAGE_CHARS = 4_000  # characters of the exception's message
 TRACEBACK_CAUSE_CHARS = 500  # characters of the message of its cause or context
 TRACEBACK_CHARS = 10_000  # characters of a whole traceback
+TRACEBACK_CHAIN = 8  # exceptions of a chain (causes and contexts) a traceback shows, the newest
 TYPE_NAME_CHARS = 200  # characters of a type name anywhere in a result
 SOURCE_RUNS = 64  # runs the source history keeps (Go: repl.HistoryRuns)
 SOURCE_BYTES = 1_048_576  # bytes the source history keeps, as retained objects' sizes

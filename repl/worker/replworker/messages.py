@@ -42,6 +42,20 @@ NO_NATIVE_FD = (
 # Previews.
 PREVIEW_OMITTED = '<{}; safe preview omitted>'
 PREVIEW_OMITTED_LENGTH = '<{}; length={}; safe preview omitted>'
+PREVIEW_INT_OMITTED = '<int; {} bits; safe preview omitted>'
+PREVIEW_TOO_DEEP = '<{}; length={}; nested too deep>'
+PREVIEW_TOO_DEEP_OBJECT = '<{}; nested too deep>'
+PREVIEW_SIZED = '<{}; shape={}>'  # a frame, Series, Index or array inside a cell or an element
+PREVIEW_MORE_ITEMS = '... {} more'
+PREVIEW_MORE_CHARS = '... {} more characters'
+PREVIEW_MORE_BYTES = '... {} more bytes'
+PREVIEW_CLASS = "<class '{}'>"
+PREVIEW_FUNCTION = '<function {}>'
+PREVIEW_BUILTIN = '<built-in function {}>'
+PREVIEW_MODULE = "<module '{}'>"
+PREVIEW_FRAME_SHAPE = '[{} rows x {} columns]'  # pandas' own
+PREVIEW_ARRAY = 'shape={}, dtype={})'  # the end of numpy's repr, always with both
+PREVIEW_ARRAY_OMITTED = '<ndarray; shape={}; dtype={}; too many dimensions to preview>'
 
 # The source history.
 SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB)'
@@ -111,5 +125,7 @@ INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
 
 # Tracebacks, laid out as Python's own.
 TRACEBACK_HEAD = 'Traceback (most recent call last):'
-CAUSED_BY = '\n(caused by {})'
-RAISED_WHILE_HANDLING = '\n(raised while handling {})'
+CHAIN_CAUSE = '\n\nThe above exception was the direct cause of the following exception:\n\n'
+CHAIN_CONTEXT = '\n\nDuring handling of the above exception, another exception occurred:\n\n'
+CHAIN_ELIDED = '[{} earlier exceptions of the chain not shown]\n\n'
+SYNTAX_NO_DETAIL = '<no detail available>'

@@ -1,18 +1,51 @@
 """Previews of values without running user code: the trailing value of a run as
-`return_value` (and `value` when it is exact JSON), and the namespace inventory."""
+`return_value` (and `value` when it is exact JSON), and the namespace inventory.
+
+A preview (docs/contract.md §5.11) is, first that applies:
+
+- an exact str, JSON-quoted; or a value made only of exact JSON builtins whose JSON fits
+  PREVIEW_BYTES: that JSON, and `value` is the value;
+- a rendering that reads like Python's repr, of exact builtins and of the well-known types
+  of the standard library, numpy, pandas and matplotlib, within PREVIEW_BYTES. It says
+  where it left something out (`... 29997 more`, pandas' and numpy's own `...`), and
+  `truncated` is set exactly when it did;
+- `<TypeName; safe preview omitted>` for anything else, and for a library value whose
+  formatting raised.
+
+No code of the user's runs: no __repr__, __iter__, __len__, property or metaclass hook of
+a class the user defined. A class is a library's only when its module, read from the
+type's own slot, is already in sys.modules (nothing is imported here) and names that very
+class, so a subclass defined in a cell, or a class claiming a library's module, is not the
+library's. A library's own formatting (pandas' to_string, numpy's array2string, a stdlib
+repr) only ever sees data it can format without calling back into user code: first the
+rows, columns and elements that will be shown are copied out of the value, then every
+object cell, label and element in that small copy is replaced by its own safe preview.
+Working on the shown part alone is also what bounds a preview's time, whatever the size of
+the value: a 10,000,000-element array or a 1,000,000-row frame previews in milliseconds.
+"""
 
 import itertools
 import math
+import sys
+import types
+import warnings
 
 from .bridge import McpResult
 from .children import ShellResult
 from .common import MISSING, json_text, type_name, utf8_prefix, utf8_size
 from .limits import (
-    HISTORY_PREVIEW_NODES, INVENTORY_BYTES, INVENTORY_ENVELOPE, INVENTORY_LISTED, INVENTORY_SCANNED,
-    INVENTORY_TYPE_CHARS, NAME_CHARS, PREVIEW_BYTES, PREVIEW_DEPTH, PREVIEW_INT_BITS, PREVIEW_ITEMS,
-    PREVIEW_NODES, PREVIEW_STR_CHARS,
+    ARRAY_EDGE_ITEMS, ARRAY_ITEM_CHARS, ARRAY_SHOWN_ITEMS, ARRAY_THRESHOLD, FRAME_COLUMNS,
+    FRAME_COLWIDTH, FRAME_ROWS, FRAME_ROWS_SHORT, INDEX_ITEMS, INVENTORY_BYTES, INVENTORY_ENVELOPE,
+    INVENTORY_LISTED, INVENTORY_SCANNED, INVENTORY_TYPE_CHARS, NAME_CHARS, PREVIEW_BYTES, PREVIEW_DEPTH,
+    PREVIEW_INT_BITS, PREVIEW_ITEMS, PREVIEW_NESTING, PREVIEW_SORT_ITEMS, PREVIEW_STR_CHARS,
+    TYPE_NAME_CHARS,
 )
-from .messages import PREVIEW_OMITTED, PREVIEW_OMITTED_LENGTH
+from .messages import (
+    PREVIEW_ARRAY, PREVIEW_ARRAY_OMITTED, PREVIEW_BUILTIN, PREVIEW_CLASS, PREVIEW_FRAME_SHAPE,
+    PREVIEW_FUNCTION, PREVIEW_INT_OMITTED, PREVIEW_MODULE, PREVIEW_MORE_BYTES, PREVIEW_MORE_CHARS,
+    PREVIEW_MORE_ITEMS, PREVIEW_OMITTED, PREVIEW_OMITTED_LENGTH, PREVIEW_SIZED, PREVIEW_TOO_DEEP,
+    PREVIEW_TOO_DEEP_OBJECT,
+)
 
 
 class NotPreviewable(Exception):
@@ -20,8 +53,9 @@ class NotPreviewable(Exception):
 
 
 def plain_json(value, depth, budget):
-    """A copy of `value` made of exact JSON builtins (tuples become lists). Only exact
-    builtin types are touched, so no user code (repr, iter, len, properties) can run."""
+    """A copy of `value` made of small exact JSON builtins (tuples become lists), within
+    the bounds checkpoints keep to (docs/contract.md §7.2). Only exact builtin types are
+    touched, so no user code (repr, iter, len, properties) can run."""
     budget[0] -= 1
     if budget[0] < 0:
         raise NotPreviewable
@@ -58,6 +92,115 @@ def plain_json(value, depth, budget):
     raise NotPreviewable
 
 
+class _TooBig(Exception):
+    """The value is exact JSON so far, but its JSON would not fit the preview."""
+
+
+def _json_copy(value, depth, room):
+    """A copy of `value` made of exact JSON builtins, or NotPreviewable. room[0] is a lower
+    bound of the bytes its JSON may still take; passing it raises _TooBig, so the walk
+    stops after at most about PREVIEW_BYTES values however big the value is."""
+    cls = type(value)
+    if value is None or cls is bool:
+        room[0] -= 4
+        copy = value
+    elif cls is int:
+        bits = value.bit_length()
+        if bits > PREVIEW_INT_BITS:
+            raise NotPreviewable
+        room[0] -= bits * 3 // 10 + 1  # decimal digits, at least
+        copy = value
+    elif cls is float:
+        if not math.isfinite(value):
+            raise NotPreviewable
+        room[0] -= 3
+        copy = value
+    elif cls is str:
+        room[0] -= len(value) + 2
+        copy = value
+    elif depth >= PREVIEW_NESTING:
+        raise NotPreviewable
+    elif cls is list or cls is tuple or cls is ReplHistory:
+        room[0] -= 1 + len(value)
+        if room[0] < 0:
+            raise _TooBig
+        copy = [_json_copy(item, depth + 1, room) for item in value]
+    elif cls is dict or cls is McpResult:
+        room[0] -= 1 + len(value)
+        if room[0] < 0:
+            raise _TooBig
+        copy = {}
+        for key, item in dict.items(value):
+            if type(key) is not str:
+                raise NotPreviewable
+            room[0] -= len(key) + 3
+            copy[key] = _json_copy(item, depth + 1, room)
+    else:
+        raise NotPreviewable
+    if room[0] < 0:
+        raise _TooBig
+    return copy
+
+
+# ---- Reading types without running their code -------------------------------------------
+
+_type_module_slot = type.__dict__['__module__'].__get__
+_type_qualname_slot = type.__dict__['__qualname__'].__get__
+_type_mro_slot = type.__dict__['__mro__'].__get__
+_module_namespace = types.ModuleType.__dict__['__dict__'].__get__
+_function_qualname = types.FunctionType.__dict__['__qualname__'].__get__
+_builtin_qualname = types.BuiltinFunctionType.__dict__['__qualname__'].__get__
+
+_STDLIB = frozenset(sys.stdlib_module_names)
+# Libraries whose enum members and objects are recognised besides the standard library's.
+_LIBRARIES = frozenset({'numpy', 'pandas', 'matplotlib', 'mpl_toolkits'})
+
+
+def _namespace(module_name):
+    """The namespace of an already imported module, or None; nothing is imported."""
+    modules = sys.modules
+    module = dict.get(modules, module_name) if type(modules) is dict else None
+    if type(module) is not types.ModuleType:
+        return None
+    namespace = _module_namespace(module)
+    return namespace if type(namespace) is dict else None
+
+
+def _loaded(module_name, name):
+    """`module_name.name` when that module is already imported, else None."""
+    namespace = _namespace(module_name)
+    return None if namespace is None else dict.get(namespace, name)
+
+
+def _named(cls):
+    """(top-level package, qualname) of a class that its own module, already imported,
+    defines under that name; None for anything else (a class made in a cell, a subclass
+    of a library's class defined elsewhere, a class whose __module__ lies)."""
+    module = _type_module_slot(cls)
+    qualname = _type_qualname_slot(cls)
+    if type(module) is not str or type(qualname) is not str:
+        return None
+    namespace = _namespace(module)
+    if namespace is None or dict.get(namespace, qualname) is not cls:
+        return None
+    return module.partition('.')[0], qualname
+
+
+def _has_base(cls, base):
+    return base is not None and any(c is base for c in _type_mro_slot(cls))
+
+
+def _qualified(cls):
+    """`module.QualName` from the type's slots, bare for builtins."""
+    module, qualname = _type_module_slot(cls), _type_qualname_slot(cls)
+    qualname = qualname if type(qualname) is str else type_name(cls)
+    if type(module) is str and module != 'builtins':
+        qualname = f'{module}.{qualname}'
+    return qualname[:TYPE_NAME_CHARS]
+
+
+# ---- The rendering ------------------------------------------------------------------------
+
 _LENGTH_SHOWN = (str, bytes, list, tuple, dict, set, frozenset)
 
 
@@ -74,8 +217,670 @@ def _omitted(value):
     return PREVIEW_OMITTED.format(name)
 
 
+class _Rendering:
+    """What one preview's rendering shares. `cut`: something of the value was left out
+    (the result's `truncated`); `squeezed`: something was left out for lack of room, so
+    a container shows no more items after it; `active`: the containers being rendered
+    (one that contains itself shows as [...], as in Python)."""
+
+    __slots__ = ('cut', 'squeezed', 'active')
+
+    def __init__(self):
+        self.cut = False
+        self.squeezed = False
+        self.active = set()
+
+    def squeeze(self):
+        self.cut = self.squeezed = True
+
+    def inner(self):
+        """A state for the parts of one value (cells, elements, labels): what they leave
+        out makes the value cut, but does not squeeze the container holding the value."""
+        inner = _Rendering()
+        inner.active = self.active
+        return inner
+
+
+def _fit(text, room, state):
+    """`text` within `room` characters: cut at the end, as the last resort."""
+    if len(text) <= room:
+        return text
+    state.squeeze()
+    return text[:max(room, 0)]
+
+
+def _cut_repr(value, length, more, room, state):
+    """repr() of an exact str, bytes or bytearray, or of its longest prefix that fits
+    `room` with the note of what was left out. Only the prefix is ever copied."""
+    if length <= room:
+        text = repr(value)
+        if len(text) <= room:
+            return text
+    state.squeeze()
+    keep = max(room - 40, 0)
+    while True:
+        text = repr(value[:keep]) + more.format(length - keep)
+        if len(text) <= room or keep == 0:
+            return _fit(text, room, state)
+        keep = max(keep * room // len(text) - 1, 0)  # escapes made it longer: shrink
+
+
+def _int_text(value):
+    bits = value.bit_length()
+    return repr(value) if bits <= PREVIEW_INT_BITS else PREVIEW_INT_OMITTED.format(bits)
+
+
+# An item that does not fit whole is still shown, cut, when this much room is left for it.
+_CUT_ITEM_ROOM = 200
+
+
+def _items(pieces, length, opening, closing, room, state):
+    """`opening item, item, ... N more closing`: `pieces` yields functions that render one
+    item within a room; items are shown whole, in order, as long as they fit."""
+    out, used, shown = [opening], len(opening) + len(closing), 0
+    for piece in pieces:
+        separator = ', ' if shown else ''
+        left = room - used - len(separator) - len(PREVIEW_MORE_ITEMS.format(length)) - 2
+        if left <= 0:
+            break
+        outer, state.squeezed = state.squeezed, False
+        text = piece(left)
+        squeezed, state.squeezed = state.squeezed, outer
+        if squeezed and shown and left < _CUT_ITEM_ROOM:
+            break  # a later item that would show little of itself is left out, not shown cut
+        out.append(separator + text)
+        used += len(separator) + len(text)
+        shown += 1
+        if squeezed:
+            break
+    if shown < length:
+        out.append((', ' if shown else '') + PREVIEW_MORE_ITEMS.format(length - shown))
+        state.squeeze()
+    elif length == 1 and opening == '(':
+        out.append(',')  # a one-item tuple
+    out.append(closing)
+    return ''.join(out)
+
+
+def _container(value, length, opening, closing, empty, pieces, room, depth, state):
+    if length == 0:
+        return _fit(empty, room, state)
+    if id(value) in state.active:
+        return _fit(opening + '...' + closing, room, state)
+    if depth >= PREVIEW_NESTING:
+        state.cut = True
+        return _fit(PREVIEW_TOO_DEEP.format(type_name(type(value)), length), room, state)
+    state.active.add(id(value))
+    try:
+        return _items(pieces, length, opening, closing, room, state)
+    finally:
+        state.active.discard(id(value))
+
+
+def _sequence_pieces(items, depth, state):
+    for item in items:
+        yield lambda left, item=item: _render(item, left, depth + 1, state)
+
+
+def _pair_pieces(pairs, depth, state):
+    for key, item in pairs:
+        def piece(left, key=key, item=item):
+            key_text = _render(key, left - 3, depth + 1, state)
+            return key_text + ': ' + _render(item, left - len(key_text) - 2, depth + 1, state)
+        yield piece
+
+
+def _list(value, opening, closing, empty, room, depth, state):
+    return _container(value, len(value), opening, closing, empty,
+                      _sequence_pieces(value, depth, state), room, depth, state)
+
+
+def _dict(value, opening, closing, empty, room, depth, state, pairs=None):
+    pairs = dict.items(value) if pairs is None else pairs
+    return _container(value, dict.__len__(value), opening, closing, empty,
+                      _pair_pieces(pairs, depth, state), room, depth, state)
+
+
+def _render(value, room, depth, state):
+    """The safe rendering of any value within `room` characters."""
+    cls = type(value)
+    if value is None or cls is bool or cls is float or cls is complex:
+        return _fit(repr(value), room, state)
+    if cls is int:
+        return _fit(_int_text(value), room, state)
+    if cls is str:
+        return _cut_repr(value, len(value), PREVIEW_MORE_CHARS, room, state)
+    if cls is bytes or cls is bytearray:
+        return _cut_repr(value, len(value), PREVIEW_MORE_BYTES, room, state)
+    if cls is ShellResult:
+        text = str.__str__(value)
+        return _cut_repr(text, len(text), PREVIEW_MORE_CHARS, room, state)
+    if cls is list or cls is ReplHistory:
+        return _list(value, '[', ']', '[]', room, depth, state)
+    if cls is tuple:
+        return _list(value, '(', ')', '()', room, depth, state)
+    if cls is dict or cls is McpResult:
+        return _dict(value, '{', '}', '{}', room, depth, state)
+    if cls is set:
+        return _list(value, '{', '}', 'set()', room, depth, state)
+    if cls is frozenset:
+        return _list(value, 'frozenset({', '})', 'frozenset()', room, depth, state)
+    if cls is range or value is Ellipsis or value is NotImplemented:
+        return _fit(repr(value), room, state)
+    text = _described(value, cls)
+    if text is not None:
+        return _fit(text, room, state)
+    named = _named(cls)
+    if named is not None:
+        if depth >= PREVIEW_NESTING or id(value) in state.active:
+            state.cut = True
+            return _fit(PREVIEW_TOO_DEEP_OBJECT.format(type_name(cls)), room, state)
+        outer = state.cut, state.squeezed
+        tracked = named not in _STDLIB_TYPES  # the stdlib's containers track themselves
+        if tracked:
+            state.active.add(id(value))  # an object array or a frame may hold itself
+        try:
+            text = _library(value, cls, named, room, depth, state)
+        except Exception:  # the library's formatting failed: the omitted preview
+            (state.cut, state.squeezed), text = outer, None
+        finally:
+            if tracked:
+                state.active.discard(id(value))
+        if text is not None:
+            return _fit(text, room, state)
+    return _fit(_omitted(value), room, state)
+
+
+def _described(value, cls):
+    """Classes, functions and modules, named from their slots."""
+    if _has_base(cls, type):
+        return PREVIEW_CLASS.format(_qualified(value))
+    if cls is types.FunctionType:
+        return PREVIEW_FUNCTION.format(str(_function_qualname(value))[:TYPE_NAME_CHARS])
+    if cls is types.BuiltinFunctionType:
+        return PREVIEW_BUILTIN.format(str(_builtin_qualname(value))[:TYPE_NAME_CHARS])
+    if cls is types.ModuleType:
+        namespace = _module_namespace(value)
+        name = dict.get(namespace, '__name__') if type(namespace) is dict else None
+        return PREVIEW_MODULE.format(name[:TYPE_NAME_CHARS] if type(name) is str else '?')
+    return None
+
+
+# ---- The standard library -----------------------------------------------------------------
+
+def _safe_tz(tz):
+    """Whether a tzinfo's methods are the library's: none, or the stdlib's, pytz's or
+    dateutil's own classes. pandas and datetime call utcoffset() to format a time."""
+    if tz is None:
+        return True
+    named = _named(type(tz))
+    return named is not None and (named in (('datetime', 'timezone'), ('zoneinfo', 'ZoneInfo'))
+                                  or named[0] in ('pytz', 'dateutil'))
+
+
+def _repr(value, cls, room, depth, state):
+    return repr(value)
+
+
+def _zoned(value, cls, room, depth, state):
+    """A datetime or time: its repr, with a tzinfo of the user's previewed on its own."""
+    tz = value.tzinfo
+    if _safe_tz(tz):
+        return repr(value)
+    naive = repr(value.replace(tzinfo=None))
+    return naive[:-1] + ', tzinfo=' + _render(tz, 200, depth + 1, state.inner()) + ')'
+
+
+def _fraction(value, cls, room, depth, state):
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > PREVIEW_INT_BITS:
+        return None
+    return repr(value)
+
+
+def _deque(value, cls, room, depth, state):
+    maxlen = value.maxlen
+    closing = '])' if maxlen is None else f'], maxlen={maxlen})'
+    return _list(value, 'deque([', closing, 'deque([]' + closing[1:], room, depth, state)
+
+
+def _counter(value, cls, room, depth, state):
+    pairs = dict.items(value)
+    size = dict.__len__(value)
+    if size <= PREVIEW_SORT_ITEMS and all(type(count) is int for count in dict.values(value)):
+        # most_common() order, as Counter's repr; the counts are exact ints, so sorting runs
+        # no user code.
+        pairs = sorted(pairs, key=lambda pair: pair[1], reverse=True)
+    return _dict(value, 'Counter({', '})', 'Counter()', room, depth, state, pairs)
+
+
+def _ordered_dict(value, cls, room, depth, state):
+    # Its own order (move_to_end changes it), from the exact class's own items().
+    return _dict(value, 'OrderedDict({', '})', 'OrderedDict()', room, depth, state, cls.items(value))
+
+
+def _defaultdict(value, cls, room, depth, state):
+    factory = _render(value.default_factory, 200, depth + 1, state.inner())
+    return _dict(value, f'defaultdict({factory}, {{', '})', f'defaultdict({factory}, {{}})', room, depth, state)
+
+
+_PATHS = ('PurePath', 'PurePosixPath', 'PureWindowsPath', 'Path', 'PosixPath', 'WindowsPath')
+
+_STDLIB_TYPES = {
+    ('datetime', 'date'): _repr, ('datetime', 'timedelta'): _repr, ('datetime', 'timezone'): _repr,
+    ('datetime', 'datetime'): _zoned, ('datetime', 'time'): _zoned, ('zoneinfo', 'ZoneInfo'): _repr,
+    ('decimal', 'Decimal'): _repr, ('fractions', 'Fraction'): _fraction, ('uuid', 'UUID'): _repr,
+    ('collections', 'deque'): _deque, ('collections', 'Counter'): _counter,
+    ('collections', 'OrderedDict'): _ordered_dict, ('collections', 'defaultdict'): _defaultdict,
+    **{('pathlib', name): _repr for name in _PATHS},
+}
+
+
+def _library(value, cls, named, room, depth, state):
+    """The rendering of a value whose class a library (the standard library included)
+    defines, or None when it has none."""
+    render = _STDLIB_TYPES.get(named) or _PANDAS_TYPES.get(named) or _NUMPY_TYPES.get(named)
+    if render is not None:
+        return render(value, cls, room, depth, state)
+    top = named[0]
+    if top == 'numpy' and _has_base(cls, _loaded('numpy', 'generic')):
+        return _numpy_scalar(value, cls, room, depth, state)
+    if top in ('matplotlib', 'mpl_toolkits'):
+        return _matplotlib(value, cls, named, room, depth, state)
+    if (top in _STDLIB or top in _LIBRARIES) and _has_base(cls, _loaded('enum', 'Enum')):
+        return repr(value)  # a member of an enum the library defines: its values are the library's
+    return None
+
+
+# ---- numpy ----------------------------------------------------------------------------------
+
+class _Shown:
+    """An element of an object array replaced by its safe preview: numpy formats object
+    elements with repr(), which here is our own."""
+
+    __slots__ = ('text',)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _numpy_dtype(dtype):
+    """Whether a dtype is numpy's own (a user-defined DType is not)."""
+    named = _named(type(dtype))
+    return named is not None and named[0] == 'numpy'
+
+
+def _dtype_text(dtype):
+    """The dtype as numpy's repr writes it: `float64`, `'<U5'`, `'datetime64[ns]'`."""
+    name = dtype.name
+    if dtype.names is None and dtype.kind not in 'USV' and dtype.isnative and name.isalnum():
+        return name
+    return repr(str(dtype))
+
+
+def _ndarray(value, cls, room, depth, state):
+    np = sys.modules['numpy']
+    dtype = value.dtype
+    if not _numpy_dtype(dtype):
+        return None
+    objects = dtype.kind in 'OUST'  # elements numpy would repr(), or strings of any length
+    if dtype.hasobject and dtype.kind != 'O':
+        return None  # structured, with objects inside
+    shape = tuple(int(n) for n in value.shape)
+    tail = PREVIEW_ARRAY.format(repr(shape), _dtype_text(dtype))
+    sub, threshold, edge = value, sys.maxsize, ARRAY_EDGE_ITEMS
+    if value.size > ARRAY_THRESHOLD:
+        for edge in range(ARRAY_EDGE_ITEMS, 0, -1):
+            if math.prod(min(n, 2 * edge) for n in shape) <= ARRAY_SHOWN_ITEMS:
+                break
+        else:
+            state.cut = True
+            return PREVIEW_ARRAY_OMITTED.format(repr(shape), _dtype_text(dtype))
+        # Copy out the shown edges, plus one middle element along each long axis so that
+        # numpy itself still summarises that axis with its `...`.
+        for axis, n in enumerate(shape):
+            if n > 2 * edge:
+                sub = np.take(sub, [*range(edge), n // 2, *range(n - edge, n)], axis=axis)
+        threshold = 0
+        state.cut = True
+    if objects:
+        elements = sub.astype(object) if dtype.kind != 'O' else sub
+        shown = np.empty(sub.shape, dtype=object)
+        inner = state.inner()
+        for index in np.ndindex(sub.shape):
+            shown[index] = _Shown(_part(elements[index], ARRAY_ITEM_CHARS, depth + 1, inner))
+        state.cut = state.cut or inner.cut
+        sub = shown
+    # printoptions also resets any formatter and override_repr the user installed.
+    with np.printoptions(threshold=threshold, edgeitems=edge):
+        body = np.array2string(sub, separator=', ', prefix='array(')
+        width = np.get_printoptions()['linewidth']
+    # As numpy's repr: shape and dtype on a line of their own when the last one is full.
+    head = 'array(' + body + ','
+    last = len(head) - (head.rfind('\n') + 1)
+    return head + (' ' if last + len(tail) + 1 <= width else '\n      ') + tail
+
+
+def _numpy_scalar(value, cls, room, depth, state):
+    np = sys.modules['numpy']
+    if _has_base(cls, np.void):
+        return None if value.dtype.hasobject else repr(value)
+    for base, more in ((str, PREVIEW_MORE_CHARS), (bytes, PREVIEW_MORE_BYTES)):
+        if _has_base(cls, base):  # np.str_ and np.bytes_: the text may be long
+            data = base(value)
+            return f'np.{_type_qualname_slot(cls)}(' + _cut_repr(data, len(data), more, room - 12, state) + ')'
+    return repr(value)
+
+
+_NUMPY_TYPES = {('numpy', 'ndarray'): _ndarray}
+
+
+# ---- pandas ---------------------------------------------------------------------------------
+
+# pandas' own extension dtypes; any other (one a user registered) may run user code.
+_PANDAS_PLAIN_DTYPES = frozenset({
+    'BooleanDtype', 'Int8Dtype', 'Int16Dtype', 'Int32Dtype', 'Int64Dtype', 'UInt8Dtype',
+    'UInt16Dtype', 'UInt32Dtype', 'UInt64Dtype', 'Float32Dtype', 'Float64Dtype', 'PeriodDtype',
+})
+_PANDAS_INDEXES = frozenset({
+    'Index', 'RangeIndex', 'DatetimeIndex', 'TimedeltaIndex', 'PeriodIndex', 'CategoricalIndex',
+    'IntervalIndex', 'MultiIndex',
+})
+_PLAIN, _OBJECTS = 'plain', 'objects'
+
+
+def _dtype_kind(dtype):
+    """_PLAIN: the library formats these values itself; _OBJECTS: the values are Python
+    objects (or strings of any length), to be replaced by their safe previews; None: not
+    previewable without running code that may be the user's."""
+    named = _named(type(dtype))
+    if named is None:
+        return None
+    top, qualname = named
+    if top == 'numpy':
+        if dtype.kind in 'OUST':
+            return _OBJECTS if not dtype.hasobject or dtype.kind == 'O' else None
+        return None if dtype.hasobject else _PLAIN
+    if top != 'pandas':
+        return None
+    if qualname in _PANDAS_PLAIN_DTYPES:
+        return _PLAIN
+    if qualname == 'StringDtype':
+        return _OBJECTS
+    if qualname == 'DatetimeTZDtype':
+        return _PLAIN if _safe_tz(dtype.tz) else None
+    if qualname in ('IntervalDtype', 'SparseDtype'):
+        subtype = dtype.subtype
+        return _PLAIN if subtype is None or _dtype_kind(subtype) == _PLAIN else None
+    if qualname == 'CategoricalDtype':
+        categories = dtype.categories
+        return _PLAIN if categories is None else _index_kind(categories)
+    return None
+
+
+def _index_kind(index):
+    """_dtype_kind for a pandas Index (of a MultiIndex, the least previewable level)."""
+    named = _named(type(index))
+    if named is None or named[0] != 'pandas' or named[1] not in _PANDAS_INDEXES:
+        return None
+    if named[1] == 'MultiIndex':
+        kinds = [_index_kind(level) for level in index.levels]
+        return None if None in kinds else _OBJECTS if _OBJECTS in kinds else _PLAIN
+    return _dtype_kind(index.dtype)
+
+
+def _plain_attrs(value):
+    """pandas deep-copies `attrs` into every derived frame: only plain JSON there is safe."""
+    try:
+        plain_json(value.attrs, 0, [PREVIEW_ITEMS])
+    except NotPreviewable:
+        return False
+    return True
+
+
+_CELL_SCALARS = frozenset({
+    ('decimal', 'Decimal'), ('datetime', 'date'), ('datetime', 'timedelta'), ('uuid', 'UUID'),
+    ('pandas', 'Timedelta'), ('pandas', 'Period'), ('pandas', 'NAType'), ('pandas', 'NaTType'),
+    *(('pathlib', name) for name in _PATHS),
+})
+_ZONED_SCALARS = frozenset({('datetime', 'datetime'), ('datetime', 'time'), ('pandas', 'Timestamp')})
+
+
+def _formats_itself(value):
+    """Whether pandas may format `value` itself: its str() and repr() are library code
+    that calls nothing of the user's."""
+    cls = type(value)
+    if value is None or cls is bool or cls is float or cls is complex or cls is str:
+        return True
+    if cls is int:
+        return value.bit_length() <= PREVIEW_INT_BITS
+    named = _named(cls)
+    if named is None:
+        return False
+    if named in _CELL_SCALARS:
+        return True
+    if named in _ZONED_SCALARS:
+        return _safe_tz(value.tzinfo)
+    # numpy's numbers, bools, datetimes; not its strings, bytes and structured scalars.
+    return named[0] == 'numpy' and _has_base(cls, _loaded('numpy', 'generic')) and not _has_base(cls, _loaded('numpy', 'flexible'))
+
+
+def _cell(value, depth, state):
+    """What an object cell, label or element becomes before pandas formats it: the value
+    itself when pandas may format it, else its safe preview."""
+    if type(value) is str:
+        if len(value) <= FRAME_COLWIDTH:
+            return value
+        state.cut = True
+        return value[:FRAME_COLWIDTH + 1]  # pandas cuts it to the column width with its `...`
+    if _formats_itself(value):
+        return value
+    return _part(value, FRAME_COLWIDTH + 1, depth + 1, state)
+
+
+# Arrays with at most this many elements show whole inside a cell or an element.
+_SMALL_ARRAY = 10
+
+
+def _part(value, room, depth, state):
+    """The preview of a cell of a frame or an element of an array, in a small room: a
+    frame, a Series, an Index or a larger array in there is only named with its size, so
+    a table of tables costs one table's time."""
+    named = _named(type(value))
+    if named is not None and named[0] in ('pandas', 'numpy'):
+        kind, name = named[1], type_name(type(value))
+        if kind == 'DataFrame' or kind in _PANDAS_INDEXES or kind == 'Series' or (kind == 'ndarray' and value.size > _SMALL_ARRAY):
+            state.cut = True
+            return PREVIEW_SIZED.format(name, repr(tuple(int(n) for n in value.shape)))
+    return _render(value, room, depth, state)
+
+
+def _cells(values, depth, state):
+    """The previews of the values of a Series or an Index, as an object array."""
+    np = sys.modules['numpy']
+    # to_numpy, a real method: np.asarray would probe attributes such as
+    # __array_interface__ that a Series lacks, and pandas' __getattr__ then looks the name
+    # up among the index labels, hashing them, which may be user objects.
+    values = values.to_numpy(dtype=object)
+    shown = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        shown[i] = _cell(value, depth, state)
+    return shown
+
+
+def _label(name, depth, state):
+    """A label or name as pandas may show it: plain ones as they are, others previewed."""
+    cls = type(name)
+    if name is None or cls is bool or cls is int or cls is float or cls is str:
+        return _cell(name, depth, state)
+    return _part(name, FRAME_COLWIDTH, depth + 1, state)
+
+
+def _shown_index(index, depth, state):
+    """The labels of the shown rows or columns with every object replaced by its preview."""
+    pd = sys.modules['pandas']
+    if _named(type(index)) == ('pandas', 'MultiIndex'):
+        levels = []
+        for i in range(index.nlevels):
+            values = index.get_level_values(i)
+            levels.append(_cells(values, depth, state) if _index_kind(values) == _OBJECTS else values)
+        return pd.MultiIndex.from_arrays(levels, names=[_label(name, depth, state) for name in index.names])
+    name = _label(index.name, depth, state)
+    if _index_kind(index) == _OBJECTS:
+        return pd.Index(_cells(index, depth, state), dtype=object, name=name)
+    return index if name is index.name else index.rename(name)
+
+
+def _positions(n, whole, short):
+    """(positions to copy, max_rows or max_cols for pandas): all when at most `whole`;
+    else the first and last short//2 and one in the middle, which pandas elides as `...`."""
+    if n <= whole:
+        return list(range(n)), None
+    half = short // 2
+    return [*range(half), n // 2, *range(n - half, n)], 2 * half
+
+
+# The bounds tried in turn until the table fits the preview: rows shown whole up to,
+# rows shown of a longer frame, columns, column width.
+_FRAME_ATTEMPTS = (
+    (FRAME_ROWS, FRAME_ROWS_SHORT, FRAME_COLUMNS, FRAME_COLWIDTH),
+    (FRAME_ROWS_SHORT, FRAME_ROWS_SHORT, FRAME_COLUMNS, FRAME_COLWIDTH),
+    (FRAME_ROWS_SHORT, FRAME_ROWS_SHORT, FRAME_COLUMNS // 2, FRAME_COLWIDTH // 2),
+)
+
+
+def _frame(value, cls, room, depth, state):
+    pd = sys.modules['pandas']
+    kinds = [_dtype_kind(dtype) for dtype in value.dtypes]
+    if None in kinds or _index_kind(value.index) is None or _index_kind(value.columns) is None:
+        return None
+    if not _plain_attrs(value):
+        return None
+    rows, columns = value.shape
+    footer = '\n\n' + PREVIEW_FRAME_SHAPE.format(rows, columns)
+    text = ''
+    for whole, short, width, colwidth in _FRAME_ATTEMPTS:
+        attempt = state.inner()
+        row_positions, max_rows = _positions(rows, whole, short)
+        column_positions, max_cols = _positions(columns, width, width)
+        # Take along the axis that leaves less to copy first.
+        if len(row_positions) * columns <= rows * len(column_positions):
+            sub = value.take(row_positions).take(column_positions, axis=1)
+        else:
+            sub = value.take(column_positions, axis=1).take(row_positions)
+        # The labels first: from then on nothing in `shown` is the user's but object cells,
+        # which are replaced next.
+        shown = sub.copy()
+        shown.index = _shown_index(sub.index, depth, attempt)
+        shown.columns = _shown_index(sub.columns, depth, attempt)
+        for j, position in enumerate(column_positions):
+            if kinds[position] == _OBJECTS:
+                shown.isetitem(j, _cells(shown.iloc[:, j], depth, attempt))
+        with pd.option_context('display.float_format', None):
+            text = shown.to_string(max_rows=max_rows, max_cols=max_cols, max_colwidth=colwidth)
+        attempt.cut = attempt.cut or max_rows is not None or max_cols is not None
+        if len(text) + len(footer) <= room:
+            break
+    state.cut = state.cut or attempt.cut
+    return _fit(text, room - len(footer), state) + footer
+
+
+def _series(value, cls, room, depth, state):
+    pd = sys.modules['pandas']
+    kind = _dtype_kind(value.dtype)
+    if kind is None or _index_kind(value.index) is None or not _plain_attrs(value):
+        return None
+    length = len(value)
+    footer = [f'Length: {length}', f'dtype: {value.dtype.name}']
+    if value.name is not None:
+        named = state.inner()
+        footer.insert(0, f'Name: {_label(value.name, depth, named)}')
+        state.cut = state.cut or named.cut
+    footer = ', '.join(footer)
+    if length == 0:
+        return f'Series([], {footer})'
+    text = ''
+    for whole, short, _, colwidth in _FRAME_ATTEMPTS:
+        attempt = state.inner()
+        positions, max_rows = _positions(length, whole, short)
+        sub = value.take(positions)
+        index = _shown_index(sub.index, depth, attempt)
+        if kind == _OBJECTS:
+            shown = pd.Series(_cells(sub, depth, attempt), index=index, dtype=object)
+        else:
+            shown = sub.copy()
+            shown.index = index
+            shown.name = None  # shown in the footer, as its preview
+        with pd.option_context('display.float_format', None, 'display.max_colwidth', colwidth):
+            text = shown.to_string(max_rows=max_rows)
+        attempt.cut = attempt.cut or max_rows is not None
+        if len(text) + len(footer) + 1 <= room:
+            break
+    state.cut = state.cut or attempt.cut
+    return _fit(text, room - len(footer) - 1, state) + '\n' + footer
+
+
+def _index(value, cls, room, depth, state):
+    pd = sys.modules['pandas']
+    kind = _index_kind(value)
+    if kind is None:
+        return None
+    labels = state.inner()
+    names = [_label(name, depth, labels) for name in value.names]
+    state.cut = state.cut or labels.cut
+    if any(shown is not name for shown, name in zip(names, value.names)):
+        value = value.set_names(names)
+    if kind == _OBJECTS:
+        # pandas formats only the first and last few labels: those must be safe as they are.
+        for edge in (value[:INDEX_ITEMS], value[-INDEX_ITEMS:]):  # slices: nothing is hashed
+            for i in range(edge.nlevels):
+                labels = edge.get_level_values(i)
+                if _index_kind(labels) == _OBJECTS and not all(_formats_itself(label) for label in labels):
+                    return None
+    if len(value) > INDEX_ITEMS:
+        state.cut = True
+    with pd.option_context('display.max_seq_items', INDEX_ITEMS):
+        return repr(value)
+
+
+def _zoned_timestamp(value, cls, room, depth, state):
+    return repr(value) if _safe_tz(value.tzinfo) else None
+
+
+_PANDAS_TYPES = {
+    ('pandas', 'DataFrame'): _frame, ('pandas', 'Series'): _series,
+    ('pandas', 'Timestamp'): _zoned_timestamp, ('pandas', 'Timedelta'): _repr, ('pandas', 'Period'): _repr,
+    ('pandas', 'NAType'): _repr, ('pandas', 'NaTType'): _repr,
+    **{('pandas', name): _index for name in _PANDAS_INDEXES},
+}
+
+
+# ---- matplotlib -----------------------------------------------------------------------------
+
+def _matplotlib(value, cls, named, room, depth, state):
+    """Figures and Axes as matplotlib describes them (their size and Axes; their titles
+    and labels), Text with its position and string. The image is display()'s business."""
+    qualname = named[1]
+    if qualname in ('Figure', 'SubFigure'):
+        return repr(value)  # <Figure size 640x480 with 1 Axes>
+    if _has_base(cls, _loaded('matplotlib.axes._base', '_AxesBase')):
+        return repr(value)  # <Axes: title={'center': 'x'}, xlabel='t'>: strings only
+    if named == ('matplotlib', 'Text'):
+        x, y = value.get_position()
+        inner = state.inner()
+        parts = [_render(part, 100, depth + 1, inner) for part in (x, y, value.get_text())]
+        state.cut = state.cut or inner.cut
+        return 'Text(' + ', '.join(parts) + ')'
+    return None
+
+
+# ---- The preview ----------------------------------------------------------------------------
+
 def preview(value):
-    """(return_value, JSON value or MISSING, truncated) without running user code."""
+    """(return_value, JSON value or MISSING, truncated) without running user code;
+    `truncated` says that the preview left something of the value out."""
     if value is None:
         return None, MISSING, False
     cls = type(value)
@@ -86,13 +891,33 @@ def preview(value):
             return shown, value, False
         return shown, MISSING, True
     try:
-        plain = plain_json(value, 0, [HISTORY_PREVIEW_NODES if cls is ReplHistory else PREVIEW_NODES])
-    except NotPreviewable:
-        return _omitted(value), MISSING, True
-    text = json_text(plain)
-    if utf8_size(text) <= PREVIEW_BYTES:
-        return text, plain, False
-    return _omitted(value), MISSING, True
+        plain = _json_copy(value, 0, [PREVIEW_BYTES])
+    except (NotPreviewable, _TooBig, RecursionError):
+        plain = MISSING
+    if plain is not MISSING:
+        text = json_text(plain)
+        if utf8_size(text) <= PREVIEW_BYTES:
+            return text, plain, False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # a library's warnings are not the cell's output
+            room = PREVIEW_BYTES
+            for _ in range(_BYTE_ATTEMPTS):  # rooms count characters; the bound is bytes
+                state = _Rendering()
+                text = _render(value, room, 0, state)
+                size = utf8_size(text)
+                if size <= PREVIEW_BYTES:
+                    break
+                room = room * PREVIEW_BYTES // size - 1
+    except Exception:  # RecursionError, MemoryError: the preview must never fail the run
+        return _omitted(value), MISSING, False
+    shown, _, complete = utf8_prefix(text, PREVIEW_BYTES)
+    return shown, MISSING, state.cut or not complete
+
+
+# Renderings tried, each in a room shrunk by how much the last one's UTF-8 passed the
+# bound, before the last is cut at PREVIEW_BYTES.
+_BYTE_ATTEMPTS = 3
 
 
 def inventory(namespace, reserved):
@@ -123,4 +948,3 @@ def inventory(namespace, reserved):
 
 class ReplHistory(list):
     """What repl_history() returns: a list whose preview may hold every retained run."""
-

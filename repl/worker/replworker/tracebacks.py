@@ -10,11 +10,12 @@ import sys
 
 from .common import CELL_MODULE, is_worker_module
 from .limits import (
-    SOURCE_BYTES, SOURCE_RUNS, TRACEBACK_CAUSE_CHARS, TRACEBACK_CHARS, TRACEBACK_FRAMES,
+    SOURCE_BYTES, SOURCE_RUNS, TRACEBACK_CAUSE_CHARS, TRACEBACK_CHAIN, TRACEBACK_CHARS, TRACEBACK_FRAMES,
     TRACEBACK_MESSAGE_CHARS, TRACEBACK_SOURCE_CHARS, TYPE_NAME_CHARS,
 )
 from .messages import (
-    CAUSED_BY, INTERRUPTED, RAISED_WHILE_HANDLING, SOURCE_UNKNOWN, STR_FAILED, TRACEBACK_HEAD,
+    CHAIN_CAUSE, CHAIN_CONTEXT, CHAIN_ELIDED, INTERRUPTED, SOURCE_UNKNOWN, STR_FAILED, SYNTAX_NO_DETAIL,
+    TRACEBACK_HEAD,
 )
 
 _type_qualname_slot = type.__dict__['__qualname__'].__get__
@@ -111,30 +112,140 @@ def cell_frames(exc, sources):
         if sources.shows(code.co_filename):
             frames.append(_frame_text(sources, code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
-    if isinstance(exc, SyntaxError) and sources.shows(exc.filename):
-        frames.append(_frame_text(sources, exc.filename, exc.lineno))
     return frames[-TRACEBACK_FRAMES:]
 
 
-def _describe(exc, limit, sources):
-    """`Type: message` for an exception, the message cut to `limit` characters."""
-    if isinstance(exc, SyntaxError) and sources.shows(exc.filename):
-        message = str(exc.msg)  # the location is already shown as a frame
+def _message(exc):
+    try:
+        return str(exc)
+    except Exception:
+        return STR_FAILED
+
+
+def _notes(exc):
+    """PEP 678 notes (Python 3.11+), one a line after the message, as Python prints them."""
+    try:
+        notes = exc.__notes__
+    except Exception:
+        return ''
+    if type(notes) is not list:
+        return ''
+    return ''.join('\n' + note for note in notes if type(note) is str)
+
+
+def _source_window(line, start, end):
+    """At most TRACEBACK_SOURCE_CHARS of a long source line, around the columns [start, end)
+    a caret marks: (the shown text, where it starts in `line`)."""
+    if len(line) <= TRACEBACK_SOURCE_CHARS:
+        return line, 0
+    first = max(0, min(start - TRACEBACK_SOURCE_CHARS // 2, len(line) - TRACEBACK_SOURCE_CHARS))
+    return line[first:first + TRACEBACK_SOURCE_CHARS], first
+
+
+def _syntax_location(exc):
+    """The lines Python prints for a SyntaxError before its message: `File ..., line N`,
+    the source line and the caret line under the error (traceback's own rules, as of
+    Python 3.13), and the suffix of the message when there is no line number."""
+    lineno, filename = exc.lineno, exc.filename
+    if type(filename) is str:
+        filename = filename[:TRACEBACK_SOURCE_CHARS]
+    if lineno is None:
+        return [], f' ({filename})' if filename is not None else ''
+    lines = [f'  File "{filename or "<string>"}", line {lineno}']
+    text = exc.text
+    if type(text) is not str:
+        return lines, ''
+    rtext = text.rstrip('\n')
+    ltext = rtext.lstrip(' \n\f')
+    spaces = len(rtext) - len(ltext)
+    offset, end_offset = exc.offset, exc.end_offset
+    if type(offset) is not int:
+        lines.append('    ' + _source_window(ltext, 0, 0)[0])
+        return lines, ''
+    if exc.lineno == exc.end_lineno:
+        end_offset = end_offset if type(end_offset) is int and end_offset != 0 else offset
     else:
-        try:
-            message = str(exc)
-        except Exception:
-            message = STR_FAILED
+        end_offset = len(rtext) + 1
+    if offset > len(text):
+        offset = len(rtext) + 1
+    if end_offset > len(text):
+        end_offset = len(rtext) + 1
+    if offset >= end_offset or end_offset < 0:
+        end_offset = offset + 1
+    # 1-based columns into the line, to 0-based ones into its stripped text
+    colno, end_colno = offset - 1 - spaces, end_offset - 1 - spaces
+    shown, first = _source_window(ltext, colno, end_colno)
+    lines.append('    ' + shown)
+    if colno >= 0:
+        colno, end_colno = colno - first, min(end_colno - first, len(shown))
+        # Whitespace other than spaces (tabs) is kept, so the caret lines up.
+        caretspace = ''.join(c if c.isspace() else ' ' for c in shown[:colno])
+        lines.append('    ' + caretspace + '^' * max(end_colno - colno, 1))
+    return lines, ''
+
+
+def _describe(exc, limit):
+    """`Type: message` for an exception (the message and its notes cut to `limit`
+    characters), after the location of a SyntaxError as Python shows it."""
     name = exception_name(type(exc))
-    return f'{name}: {message[:limit]}' if message else name
+    location = []
+    if isinstance(exc, SyntaxError):
+        location, suffix = _syntax_location(exc)
+        message = (str(exc.msg) if exc.msg else SYNTAX_NO_DETAIL) + suffix
+    else:
+        message = _message(exc)
+    message = (message + _notes(exc))[:limit]
+    return '\n'.join([*location, f'{name}: {message}' if message else name])
 
 
-def _chain_note(exc, sources):
+def _older(exc):
+    """(the exception Python prints before `exc`, the separator between the two), or None."""
     if exc.__cause__ is not None:
-        return CAUSED_BY.format(_describe(exc.__cause__, TRACEBACK_CAUSE_CHARS, sources))
+        return exc.__cause__, CHAIN_CAUSE
     if exc.__context__ is not None and not exc.__suppress_context__:
-        return RAISED_WHILE_HANDLING.format(_describe(exc.__context__, TRACEBACK_CAUSE_CHARS, sources))
-    return ''
+        return exc.__context__, CHAIN_CONTEXT
+    return None
+
+
+def _chain(exc, sources):
+    """The chain Python prints, newest first: [(exception, its separator from the next
+    newer one)]. An exception that only repeats the one after it (the same type and
+    message, and no frames of the user's: a library's `raise KeyError(key) from err`) is
+    left out; the chain goes on with its own cause or context."""
+    chain, seen = [(exc, None)], {id(exc)}
+    newer, current = exc, exc
+    while True:
+        link = _older(current)
+        if link is None or id(link[0]) in seen:
+            return chain
+        older, separator = link
+        seen.add(id(older))
+        current = older
+        if type(older) is type(newer) and _message(older) == _message(newer) and not cell_frames(older, sources):
+            continue
+        chain.append((older, separator))
+        newer = older
+
+
+def _block(exc, room, limit, newest, sources):
+    """One exception as Python prints it, within `room` characters (None when even its
+    description does not fit): the head, the user's frames, innermost first to fit, and
+    the description."""
+    frames = cell_frames(exc, sources)
+    last = _describe(exc, limit)
+    # Python prints the head for an exception with a traceback; a cell that did not
+    # compile has no frame of the user's and reads as Python prints a SyntaxError.
+    head = [TRACEBACK_HEAD] if frames or (newest and not isinstance(exc, SyntaxError)) else []
+    room -= len(last) + sum(len(line) + 1 for line in head)
+    if room < 0 and not newest:
+        return None
+    kept = []
+    for frame in reversed(frames):  # the innermost frames matter most
+        if len(frame) + 1 > room:
+            break
+        kept.append(frame)
+        room -= len(frame) + 1
+    return '\n'.join([*head, *reversed(kept), last])
 
 
 class RunFailure(Exception):
@@ -143,19 +254,28 @@ class RunFailure(Exception):
 
 
 def format_error(exc, run_id, sources):
-    """The bounded traceback of the user's frames reported as the result's `error`."""
+    """The bounded traceback of the user's frames reported as the result's `error`: the
+    chain of causes and contexts as Python prints it, the newest exception whole first and
+    then as many older ones as fit."""
     if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
         return INTERRUPTED.format(run_id)
     if isinstance(exc, RunFailure):
         return str(exc)
-    head = TRACEBACK_HEAD
-    last = _describe(exc, TRACEBACK_MESSAGE_CHARS, sources) + _chain_note(exc, sources)
-    room = TRACEBACK_CHARS - len(head) - len(last) - 2
-    kept = []
-    for frame in reversed(cell_frames(exc, sources)):  # the innermost frames matter most
-        if len(frame) + 1 > room:
+    chain = _chain(exc, sources)
+    elided = max(len(chain) - TRACEBACK_CHAIN, 0)
+    chain = chain[:TRACEBACK_CHAIN]
+    reserve = len(CHAIN_ELIDED.format(len(chain) + elided)) if len(chain) > 1 or elided else 0
+    room = TRACEBACK_CHARS - reserve
+    blocks = []  # newest first, each followed by the separator from the next newer one
+    for i, (link, separator) in enumerate(chain):
+        newest = i == 0
+        separator = separator or ''
+        text = _block(link, room - len(separator), TRACEBACK_MESSAGE_CHARS if newest else TRACEBACK_CAUSE_CHARS, newest, sources)
+        if text is None:
+            elided += len(chain) - i
             break
-        kept.append(frame)
-        room -= len(frame) + 1
-    return '\n'.join([head, *reversed(kept), last])
+        blocks.append(text + separator)
+        room -= len(text) + len(separator)
+    note = CHAIN_ELIDED.format(elided) if elided else ''
+    return note + ''.join(reversed(blocks))
 
