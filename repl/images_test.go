@@ -159,6 +159,45 @@ func TestHistoryKeepsTheImagesOfTheNewestResults(t *testing.T) {
 	}
 }
 
+// TestRunImagesBesideTheResult: a real worker's images reach Result.Images, bytes and
+// all, outside the JSON, which lists their metadata; a run whose worker dies before its
+// result drops what it had sent.
+func TestRunImagesBesideTheResult(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	code := `import struct, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 5, 4, 8, 0, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(bytes(25 * 4))) + chunk(b"IEND", b"")
+display(png, png)
+len(png)`
+	res := s.Execute(t.Context(), ExecRequest{Code: code})
+	if !res.Success || len(res.Images) != 2 {
+		t.Fatalf("result: success=%v images=%+v error=%v", res.Success, res.Images, res.Error)
+	}
+	img := res.Images[0]
+	var size int
+	json.Unmarshal(res.Value, &size)
+	if !bytes.HasPrefix(img.Data, pngSignature) || len(img.Data) != size || img.Bytes != size || img.Width != 5 || img.Height != 4 || img.MIME != "image/png" {
+		t.Fatalf("image: %s %dx%d, %d bytes of %d", img.MIME, img.Width, img.Height, len(img.Data), size)
+	}
+	encoded, _ := json.Marshal(res)
+	if !strings.Contains(string(encoded), `"images":[{"mime":"image/png","bytes":`) || strings.Contains(string(encoded), "iVBOR") {
+		t.Fatalf("JSON: %s", encoded)
+	}
+	if _, kept, _ := s.Lookup(res.RunID); len(kept.Images) != 2 || !bytes.Equal(kept.Images[1].Data, img.Data) {
+		t.Fatal("history lost the images")
+	}
+	res = s.Execute(t.Context(), ExecRequest{Code: code + "\nimport os\nos._exit(3)"})
+	mustFail(t, res, msgCrashed, StateCleared)
+	if len(res.Images) != 0 {
+		t.Fatalf("a crashed run kept %d images", len(res.Images))
+	}
+	if res = s.Execute(t.Context(), ExecRequest{Code: "1"}); !res.Success || len(res.Images) != 0 {
+		t.Fatalf("the next run: success=%v, %d images", res.Success, len(res.Images))
+	}
+}
+
 // TestBadImageFrameKillsWorker: an image frame that breaks the protocol is a crash
 // that says why.
 func TestBadImageFrameKillsWorker(t *testing.T) {

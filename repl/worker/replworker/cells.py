@@ -23,6 +23,7 @@ from .bridge import RPCS, McpBridge, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
 from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
 from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name
+from .display import IMAGES, display
 from .interrupts import Interrupts
 from .limits import (
     ARGV_BYTES, ARGV_ITEMS, BACKGROUND_EXIT_GRACE, EXECUTOR_PENDING_JOBS, EXIT_MESSAGE_CHARS,
@@ -224,7 +225,7 @@ class Worker:
             'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
             'checkpoint': checkpoint, 'restore': restore,
             'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
-            'ToolError': ToolError, **ARTIFACT_HELPERS,
+            'ToolError': ToolError, **ARTIFACT_HELPERS, 'display': display,
         }
 
     def _install_baseline(self):
@@ -264,6 +265,7 @@ class Worker:
         threads_before = set(threading.enumerate())
         self._output.begin(run_id)
         RPCS.begin(run_id)
+        IMAGES.begin(run_id)
         sys.stdout, sys.stderr = self._sinks
         exit_code = None
         if command.get('source_path'):
@@ -284,6 +286,7 @@ class Worker:
         result = self._result(run_id, preview, exc, captured, policy_error)
         if extra:
             result.update(extra)
+        result.update(IMAGES.end())
         if exit_code is not None:
             result['exit_code'] = exit_code
         if cancelled:

@@ -9,6 +9,7 @@ from .bridge import RPCS
 from .cells import Worker
 from .channel import PROTOCOL_VERSION, Channel
 from .children import CHILDREN, exit_now
+from .display import IMAGES
 
 
 def python_version():
@@ -37,6 +38,7 @@ def _serve(path0):
     worker = Worker(channel)
     CHILDREN.start(channel)
     RPCS.start(channel)
+    IMAGES.start(channel)
     sys.argv = ['']
     if path0 is not None:
         sys.path.insert(0, path0)

@@ -7,6 +7,7 @@ from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
     PREVIEW_INT_BITS, RPC_PENDING, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
+from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT
 
 CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
 
@@ -113,3 +114,17 @@ INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
 TRACEBACK_HEAD = 'Traceback (most recent call last):'
 CAUSED_BY = '\n(caused by {})'
 RAISED_WHILE_HANDLING = '\n(raised while handling {})'
+
+# display() and the images of a run.
+DISPLAY_NO_CELL = (
+    'display() needs a running cell: call it from the cell\'s own code (a thread that '
+    'outlived its cell cannot show images)'
+)
+IMAGE_DAMAGED = 'display(): the bytes start like {} but the header is damaged (no width and height); pass the whole image file'
+IMAGE_REPR_NOT_BYTES = '{}.{}() returned {}, not the bytes of an image'
+IMAGE_REPR_NOT_IMAGE = '{}.{}() returned bytes that are not a PNG, JPEG, GIF or WebP image'
+IMAGE_PAST_COUNT = f'more than {IMAGE_COUNT} images in one run'
+IMAGE_PAST_BYTES = f'past the {IMAGE_BYTES // 1024} KiB of images one run shows inline'
+IMAGE_ARTIFACTS_FULL = f'the run already kept {IMAGE_ARTIFACTS} images as artifacts'
+IMAGE_NOT_KEPT = 'display(): an image ({}, {} bytes) was not shown ({}) and not kept as an artifact: {}; save it to a file instead\n'
+FIGURE_FAILED = 'display(): figure {} could not be drawn, and is closed: {}\n'
