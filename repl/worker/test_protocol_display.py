@@ -1,8 +1,8 @@
 """Images through the real worker (PROTOCOL.md, Images): display() in a cell sends `image`
 frames before the result, which lists their metadata; past the bounds an image is uploaded
-as an artifact through the artifact rpcs; what a cell displayed before it raised stays. The
-test plays the server: it assembles the frames and answers the artifact rpcs as a store
-would."""
+as an artifact through the artifact rpcs; what a cell displayed before it raised stays; and
+the matplotlib hook costs a worker's start nothing. The test plays the server: it assembles
+the frames and answers the artifact rpcs as a store would."""
 
 import base64
 import hashlib
@@ -119,3 +119,13 @@ class DisplayTests(WorkerTestCase):
         self.assertEqual(run.result['stdout'], '<C; safe preview omitted>\n"x"\n')
         self.assertIn('ValueError: display(): the bytes start like PNG but the header is damaged', run.result['error'])
         self.assertEqual(run.images, {})
+
+
+class StartTests(WorkerTestCase):
+    def test_the_matplotlib_hook_imports_nothing(self):
+        value = self.worker.value('import sys\n[name for name in sys.modules if name.split(".")[0] in ("matplotlib", "PIL")]')
+        self.assertEqual(value, [])
+        value = self.worker.value('import sys\n[type(f).__name__ for f in sys.meta_path[:2]]')
+        self.assertEqual(value, ['_Package', 'MatplotlibHook'])
+        self.assertEqual(self.worker.value('"display" in dir() and callable(display)'), True)
+        self.assertNotIn('mplbackend', self.worker.value('import sys\n" ".join(sys.modules)'))

@@ -1,10 +1,17 @@
 """display() and the images of a run, called directly: magic numbers and sizes, the bounds
-(8 images, 512 KiB, 8 artifacts), the frames an image is sent in, the preview fallback, and
-_repr_png_ and _repr_jpeg_ only for an object passed explicitly."""
+(8 images, 512 KiB, 8 artifacts), the frames an image is sent in, the preview fallback,
+_repr_png_ and _repr_jpeg_ only for an object passed explicitly, and the import hook that
+chooses the matplotlib backend (with a stand-in matplotlib package: the real one is tested
+by data_test_display.py with the data venv)."""
 
 import base64
 import contextlib
 import io
+import json
+import os
+import sys
+import tempfile
+import textwrap
 import unittest
 
 import testimages
@@ -267,6 +274,68 @@ class DisplayTests(ImagesTestCase):
         self.images.display(Answering())
         self.assertEqual(FIRED, [])
         self.assertEqual(self.stdout.getvalue(), '<Answering; safe preview omitted>\n')
+
+
+class MatplotlibHookTests(unittest.TestCase):
+    """The hook with a stand-in matplotlib package, which records how it is imported."""
+
+    PACKAGE = textwrap.dedent('''\
+        import os
+        from . import rcsetup
+        class RcParams(dict):
+            def __setitem__(self, key, value):
+                SET.append((key, value))
+                dict.__setitem__(self, key, value)
+        SET = []
+        rcParams = RcParams(backend=rcsetup._auto_backend_sentinel)
+        if os.environ.get('FAKE_MPLBACKEND'):
+            dict.__setitem__(rcParams, 'backend', os.environ['FAKE_MPLBACKEND'])
+        LOADER = __loader__
+        ''')
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        package = os.path.join(self.dir.name, 'matplotlib')
+        os.mkdir(package)
+        with open(os.path.join(package, '__init__.py'), 'w') as file:
+            file.write(self.PACKAGE)
+        with open(os.path.join(package, 'rcsetup.py'), 'w') as file:
+            file.write('_auto_backend_sentinel = object()\n')
+        self.saved = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split('.')[0] == 'matplotlib'}
+        sys.path.insert(0, self.dir.name)
+        self.hook = display.MatplotlibHook()
+        sys.meta_path.insert(0, self.hook)
+        self.addCleanup(self.restore)
+
+    def restore(self):
+        sys.meta_path.remove(self.hook)
+        sys.path.remove(self.dir.name)
+        for name in [name for name in sys.modules if name.split('.')[0] == 'matplotlib']:
+            del sys.modules[name]
+        sys.modules.update(self.saved)
+        os.environ.pop('FAKE_MPLBACKEND', None)
+
+    def test_selects_the_backend_when_none_was_chosen(self):
+        import matplotlib
+        self.assertEqual(matplotlib.rcParams['backend'], display.MPL_BACKEND)
+        self.assertEqual(matplotlib.SET, [('backend', display.MPL_BACKEND)], 'set through rcParams, validated')
+        # The real loader again, for the package and for importlib: the wrapper is gone.
+        self.assertIs(matplotlib.__loader__, matplotlib.LOADER)
+        self.assertIs(matplotlib.__spec__.loader, matplotlib.LOADER)
+        self.assertNotIsInstance(matplotlib.__loader__, display._SelectAfterExec)
+        import matplotlib.rcsetup  # submodules are not the hook's business
+        self.assertEqual(matplotlib.SET, [('backend', display.MPL_BACKEND)])
+
+    def test_leaves_a_chosen_backend_alone(self):
+        os.environ['FAKE_MPLBACKEND'] = 'Agg'
+        import matplotlib
+        self.assertEqual((matplotlib.rcParams['backend'], matplotlib.SET), ('Agg', []))
+
+    def test_backend_constants(self):
+        self.assertEqual(display.MPL_BACKEND, 'module://' + display.BACKEND_MODULE)
+        self.assertTrue(display.BACKEND_MODULE.endswith('.mplbackend'))
+        self.assertEqual(json.loads(json.dumps(display.MPL_BACKEND)), display.MPL_BACKEND)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,8 @@
-"""Images a run shows (docs/contract.md §7.9): the display() helper and their way to the
-server: `image` frames beside the result (PROTOCOL.md, Images), or artifacts once past the
-bounds, so that a plot never evicts the user's artifacts unless it has to.
+"""Images a run shows (docs/contract.md §7.9): the display() helper, the figures of
+matplotlib (through the worker's backend module, mplbackend, which this module selects when
+matplotlib is imported and nobody chose a backend), and their way to the server: `image`
+frames beside the result (PROTOCOL.md, Images), or artifacts once past the bounds, so that a
+plot never evicts the user's artifacts unless it has to.
 
 Nothing here imports matplotlib or PIL: their classes are looked up in sys.modules, so a
 worker that never imports them pays nothing, and display() never imports them either."""
@@ -11,13 +13,18 @@ import sys
 import threading
 
 from .artifacts import artifact
-from .common import type_name
+from .common import PACKAGE, type_name
 from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_CHUNK, IMAGE_COUNT
 from .messages import (
     DISPLAY_NO_CELL, FIGURE_FAILED, IMAGE_ARTIFACTS_FULL, IMAGE_DAMAGED, IMAGE_NOT_KEPT,
     IMAGE_PAST_BYTES, IMAGE_PAST_COUNT, IMAGE_REPR_NOT_BYTES, IMAGE_REPR_NOT_IMAGE, STR_FAILED,
 )
 from .previews import preview
+
+# The backend module's name, as matplotlib imports it: `module://` names are imported with
+# importlib.import_module, which the bootstrap's finder answers for the private package.
+BACKEND_MODULE = PACKAGE + '.mplbackend'
+MPL_BACKEND = 'module://' + BACKEND_MODULE
 
 # The methods display() calls on an object passed to it explicitly, in this order.
 REPR_METHODS = (('_repr_png_', 'PNG'), ('_repr_jpeg_', 'JPEG'))
@@ -188,6 +195,7 @@ class _Images:
         self._bytes = 0
         self._artifacts = []
         self._artifact_slots = 0
+        self._figures = set()  # ids of the figures shown in this run
 
     def start(self, channel):
         self._channel = channel
@@ -195,7 +203,7 @@ class _Images:
     def begin(self, run_id):
         with self._lock:
             self._run_id, self._shown, self._bytes = run_id, [], 0
-            self._artifacts, self._artifact_slots = [], 0
+            self._artifacts, self._artifact_slots, self._figures = [], 0, set()
 
     def end(self):
         """The run's result fields (`images`, `image_artifacts`; each absent when empty).
@@ -207,6 +215,7 @@ class _Images:
             if self._artifacts:
                 fields['image_artifacts'] = self._artifacts
             self._run_id = None
+            self._figures = set()
             return fields
 
     def display(self, *objs):
@@ -227,7 +236,10 @@ class _Images:
             return data if sniff(data) is not None else None
         figure = _loaded_class('matplotlib.figure', 'Figure')
         if figure is not None and _derives(cls, figure):
-            return render_figure(obj)
+            data = render_figure(obj)
+            with self._lock:
+                self._figures.add(id(obj))
+            return data
         pil = _loaded_class('PIL.Image', 'Image')
         if pil is not None and _derives(cls, pil):
             return _render_pil(obj)
@@ -275,6 +287,40 @@ class _Images:
         self._shown.append({'mime': mime, 'bytes': len(data), 'width': width, 'height': height})
         self._bytes += len(data)
 
+    def show_figure(self, figure):
+        """plt.show(), Figure.show() and the end of a run: one figure, through savefig."""
+        data = render_figure(figure)
+        with self._lock:
+            self._figures.add(id(figure))
+        self.show(data)
+
+    def figures_open(self):
+        backend = sys.modules.get(BACKEND_MODULE)
+        return backend is not None and bool(backend.open_managers())
+
+    async def show_figures(self):
+        """The figures of the worker's backend still open at the end of a run, oldest
+        first, except those this run showed already; a figure that fails to draw is named
+        on stderr (the run's own outcome stands)."""
+        for manager in sys.modules[BACKEND_MODULE].open_managers():
+            figure = manager.canvas.figure
+            with self._lock:
+                shown = id(figure) in self._figures
+            if shown:
+                continue
+            try:
+                self.show_figure(figure)
+            except Exception as exc:
+                sys.stderr.write(FIGURE_FAILED.format(manager.num, _describe(exc)))
+
+    def close_figures(self):
+        """Close every figure of the worker's backend, as Jupyter does after a cell: the
+        next run starts with none and shows none again."""
+        backend = sys.modules.get(BACKEND_MODULE)
+        if backend is not None:
+            backend.close_all()
+
+
 IMAGES = _Images()
 
 
@@ -283,6 +329,71 @@ def display(*objs):
     PIL image (saved by PIL) as a PNG image; PNG, JPEG, GIF or WebP bytes as they are; an
     object whose class defines _repr_png_ or _repr_jpeg_ as what that returns; anything
     else as its safe preview on stdout (no __repr__ runs). At most 8 images and 512 KiB per
-    run are shown; the rest become artifacts, listed in image_artifacts."""
+    run are shown; the rest become artifacts, listed in image_artifacts. plt.show() and the
+    figures still open when the cell ends are shown (and closed) without display()."""
     IMAGES.display(*objs)
 
+
+# -- choosing the backend ---------------------------------------------------------------
+
+def select_backend(matplotlib):
+    """Make the worker's backend matplotlib's when nobody chose one: neither MPLBACKEND nor
+    a matplotlibrc set `backend` (rcParams still holds matplotlib's "choose automatically"
+    sentinel, which is read without triggering that choice). Never breaks the import: on
+    any surprise (an unknown matplotlib) matplotlib keeps its own choice."""
+    try:
+        sentinel = matplotlib.rcsetup._auto_backend_sentinel
+        if dict.get(matplotlib.rcParams, 'backend') is sentinel:
+            matplotlib.rcParams['backend'] = MPL_BACKEND
+    except Exception:
+        pass
+
+
+class _SelectAfterExec:
+    """matplotlib's loader, wrapped for the one exec_module that runs the package: the real
+    loader is put back first (matplotlib and importlib.resources see only it), then the
+    package runs, then select_backend."""
+
+    def __init__(self, loader, spec):
+        self._loader = loader
+        self._spec = spec
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._spec.loader = module.__loader__ = self._loader
+        self._loader.exec_module(module)
+        select_backend(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class MatplotlibHook:
+    """A finder on sys.meta_path that finds nothing itself: for `matplotlib` it asks the
+    finders after it and wraps the loader they return, so the backend is chosen the moment
+    matplotlib is imported, before pyplot can choose one, and matplotlib is never imported
+    at the worker's start (that would cost every cold start)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != 'matplotlib':
+            return None
+        finders = sys.meta_path
+        for finder in finders[finders.index(self) + 1:] if self in finders else ():
+            find = getattr(finder, 'find_spec', None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
+                    spec.loader = _SelectAfterExec(spec.loader, spec)
+                return spec
+        return None
+
+
+def install_matplotlib_hook():
+    """Put the hook on sys.meta_path right after the worker's own finder; when something
+    imported matplotlib before the worker started, choose for it now."""
+    if 'matplotlib' in sys.modules:
+        select_backend(sys.modules['matplotlib'])
+        return
+    sys.meta_path.insert(1 if sys.meta_path else 0, MatplotlibHook())
