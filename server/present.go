@@ -35,11 +35,11 @@ func present(value any) *mcp.CallToolResult {
 	if len(structured)+len(encodedText)+envelopeOverhead > resultLimit {
 		text = omittedText
 	}
-	return &mcp.CallToolResult{
+	return withImages(&mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(structured),
 		IsError:           failed,
-	}
+	}, value)
 }
 
 // encodedResult is a tool value already encoded as a compact JSON object, with its
