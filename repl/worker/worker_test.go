@@ -28,6 +28,7 @@ func TestWorkerUnit(t *testing.T) {
 // work (matplotlib, PIL: data_test_*.py, which the suite above does not discover) on the
 // data venv's interpreter, the only one that has them.
 func TestWorkerDataLibraries(t *testing.T) {
+	t.Parallel()
 	python := pythons.DataVenv(t)
 	cmd := exec.CommandContext(t.Context(), python, "-B", "-m", "unittest", "discover", "-s", ".", "-p", "data_test_*.py")
 	out, err := cmd.CombinedOutput()
