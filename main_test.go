@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,14 +32,26 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs testscripts/*.txtar once per Python interpreter found here.
-// Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter), $PYVERSION
-// (its version) and $DATA_PYTHON, the interpreter of interop/.venv-data with the
-// pinned data libraries (make data-deps), for scripts about pandas, numpy and
-// matplotlib.
+// Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
+// $PYVERSION (its version), and $DATA_PYTHON, the data venv's interpreter (pandas,
+// numpy, matplotlib, pillow, ...; make data-deps). A script that needs those libraries
+// starts with `[!data] skip`: the condition data holds in exactly one subtest, that of
+// the interpreter the data venv was made from, so such a script runs once.
 func TestScripts(t *testing.T) {
 	fixtureBin := fixtureWrapper(t)
 	dataPython := pythons.DataVenv(t)
-	for _, py := range pythons.ForTest(t) {
+	dataBase, err := filepath.EvalSymlinks(dataPython)
+	if err != nil {
+		t.Fatalf("resolve the data venv's interpreter: %v", err)
+	}
+	interpreters := pythons.ForTest(t)
+	dataRuns := 0
+	for _, py := range interpreters {
+		base, err := filepath.EvalSymlinks(py.Path)
+		isData := err == nil && base == dataBase && dataRuns == 0
+		if isData {
+			dataRuns++
+		}
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
 			testscript.Run(t, testscript.Params{
@@ -58,11 +71,20 @@ func TestScripts(t *testing.T) {
 					}
 					return nil
 				},
+				Condition: func(cond string) (bool, error) {
+					if cond == "data" {
+						return isData, nil
+					}
+					return false, fmt.Errorf("unknown condition %q", cond)
+				},
 				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 					"exitcode": cmdExitcode,
 				},
 			})
 		})
+	}
+	if dataRuns == 0 {
+		t.Errorf("no interpreter here is the one the data venv was made from (%s): its scripts would never run", dataBase)
 	}
 }
 

@@ -32,6 +32,15 @@ type inFrame struct {
 	// job: a detached process group (pid is its leader) "started" or "finished"
 	Action string `json:"action"`
 
+	// image: ID is the run id; one chunk (Data, at Offset) of the run's image Index
+	Index  int    `json:"index"`
+	MIME   string `json:"mime"`
+	Bytes  int    `json:"bytes"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Offset int    `json:"offset"`
+	Data   []byte `json:"data"`
+
 	// rpc and rpc_cancel: ID is the rpc id
 	RunID  string          `json:"run_id"`
 	Op     string          `json:"op"`

@@ -52,3 +52,13 @@ const (
 	inventoryTimeout = 5 * time.Second
 	inventoryLimit   = 65536
 )
+
+// The images a run shows beside its result (docs/contract.md §4.1, §7.9): the worker's
+// bounds, checked again on this side, and what a session's history keeps of their bytes.
+const (
+	maxImages         = 8
+	maxImageBytes     = 524288 // a run's inline images together: 699,052 bytes of base64
+	imageChunkBytes   = 262144 // raw bytes of one image frame
+	maxImageArtifacts = 8      // references in image_artifacts
+	historyImageBytes = 2 << 20
+)

@@ -21,6 +21,9 @@ const (
 	msgNoActiveRun     = "No matching active run"
 	msgFrameTooLarge   = "Worker command exceeds 1 MiB; reduce code"
 
+	// Images.
+	msgImageNotRetained = "Image no longer retained: the session's history keeps the images of its newest results (2 MiB); run the cell again to see it"
+
 	// Starting a worker.
 	msgCannotRun      = "Python interpreter %q cannot be run: %w"
 	msgCouldNotStart  = "Python worker could not start (%s): %w"

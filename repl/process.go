@@ -205,8 +205,11 @@ func (p *process) startupOutput() string {
 	return ": " + cutUTF8(out, 2000)
 }
 
-// readFrames dispatches frames until the channel closes or breaks the protocol.
+// readFrames dispatches frames until the channel closes or breaks the protocol. A
+// run's images are collected here and handed to its result; a run that never sends
+// one drops them.
 func (p *process) readFrames(frames *frameReader, events workerEvents) {
+	var images imageCollector
 	for {
 		f, err := frames.next()
 		if err != nil {
@@ -222,11 +225,22 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 			events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
+		case "image":
+			if err := images.add(f); err != nil {
+				p.die(err)
+				return
+			}
 		case "result":
 			if f.Result == nil {
 				p.die(errors.New("worker sent a result frame without a result"))
 				return
 			}
+			taken, err := images.take(f.ID, f.Result.Images)
+			if err != nil {
+				p.die(err)
+				return
+			}
+			f.Result.Images = taken
 			p.results <- resultFrame{id: f.ID, result: f.Result}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))

@@ -58,6 +58,12 @@ type Result struct {
 	// start), later for a run reported from a live copy that had dropped its oldest
 	// bytes.
 	stdoutBase, stderrBase int64
+
+	// Images are the images the run showed, in order: their metadata is the JSON's
+	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
+	// of the images past the bounds, which became artifacts.
+	Images         []Image           `json:"images,omitempty"`
+	ImageArtifacts []json.RawMessage `json:"image_artifacts,omitempty"`
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.
@@ -74,6 +80,11 @@ type workerResult struct {
 	ExitCode                 *int            `json:"exit_code"`
 	Artifact                 json.RawMessage `json:"artifact"`
 	ArtifactError            *string         `json:"artifact_error"`
+
+	// Images is the metadata the result frame lists; the frame reader puts the bytes
+	// of the run's image frames in (imageCollector.take).
+	Images         []Image           `json:"images"`
+	ImageArtifacts []json.RawMessage `json:"image_artifacts"`
 }
 
 // failure is a result for a run that failed with msg and left the namespace in state.
@@ -109,9 +120,21 @@ func (r *Result) bound(valueLimit int) {
 		v := boundFlag(*r.ArtifactError, maxArtifactErrorBytes, &cut)
 		r.ArtifactError = &v
 	}
+	r.ImageArtifacts = boundRefs(r.ImageArtifacts, maxImageArtifacts)
 	if r.State == "" {
 		r.State = StatePreserved
 	}
+}
+
+// boundRefs keeps at most limit artifact references, each within maxArtifactRefBytes.
+func boundRefs(refs []json.RawMessage, limit int) []json.RawMessage {
+	var kept []json.RawMessage
+	for _, ref := range refs {
+		if len(kept) < limit && len(ref) <= maxArtifactRefBytes && string(ref) != "null" {
+			kept = append(kept, ref)
+		}
+	}
+	return kept
 }
 
 func boundFlag(s string, limit int, flag *bool) string {

@@ -263,6 +263,7 @@ func (s *Session) execute(ctx context.Context, r *run) *Result {
 		if len(s.history) > HistoryRuns {
 			s.history = append(s.history[:0:0], s.history[len(s.history)-HistoryRuns:]...)
 		}
+		retainImages(s.history)
 		s.mu.Unlock()
 	}
 	r.finish(res)

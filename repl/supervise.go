@@ -369,6 +369,8 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		ExitCode:                 wr.ExitCode,
 		Artifact:                 wr.Artifact,
 		ArtifactError:            wr.ArtifactError,
+		Images:                   wr.Images,
+		ImageArtifacts:           wr.ImageArtifacts,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true

@@ -42,6 +42,10 @@ var workerLimitTwins = map[string]twin{
 	"SOURCE_FILE_BYTES":    equals(MaxCodeBytes), // a saved file has the code limit (docs/contract.md §6.4)
 	"RPC_PENDING":          equals(maxOutstandingRPCs),
 	"ARTIFACT_ERROR_BYTES": equals(maxArtifactErrorBytes),
+	"IMAGE_COUNT":          equals(maxImages),
+	"IMAGE_BYTES":          equals(maxImageBytes),
+	"IMAGE_CHUNK":          equals(imageChunkBytes),
+	"IMAGE_ARTIFACTS":      equals(maxImageArtifacts),
 
 	"ARTIFACT_CHUNK":      equals(artifacts.ChunkBytes),
 	"ARTIFACT_MAX_BYTES":  equals(artifacts.MaxArtifactBytes),

@@ -31,10 +31,10 @@ const (
 func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value any) *mcp.CallToolResult {
 	structured, failed := encodeValue(value)
 	if f == formText {
-		return &mcp.CallToolResult{
+		return withImages(&mcp.CallToolResult{
 			Content: []mcp.Content{&mcp.TextContent{Text: s.modelText(ctx, sess, value, structured)}},
 			IsError: failed,
-		}
+		}, value)
 	}
 	text := structuredText(value, structured)
 	if len(text) > textLimit {
@@ -47,11 +47,11 @@ func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value 
 	if len(structured)+len(encodedText)+envelopeOverhead > resultLimit {
 		text = omittedText
 	}
-	return &mcp.CallToolResult{
+	return withImages(&mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(structured),
 		IsError:           failed,
-	}
+	}, value)
 }
 
 // encodedResult is a tool value already encoded as a compact JSON object, with its

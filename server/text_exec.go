@@ -18,6 +18,9 @@ type execution struct {
 	failed bool
 	// polled: read back with python_run, so the footer names the run.
 	polled bool
+	// images are the images the run showed, bytes and all: content blocks of
+	// their own after the text, in either form (server/images.go).
+	images []repl.Image
 }
 
 // executed is r as the value of the tool that ran it.
@@ -34,7 +37,7 @@ func executionOf(r *repl.Result, polled bool) execution {
 		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
 		return execution{json: encoded, failed: true, polled: polled}
 	}
-	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled}
+	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images}
 }
 
 // execView is the part of an execution result's JSON the text is made of.

@@ -31,7 +31,7 @@ RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
 ARTIFACT_HELPERS = ('artifact', 'artifact_read', 'artifact_save', 'artifact_delete', 'artifact_forward')
-HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS)
+HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS, 'display')
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
 MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
 MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
@@ -166,6 +166,7 @@ class WorkerProcess:
         self.event_buffer = b''
         self.native = b''
         self.jobs = []  # job frames, which may come at any time
+        self.images = []  # image frames collect() read, in order
         self.open_fds = {event_r, native_r}
         self.ready = None
         try:
@@ -252,8 +253,9 @@ class WorkerProcess:
         return run_id
 
     def collect(self, run_id, timeout=RESULT_WAIT):
-        """Frames up to the run's result: (result, [output frames]). The automatic artifact
-        upload of a large trailing value is refused, as by a server without a store."""
+        """Frames up to the run's result: (result, [output frames]); its image frames go to
+        self.images. The automatic artifact upload of a large trailing value is refused, as
+        by a server without a store."""
         outputs = []
         deadline = time.monotonic() + timeout
         while True:
@@ -265,6 +267,8 @@ class WorkerProcess:
             assert frame['id'] == run_id, frame
             if frame['type'] == 'output':
                 outputs.append(frame)
+            elif frame['type'] == 'image':
+                self.images.append(frame)
             elif frame['type'] == 'result':
                 return frame['result'], outputs
             else:

@@ -23,6 +23,7 @@ from .bridge import RPCS, McpBridge, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
 from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
 from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name
+from .display import IMAGES, display
 from .interrupts import Interrupts
 from .limits import (
     ARGV_BYTES, ARGV_ITEMS, BACKGROUND_EXIT_GRACE, EXECUTOR_PENDING_JOBS, EXIT_MESSAGE_CHARS,
@@ -224,7 +225,7 @@ class Worker:
             'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
             'checkpoint': checkpoint, 'restore': restore,
             'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
-            'ToolError': ToolError, **ARTIFACT_HELPERS,
+            'ToolError': ToolError, **ARTIFACT_HELPERS, 'display': display,
         }
 
     def _install_baseline(self):
@@ -264,6 +265,7 @@ class Worker:
         threads_before = set(threading.enumerate())
         self._output.begin(run_id)
         RPCS.begin(run_id)
+        IMAGES.begin(run_id)
         sys.stdout, sys.stderr = self._sinks
         exit_code = None
         if command.get('source_path'):
@@ -272,6 +274,7 @@ class Worker:
             value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>')
         interrupted = self._interrupts.cancelled  # a SIGINT reached the cell: the run is being stopped
         cancelled, policy_error = self._epilogue(run_id, threads_before)
+        interrupted = self._show_figures(run_id, interrupted)
         preview = extra = None
         if exc is None and policy_error is None and value is not MISSING:
             preview = value_preview(value)
@@ -287,6 +290,7 @@ class Worker:
         result = self._result(run_id, preview, exc, captured, policy_error)
         if extra:
             result.update(extra)
+        result.update(IMAGES.end())
         if exit_code is not None:
             result['exit_code'] = exit_code
         if cancelled:
@@ -400,6 +404,26 @@ class Worker:
         executor_threads = self._executor.threads()
         # enumerate() drops a thread once its Python code has finished.
         return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
+
+    def _show_figures(self, run_id, interrupted):
+        """Show the figures the run left open, as a task of the run (its rpcs may upload an
+        image too large to show; a SIGINT stops it like a cell), unless the run was
+        interrupted; then close them all. Returns whether the run was interrupted."""
+        if not IMAGES.figures_open():
+            return interrupted
+        if not interrupted:
+            context = contextvars.copy_context()
+            context.run(RUN_ID.set, run_id)
+            RPCS.begin(run_id)  # the epilogue closed the bridge; the run is still active
+            try:
+                task = context.run(self._loop.create_task, IMAGES.show_figures())
+                self._interrupts.drive(task)
+            finally:
+                RPCS.end()
+                self._loop.cancel_cell_callbacks()
+            interrupted = self._interrupts.cancelled or task.cancelled() or task.exception() is not None
+        IMAGES.close_figures()
+        return interrupted
 
     def _auto_artifact(self, run_id, value, interrupted):
         """Upload a trailing value too big for its preview, whose preview was cut

@@ -102,3 +102,11 @@ ARTIFACT_STRING_BUDGET = 16_777_216  # bytes of a JSON value's strings, counted 
 ARTIFACT_TEXT_SLICE = 8_192  # characters encoded to UTF-8 at a time (at most one chunk)
 ARTIFACT_ABORT_WAIT = 5.0  # seconds a best-effort artifact.abort may take
 ARTIFACT_ERROR_BYTES = 1_000  # UTF-8 bytes of an artifact_error (Go: repl's maxArtifactErrorBytes)
+
+# Images (display.py): what one run shows inline, beside its result; past a bound an image
+# becomes an artifact. Together they keep the MCP reply under its 1,000,000 bytes: 512 KiB
+# is 699,052 bytes of base64, which leaves the rest of the result about 300,000.
+IMAGE_COUNT = 8  # images one run shows inline (Go: repl.maxImages)
+IMAGE_BYTES = 524_288  # bytes of the images one run shows inline, all together (Go: repl.maxImageBytes)
+IMAGE_CHUNK = 262_144  # raw bytes of one image frame, base64 in the frame (Go: repl.imageChunkBytes)
+IMAGE_ARTIFACTS = 8  # images one run keeps as artifacts once past the inline bounds (Go: repl.maxImageArtifacts)

@@ -9,6 +9,7 @@ from .bridge import RPCS
 from .cells import Worker
 from .channel import PROTOCOL_VERSION, Channel
 from .children import CHILDREN, exit_now
+from .display import IMAGES, install_matplotlib_hook
 
 
 def python_version():
@@ -37,6 +38,8 @@ def _serve(path0):
     worker = Worker(channel)
     CHILDREN.start(channel)
     RPCS.start(channel)
+    IMAGES.start(channel)
+    install_matplotlib_hook()
     sys.argv = ['']
     if path0 is not None:
         sys.path.insert(0, path0)

@@ -7,6 +7,7 @@ from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
     PREVIEW_INT_BITS, RPC_PENDING, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
+from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT
 
 CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
 
@@ -129,3 +130,17 @@ CHAIN_CAUSE = '\n\nThe above exception was the direct cause of the following exc
 CHAIN_CONTEXT = '\n\nDuring handling of the above exception, another exception occurred:\n\n'
 CHAIN_ELIDED = '[{} earlier exceptions of the chain not shown]\n\n'
 SYNTAX_NO_DETAIL = '<no detail available>'
+
+# display() and the images of a run.
+DISPLAY_NO_CELL = (
+    'display() needs a running cell: call it from the cell\'s own code (a thread that '
+    'outlived its cell cannot show images)'
+)
+IMAGE_DAMAGED = 'display(): the bytes start like {} but the header is damaged (no width and height); pass the whole image file'
+IMAGE_REPR_NOT_BYTES = '{}.{}() returned {}, not the bytes of an image'
+IMAGE_REPR_NOT_IMAGE = '{}.{}() returned bytes that are not a PNG, JPEG, GIF or WebP image'
+IMAGE_PAST_COUNT = f'more than {IMAGE_COUNT} images in one run'
+IMAGE_PAST_BYTES = f'past the {IMAGE_BYTES // 1024} KiB of images one run shows inline'
+IMAGE_ARTIFACTS_FULL = f'the run already kept {IMAGE_ARTIFACTS} images as artifacts'
+IMAGE_NOT_KEPT = 'display(): an image ({}, {} bytes) was not shown ({}) and not kept as an artifact: {}; save it to a file instead\n'
+FIGURE_FAILED = 'display(): figure {} could not be drawn, and is closed: {}\n'

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// imageBlockOverhead is the JSON of an image block around its base64 and MIME
+	// type: {"type":"image","mimeType":"","data":""} and a comma.
+	imageBlockOverhead = 48
+	// omittedMarkBytes is room for the omitted note one left-out image adds to
+	// structuredContent.
+	omittedMarkBytes = len(msgImageLeftOut) + 16
+	msgImageLeftOut  = "Image left out of this reply: the reply would pass 1,000,000 bytes; print less in the cell that shows it, or save the figure to a file and artifact(path=...)"
+)
+
+// withImages adds the images of an execution result to its presentation as MCP image
+// content, after the text, in order (docs/contract.md §3.4): each while the whole reply
+// stays within resultLimit. An image that does not fit is left out, and its entry in
+// structuredContent's `images` says so; one whose bytes the history no longer keeps has
+// its own note there already; in the text form, which has no structuredContent, the
+// text says so. Any other value is returned as it is.
+func withImages(res *mcp.CallToolResult, value any) *mcp.CallToolResult {
+	e, ok := value.(execution)
+	if !ok || len(e.images) == 0 {
+		return res
+	}
+	encoded, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	used := len(encoded) + envelopeOverhead + len(e.images)*omittedMarkBytes
+	images := append([]repl.Image(nil), e.images...)
+	leftOut := false
+	for i, img := range images {
+		if img.Data == nil {
+			continue
+		}
+		size := base64.StdEncoding.EncodedLen(len(img.Data)) + len(img.MIME) + imageBlockOverhead
+		if used+size > resultLimit {
+			images[i].Omitted, leftOut = msgImageLeftOut, true
+			continue
+		}
+		used += size
+		res.Content = append(res.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MIME})
+	}
+	if !leftOut {
+		return res
+	}
+	if res.StructuredContent == nil {
+		if text, ok := res.Content[0].(*mcp.TextContent); ok {
+			text.Text += "\n[" + msgImageLeftOut + "]"
+		}
+		return res
+	}
+	res.StructuredContent = withImageNotes(res.StructuredContent, images)
+	return res
+}
+
+// withImageNotes replaces the `images` of an encoded result by images, whose notes say
+// which were left out.
+func withImageNotes(structured any, images []repl.Image) any {
+	raw, ok := structured.(json.RawMessage)
+	var fields map[string]json.RawMessage
+	if !ok || json.Unmarshal(raw, &fields) != nil {
+		return structured
+	}
+	fields["images"], _ = json.Marshal(images)
+	patched, err := json.Marshal(fields)
+	if err != nil {
+		return structured
+	}
+	return json.RawMessage(patched)
+}
