@@ -69,6 +69,7 @@ var workerLimitTwins = map[string]twin{
 	"INTERRUPT_RETRY": workerOnly, "EXECUTOR_PENDING_JOBS": workerOnly, "MCP_REPLY_SLACK": workerOnly,
 	"MCP_OP_WAIT": workerOnly, "TOOL_ERROR_CHARS": workerOnly, "ARTIFACT_JSON_NODES": workerOnly,
 	"ARTIFACT_STRING_BUDGET": workerOnly, "ARTIFACT_TEXT_SLICE": workerOnly, "ARTIFACT_ABORT_WAIT": workerOnly,
+	"RPC_QUEUED": workerOnly,
 }
 
 // The worker enforces some limits the Go side enforces or relies on too (the frame size,

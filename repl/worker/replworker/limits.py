@@ -71,6 +71,7 @@ EXECUTOR_PENDING_JOBS = 64  # unfinished jobs of the default executor
 
 # The mcp bridge (bridge.py).
 RPC_PENDING = 64  # bridge calls awaiting their rpc_result at once (Go: repl's maxOutstandingRPCs)
+RPC_QUEUED = 1_024  # bridge calls waiting for one of those RPC_PENDING slots
 MCP_TIMEOUT_MIN = 0.01  # seconds, the shortest timeout a bridge call accepts (Go: broker's minTimeout)
 MCP_TIMEOUT_MAX = 3600.0  # seconds, the longest timeout a bridge call accepts (Go: broker's maxTimeout)
 MCP_CALL_TIMEOUT = 120.0  # seconds, mcp.call's default timeout (Go: broker's defaultCallTimeout)

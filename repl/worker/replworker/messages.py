@@ -5,7 +5,7 @@ errors written to fd 2. Clients match substrings of many of them (reference sect
 
 from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
-    PREVIEW_INT_BITS, RPC_PENDING, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
+    PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
 
 CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
@@ -64,7 +64,7 @@ SKIP_BYTE_LIMIT = 'snapshot byte limit'
 
 # The mcp bridge.
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
-MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING})'
+MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING} in flight and {RPC_QUEUED} waiting)'
 MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
 MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
 MCP_ARGUMENTS_NOT_DICT = 'arguments must be a dict'
