@@ -562,6 +562,7 @@ class ArtifactTests(WorkerTestCase):
         cases = [
             ('artifact_read("a-1")', 'artifact.read', {'id': 'a-1', 'offset': 0, 'length': 65_536, 'encoding': 'text'}, read),
             ('artifact_read("a-1", offset=1, length=3, encoding="hex")', 'artifact.read', {'id': 'a-1', 'offset': 1, 'length': 3, 'encoding': 'hex'}, read),
+            ('artifact_read("a-1", 65_536, 3, "base64")', 'artifact.read', {'id': 'a-1', 'offset': 65_536, 'length': 3, 'encoding': 'base64'}, read),
             ('artifact_save("a-1", "~/out.json")', 'artifact.save', {'id': 'a-1', 'path': os.path.join(home, 'out.json'), 'overwrite': False},
              {'artifact': ref, 'saved': True, 'path': os.path.join(home, 'out.json')}),
             ('artifact_save("a-1", "out.json", overwrite=True)', 'artifact.save', {'id': 'a-1', 'path': os.path.join(cwd, 'out.json'), 'overwrite': True},
