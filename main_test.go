@@ -38,27 +38,53 @@ func TestScripts(t *testing.T) {
 	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
-			testscript.Run(t, testscript.Params{
-				Dir:                 "testscripts",
-				RequireExplicitExec: true,
-				RequireUniqueNames:  true,
-				UpdateScripts:       *update,
-				Setup: func(e *testscript.Env) error {
-					e.Setenv("PYTHON", py.Path)
-					e.Setenv("REPL_MCP_PYTHON", py.Path)
-					e.Setenv("PYVERSION", py.Version)
-					e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
-					if d, ok := t.Deadline(); ok {
-						// mcpc gives up with its transcript before testscript kills it.
-						e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
-					}
-					return nil
-				},
-				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-					"exitcode": cmdExitcode,
-				},
-			})
+			testscript.Run(t, scriptParams(t, "testscripts", py.Path, py.Version, fixtureBin))
 		})
+	}
+}
+
+// TestDataScripts runs testscripts/data/*.txtar once, on the interpreter of
+// interop/.venv-data (`make data-deps`): the contract with the libraries of real data
+// work (pandas, numpy, matplotlib, tqdm, Dask). Each script also sees $DATA_PYTHON,
+// the same interpreter as $PYTHON, to name in --python.
+func TestDataScripts(t *testing.T) {
+	python := pythons.DataVenv(t)
+	out, err := exec.Command(python, "-c", "import platform; print(platform.python_version())").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", python, err)
+	}
+	version := strings.TrimSpace(string(out))
+	params := scriptParams(t, filepath.Join("testscripts", "data"), python, version, fixtureWrapper(t))
+	setup := params.Setup
+	params.Setup = func(e *testscript.Env) error {
+		e.Setenv("DATA_PYTHON", python)
+		return setup(e)
+	}
+	testscript.Run(t, params)
+}
+
+// scriptParams are the testscript parameters of the scripts in dir, run with the
+// interpreter python.
+func scriptParams(t *testing.T, dir, python, version, fixtureBin string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("PYTHON", python)
+			e.Setenv("REPL_MCP_PYTHON", python)
+			e.Setenv("PYVERSION", version)
+			e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
+			if d, ok := t.Deadline(); ok {
+				// mcpc gives up with its transcript before testscript kills it.
+				e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitcode,
+		},
 	}
 }
 
