@@ -121,10 +121,6 @@ class Spool:
         """Whether the file holds all of the output (else its head and its latest bytes)."""
         return self.size <= SPOOL_HEAD + self.RING
 
-    def kept(self):
-        """How many bytes of the output pieces() yields besides the marker."""
-        return self.size if self.whole else SPOOL_HEAD + self.RING
-
     def pieces(self):
         """The file's text in order as UTF-8 pieces of at most ARTIFACT_CHUNK bytes: all of
         it, or its head, a marker saying how much is left out, and its latest bytes, each
