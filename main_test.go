@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,58 +32,59 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testscripts/*.txtar once per Python interpreter found here.
 // Each script sees $PYTHON and $REPL_MCP_PYTHON (the interpreter) and
-// $PYVERSION (its version), and $DATA_PYTHON, the data venv's interpreter (pandas,
-// numpy, matplotlib, pillow, ...; make data-deps). A script that needs those libraries
-// starts with `[!data] skip`: the condition data holds in exactly one subtest, that of
-// the interpreter the data venv was made from, so such a script runs once.
+// $PYVERSION (its version).
 func TestScripts(t *testing.T) {
 	fixtureBin := fixtureWrapper(t)
-	dataPython := pythons.DataVenv(t)
-	dataBase, err := filepath.EvalSymlinks(dataPython)
-	if err != nil {
-		t.Fatalf("resolve the data venv's interpreter: %v", err)
-	}
-	interpreters := pythons.ForTest(t)
-	dataRuns := 0
-	for _, py := range interpreters {
-		base, err := filepath.EvalSymlinks(py.Path)
-		isData := err == nil && base == dataBase && dataRuns == 0
-		if isData {
-			dataRuns++
-		}
+	for _, py := range pythons.ForTest(t) {
 		t.Run(py.Name, func(t *testing.T) {
 			t.Parallel()
-			testscript.Run(t, testscript.Params{
-				Dir:                 "testscripts",
-				RequireExplicitExec: true,
-				RequireUniqueNames:  true,
-				UpdateScripts:       *update,
-				Setup: func(e *testscript.Env) error {
-					e.Setenv("PYTHON", py.Path)
-					e.Setenv("REPL_MCP_PYTHON", py.Path)
-					e.Setenv("PYVERSION", py.Version)
-					e.Setenv("DATA_PYTHON", dataPython)
-					e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
-					if d, ok := t.Deadline(); ok {
-						// mcpc gives up with its transcript before testscript kills it.
-						e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
-					}
-					return nil
-				},
-				Condition: func(cond string) (bool, error) {
-					if cond == "data" {
-						return isData, nil
-					}
-					return false, fmt.Errorf("unknown condition %q", cond)
-				},
-				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-					"exitcode": cmdExitcode,
-				},
-			})
+			testscript.Run(t, scriptParams(t, "testscripts", py.Path, py.Version, fixtureBin))
 		})
 	}
-	if dataRuns == 0 {
-		t.Errorf("no interpreter here is the one the data venv was made from (%s): its scripts would never run", dataBase)
+}
+
+// TestDataScripts runs testscripts/data/*.txtar once, on the interpreter of
+// interop/.venv-data (`make data-deps`): the contract with the libraries of real data
+// work (pandas, numpy, matplotlib, tqdm, Dask). Each script also sees $DATA_PYTHON,
+// the same interpreter as $PYTHON, to name in --python.
+func TestDataScripts(t *testing.T) {
+	python := pythons.DataVenv(t)
+	out, err := exec.Command(python, "-c", "import platform; print(platform.python_version())").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", python, err)
+	}
+	version := strings.TrimSpace(string(out))
+	params := scriptParams(t, filepath.Join("testscripts", "data"), python, version, fixtureWrapper(t))
+	setup := params.Setup
+	params.Setup = func(e *testscript.Env) error {
+		e.Setenv("DATA_PYTHON", python)
+		return setup(e)
+	}
+	testscript.Run(t, params)
+}
+
+// scriptParams are the testscript parameters of the scripts in dir, run with the
+// interpreter python.
+func scriptParams(t *testing.T, dir, python, version, fixtureBin string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("PYTHON", python)
+			e.Setenv("REPL_MCP_PYTHON", python)
+			e.Setenv("PYVERSION", version)
+			e.Setenv("PATH", fixtureBin+string(os.PathListSeparator)+e.Getenv("PATH"))
+			if d, ok := t.Deadline(); ok {
+				// mcpc gives up with its transcript before testscript kills it.
+				e.Setenv("MCPC_DEADLINE", d.Add(-time.Until(d)/10-5*time.Second).Format(time.RFC3339Nano))
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitcode,
+		},
 	}
 }
 

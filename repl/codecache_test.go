@@ -16,7 +16,11 @@ func TestWorkerCodeCache(t *testing.T) {
 		m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test", CodeCache: cache})
 		defer m.Close(time.Second)
 		if res := m.Default().Execute(t.Context(), ExecRequest{Code: "6 * 7"}); !res.Success || string(res.Value) != "42" {
-			t.Fatalf("cell with cache %s: %+v", cache, res)
+			why := ""
+			if res.Error != nil {
+				why = *res.Error
+			}
+			t.Fatalf("cell with cache %s: %s\n%+v", cache, why, res)
 		}
 	}
 	entry := func() string {

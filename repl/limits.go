@@ -17,6 +17,17 @@ const (
 	StreamLimit    = 50000 // final stdout/stderr bytes
 	PreviewLimit   = 20000 // return_value and error bytes
 	LiveLimit      = 65536 // live stream and native output bytes per run
+	// A stream past its limit keeps its first streamHead bytes, a marker of at most
+	// streamMarker bytes and its last bytes (docs/contract.md §5.5).
+	streamHead   = 20000
+	streamMarker = 256
+	// What threads of earlier cells printed, per stream, and its head when cut;
+	// background_threads lists at most maxBackgroundThreads names (then "+N more"),
+	// each at most maxThreadNameBytes (docs/contract.md §5.10).
+	backgroundLimit      = 16384
+	backgroundHead       = 4096
+	maxBackgroundThreads = 64
+	maxThreadNameBytes   = 200
 	// maxArtifactRefBytes bounds a result's artifact reference (a few small keys);
 	// maxArtifactErrorBytes its artifact_error.
 	maxArtifactRefBytes   = 1024

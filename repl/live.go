@@ -108,20 +108,25 @@ func (e *OffsetError) Error() string {
 
 // trimmed returns text (whose first byte is byte base of its stream) from offset on,
 // the offset it starts at, and whether bytes from offset on were missing from text,
-// by the rules of liveStream.from.
-func trimmed(stream, text string, base, offset int64) (string, int64, bool, error) {
-	end := base + int64(len(text))
+// by the rules of liveStream.from. end is where the stream ends in the offsets a
+// poller was given: base+len(text) when text is the stream as it came, later when
+// text is a terminal's rendering of a longer stream (carriage returns applied, the
+// head and tail of a long one; docs/contract.md §5.5). A rendering is aligned at its
+// end, where it and the stream agree: an offset past base gets the last end-offset
+// bytes of text, and the whole text when it is shorter than that.
+func trimmed(stream, text string, base, end, offset int64) (string, int64, bool, error) {
+	end = max(end, base+int64(len(text)))
 	if offset > end {
 		return "", 0, false, &OffsetError{Stream: stream, End: end}
 	}
 	if offset <= base {
 		return text, base, offset < base, nil
 	}
-	i := int(offset - base)
+	i := max(len(text)-int(end-offset), 0)
 	for i < len(text) && !utf8.RuneStart(text[i]) {
 		i++
 	}
-	return text[i:], base + int64(i), false, nil
+	return text[i:], end - int64(len(text)-i), false, nil
 }
 
 // From is the result as python_run returns it to a poller that has read its output
@@ -136,13 +141,14 @@ func (r *Result) From(offs Offsets) (*Result, error) {
 	var err error
 	var start, end [2]int64
 	var cut [2]bool
-	if c.Stdout, start[0], cut[0], err = trimmed("stdout", r.Stdout, r.stdoutBase, offsetOf(offs.Stdout)); err != nil {
+	if c.Stdout, start[0], cut[0], err = trimmed("stdout", r.Stdout, r.stdoutBase, r.stdoutEnd, offsetOf(offs.Stdout)); err != nil {
 		return nil, err
 	}
-	if c.Stderr, start[1], cut[1], err = trimmed("stderr", r.Stderr, r.stderrBase, offsetOf(offs.Stderr)); err != nil {
+	if c.Stderr, start[1], cut[1], err = trimmed("stderr", r.Stderr, r.stderrBase, r.stderrEnd, offsetOf(offs.Stderr)); err != nil {
 		return nil, err
 	}
-	end[0], end[1] = r.stdoutBase+int64(len(r.Stdout)), r.stderrBase+int64(len(r.Stderr))
+	end[0] = max(r.stdoutEnd, r.stdoutBase+int64(len(r.Stdout)))
+	end[1] = max(r.stderrEnd, r.stderrBase+int64(len(r.Stderr)))
 	c.StdoutStart, c.StdoutEnd, c.StderrStart, c.StderrEnd = &start[0], &end[0], &start[1], &end[1]
 	c.Truncated.Stdout = c.Truncated.Stdout || cut[0]
 	c.Truncated.Stderr = c.Truncated.Stderr || cut[1]

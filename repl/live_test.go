@@ -94,3 +94,31 @@ func TestResultFrom(t *testing.T) {
 		t.Fatalf("From inside the kept bytes = %+v", got)
 	}
 }
+
+// A finished result's text is a terminal's rendering of its stream, shorter than what
+// a poller of the live stream was given: an offset up to the live end stays valid,
+// and gets the end of the rendering, where the two agree.
+func TestResultFromARendering(t *testing.T) {
+	// "\r0/30\r1/30...\r29/30\n" live: 146 bytes; the worker's text keeps the last state.
+	done := &Result{Stdout: "29/30\n", stdoutEnd: 146}
+	for _, c := range []struct {
+		offset     int64
+		text       string
+		start, end int64
+	}{
+		{0, "29/30\n", 0, 146},
+		{140, "29/30\n", 140, 146},
+		{143, "30\n", 143, 146},
+		{146, "", 146, 146},
+		{20, "29/30\n", 140, 146}, // before the rendering's aligned start: all of it
+	} {
+		got, err := done.From(Offsets{Stdout: i64(c.offset)})
+		if err != nil || got.Stdout != c.text || *got.StdoutStart != c.start || *got.StdoutEnd != c.end {
+			t.Errorf("From(%d) = %q [%d, %d), %v; want %q [%d, %d)", c.offset, got.Stdout, *got.StdoutStart, *got.StdoutEnd, err, c.text, c.start, c.end)
+		}
+	}
+	var past *OffsetError
+	if _, err := done.From(Offsets{Stdout: i64(147)}); !errors.As(err, &past) || past.End != 146 {
+		t.Fatalf("From(147) err = %v, want an OffsetError at 146", err)
+	}
+}

@@ -3,25 +3,27 @@ package repl
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
 
 // nativeOutput collects what the worker and its children write to fd 1 and fd 2:
-// bytes that never pass through Python's sys.stdout. It keeps at most LiveLimit bytes
-// per run and strips the barrier the worker writes before each result.
+// bytes that never pass through Python's sys.stdout. It keeps each run's as a
+// terminal shows them (a progress bar redrawn with \r keeps its last state), at most
+// LiveLimit bytes, the head and the tail of a longer output, as the worker keeps a
+// cell's streams; and it strips the barrier the worker writes before each result.
 type nativeOutput struct {
-	mu        sync.Mutex
-	buf       []byte
-	truncated bool
-	pending   []byte        // bytes held back: maybe the start of the barrier
-	barrier   []byte        // the token being waited for, framed
-	seen      chan struct{} // closed when the barrier arrives
-	eof       chan struct{} // closed when the pipe is drained
+	mu      sync.Mutex
+	text    *terminalText
+	pending []byte        // bytes held back: maybe the start of the barrier
+	barrier []byte        // the token being waited for, framed
+	seen    chan struct{} // closed when the barrier arrives
+	eof     chan struct{} // closed when the pipe is drained
 }
 
 func newNativeOutput() *nativeOutput {
-	return &nativeOutput{eof: make(chan struct{})}
+	return &nativeOutput{eof: make(chan struct{}), text: newTerminalText(LiveLimit, streamHead)}
 }
 
 // drain reads r until EOF. The owner of the worker waits for it.
@@ -61,14 +63,7 @@ func (n *nativeOutput) add(p []byte) {
 	n.pending = append([]byte(nil), data[len(data)-k:]...)
 }
 
-// keep appends what fits under LiveLimit and notes what does not.
-func (n *nativeOutput) keep(p []byte) {
-	room := LiveLimit - len(n.buf)
-	if len(p) > room {
-		p, n.truncated = p[:max(room, 0)], true
-	}
-	n.buf = append(n.buf, p...)
-}
+func (n *nativeOutput) keep(p []byte) { n.text.write(p) }
 
 // partialPrefix is the length of the longest suffix of data that is a proper prefix
 // of token.
@@ -85,9 +80,8 @@ func partialPrefix(data, token []byte) int {
 func (n *nativeOutput) reset(token string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.buf = n.buf[:0]
+	n.text = newTerminalText(LiveLimit, streamHead)
 	n.pending = nil
-	n.truncated = false
 	n.barrier = []byte("\x1e" + token + "\x1e")
 	n.seen = make(chan struct{})
 }
@@ -110,14 +104,12 @@ func (n *nativeOutput) wait(d time.Duration) {
 	}
 }
 
-// take returns the collected bytes (bounded) and whether any were dropped.
+// take returns the run's native output as it is now (bounded, valid UTF-8) and
+// whether some was left out. It changes nothing: live snapshots take it too.
 func (n *nativeOutput) take() (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := append(n.buf[:len(n.buf):len(n.buf)], n.pending...)
-	truncated := n.truncated
-	if len(out) > LiveLimit {
-		out, truncated = out[:LiveLimit], true
-	}
-	return string(bytes.ToValidUTF8(out, []byte("\uFFFD"))), truncated
+	out, truncated := n.text.view()
+	out = boundHeadTail(out+string(n.pending), LiveLimit, streamHead, &truncated)
+	return strings.ToValidUTF8(out, "\uFFFD"), truncated
 }

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,21 @@ type Truncated struct {
 	Return bool `json:"return"`
 }
 
+// BackgroundOutput is what threads left by earlier cells printed since the last
+// result (docs/contract.md §5.10), reported apart from the cell's own output.
+type BackgroundOutput struct {
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// OutputArtifacts are the artifact references holding the complete output of the
+// streams whose text in the result was cut (docs/contract.md §5.5).
+type OutputArtifacts struct {
+	Stdout json.RawMessage `json:"stdout,omitempty"`
+	Stderr json.RawMessage `json:"stderr,omitempty"`
+}
+
 // Result is the execution result envelope (docs/contract.md §4).
 type Result struct {
 	RunID       string          `json:"run_id"`
@@ -36,6 +52,13 @@ type Result struct {
 	// ExecutionMode is set when a worker executed the run.
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
+	// BackgroundThreads names the threads still working for the cell when it ended:
+	// the session's background work (docs/contract.md §5.10).
+	BackgroundThreads []string `json:"background_threads,omitempty"`
+	// BackgroundOutput is what threads of earlier cells printed since the last result.
+	BackgroundOutput *BackgroundOutput `json:"background_output,omitempty"`
+	// OutputArtifacts hold the complete output of the streams that were cut.
+	OutputArtifacts *OutputArtifacts `json:"output_artifacts,omitempty"`
 	// ExitCode is set for saved files that raised SystemExit.
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Artifact is the reference of a trailing value too large for the preview;
@@ -58,6 +81,12 @@ type Result struct {
 	// start), later for a run reported from a live copy that had dropped its oldest
 	// bytes.
 	stdoutBase, stderrBase int64
+	// stdoutEnd and stderrEnd are where the run's live streams ended, in the offsets
+	// python_run gave its pollers (run.finish). The worker's text is a terminal's
+	// rendering of the stream (carriage returns applied, head and tail), so it can be
+	// shorter than what the pollers were given, and an offset they were given must
+	// still be valid once the run is done.
+	stdoutEnd, stderrEnd int64
 
 	// Images are the images the run showed, in order: their metadata is the JSON's
 	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
@@ -68,18 +97,21 @@ type Result struct {
 
 // workerResult is the worker's half of a result, as sent in its result frame.
 type workerResult struct {
-	Success                  bool            `json:"success"`
-	Stdout                   string          `json:"stdout"`
-	Stderr                   string          `json:"stderr"`
-	ReturnValue              *string         `json:"return_value"`
-	Value                    json.RawMessage `json:"value"`
-	Error                    *string         `json:"error"`
-	Truncated                Truncated       `json:"truncated"`
-	State                    State           `json:"state"`
-	BackgroundTasksCancelled int             `json:"background_tasks_cancelled"`
-	ExitCode                 *int            `json:"exit_code"`
-	Artifact                 json.RawMessage `json:"artifact"`
-	ArtifactError            *string         `json:"artifact_error"`
+	Success                  bool              `json:"success"`
+	Stdout                   string            `json:"stdout"`
+	Stderr                   string            `json:"stderr"`
+	ReturnValue              *string           `json:"return_value"`
+	Value                    json.RawMessage   `json:"value"`
+	Error                    *string           `json:"error"`
+	Truncated                Truncated         `json:"truncated"`
+	State                    State             `json:"state"`
+	BackgroundTasksCancelled int               `json:"background_tasks_cancelled"`
+	BackgroundThreads        []string          `json:"background_threads"`
+	BackgroundOutput         *BackgroundOutput `json:"background_output"`
+	OutputArtifacts          *OutputArtifacts  `json:"output_artifacts"`
+	ExitCode                 *int              `json:"exit_code"`
+	Artifact                 json.RawMessage   `json:"artifact"`
+	ArtifactError            *string           `json:"artifact_error"`
 
 	// Images is the metadata the result frame lists; the frame reader puts the bytes
 	// of the run's image frames in (imageCollector.take).
@@ -97,8 +129,12 @@ func strPtr(s string) *string { return &s }
 // bound bounds every field to the contract's limits and sets the truncation flags.
 // valueLimit bounds the JSON value: the preview budget, or the inventory's.
 func (r *Result) bound(valueLimit int) {
-	r.Stdout = boundFlag(r.Stdout, StreamLimit, &r.Truncated.Stdout)
-	r.Stderr = boundFlag(r.Stderr, StreamLimit, &r.Truncated.Stderr)
+	// The head and the tail, as the worker keeps them: the end of a long run is
+	// usually what matters, and native output appended to stderr must not push the
+	// end of either out.
+	r.Stdout = boundHeadTail(r.Stdout, StreamLimit, streamHead, &r.Truncated.Stdout)
+	r.Stderr = boundHeadTail(r.Stderr, StreamLimit, streamHead, &r.Truncated.Stderr)
+	r.boundBackground()
 	if r.ReturnValue != nil {
 		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
 		r.ReturnValue = &v
@@ -130,11 +166,94 @@ func (r *Result) bound(valueLimit int) {
 func boundRefs(refs []json.RawMessage, limit int) []json.RawMessage {
 	var kept []json.RawMessage
 	for _, ref := range refs {
-		if len(kept) < limit && len(ref) <= maxArtifactRefBytes && string(ref) != "null" {
+		if len(kept) < limit && boundRef(ref) != nil {
 			kept = append(kept, ref)
 		}
 	}
 	return kept
+}
+
+// boundBackground bounds the fields about background work; the worker keeps them
+// within the same limits, but never trust that blindly.
+func (r *Result) boundBackground() {
+	if len(r.BackgroundThreads) > maxBackgroundThreads+1 { // the names and a "+N more"
+		r.BackgroundThreads = r.BackgroundThreads[:maxBackgroundThreads+1]
+	}
+	for i, name := range r.BackgroundThreads {
+		r.BackgroundThreads[i] = cutUTF8(name, maxThreadNameBytes)
+	}
+	if b := r.BackgroundOutput; b != nil {
+		b.Stdout = boundHeadTail(b.Stdout, backgroundLimit, backgroundHead, &b.Truncated)
+		b.Stderr = boundHeadTail(b.Stderr, backgroundLimit, backgroundHead, &b.Truncated)
+		if b.Stdout == "" && b.Stderr == "" {
+			r.BackgroundOutput = nil
+		}
+	}
+	if a := r.OutputArtifacts; a != nil {
+		a.Stdout, a.Stderr = boundRef(a.Stdout), boundRef(a.Stderr)
+		if a.Stdout == nil && a.Stderr == nil {
+			r.OutputArtifacts = nil
+		}
+	}
+}
+
+// boundRef drops an artifact reference that is null or too large to be one.
+func boundRef(ref json.RawMessage) json.RawMessage {
+	if len(ref) > maxArtifactRefBytes || string(ref) == "null" {
+		return nil
+	}
+	return ref
+}
+
+// boundHeadTail keeps s whole when it fits limit bytes; else its first head bytes, a
+// marker saying how many bytes were left out, and its last bytes, limit bytes in
+// all, cut at UTF-8 boundaries, and sets flag. It is how the worker keeps a stream.
+func boundHeadTail(s string, limit, head int, flag *bool) string {
+	if len(s) <= limit {
+		return s
+	}
+	*flag = true
+	first := cutUTF8(s, head)
+	last := suffixUTF8(s[len(first):], limit-len(first)-streamMarker)
+	return first + leftOutMarker(len(s)-len(first)-len(last)) + last
+}
+
+// leftOutMarker is the worker's marker between a stream's head and its tail.
+func leftOutMarker(n int) string {
+	return "\n[... " + withCommas(n) + " bytes left out ...]\n"
+}
+
+// withCommas writes n in decimal with thousands separated by commas, as Python's
+// format(n, ",") does.
+func withCommas(n int) string {
+	digits := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + withCommas(-n)
+	}
+	var b []byte
+	for i := range len(digits) {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, digits[i])
+	}
+	return string(b)
+}
+
+// suffixUTF8 returns the longest suffix of s that is at most limit bytes and starts
+// at a UTF-8 boundary.
+func suffixUTF8(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	if len(s) <= limit {
+		return s
+	}
+	start := len(s) - limit
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
 }
 
 func boundFlag(s string, limit int, flag *bool) string {

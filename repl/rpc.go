@@ -59,9 +59,13 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	s.rpcs.Add(1)
 	go func() {
 		defer s.rpcs.Done()
-		defer r.finishRPC(f.ID)
 		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
-		if ctx.Err() != nil {
+		abandoned := ctx.Err() != nil
+		// The call leaves the run's count before its reply goes out: the worker queues
+		// calls beyond the bound and sends the next one as soon as it reads this reply,
+		// so the slot must already be free when it arrives.
+		r.finishRPC(f.ID)
+		if abandoned {
 			// The cell gave up on this call or its run ended: nobody waits for the
 			// reply, and a late frame could be mistaken for the next cell's traffic.
 			return

@@ -119,11 +119,16 @@ func (r *run) admitRPC(id string) (context.Context, bool) {
 	return ctx, true
 }
 
+// cancelRPC cancels a call the worker gave up on, which leaves the run's count at
+// once: the worker frees its slot as it sends rpc_cancel and may fill it with its
+// very next frame, which this reader handles after this one. The call's goroutine
+// still ends by itself, promptly, since its context is done.
 func (r *run) cancelRPC(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cancel, ok := r.rpcs[id]; ok {
 		cancel()
+		delete(r.rpcs, id)
 	}
 }
 
@@ -182,6 +187,9 @@ func (r *run) isLeaving() bool {
 }
 
 func (r *run) finish(res *Result) {
+	r.mu.Lock()
+	res.stdoutEnd, res.stderrEnd = r.stdout.end, r.stderr.end
+	r.mu.Unlock()
 	r.result = res
 	r.enter(phaseDone)
 	close(r.done)

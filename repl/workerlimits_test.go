@@ -35,17 +35,23 @@ var workerOnly = twin{rule: workerOnlyRule}
 // workerLimitTwins classifies every limit of repl/worker/replworker/limits.py. A limit
 // added there fails TestWorkerLimitsMatchTheirTwins until it is classified here.
 var workerLimitTwins = map[string]twin{
-	"MAX_FRAME":            equals(MaxFrameBytes),
-	"STREAM_BUDGET":        equals(StreamLimit),
-	"PREVIEW_BYTES":        equals(PreviewLimit),
-	"SOURCE_RUNS":          equals(HistoryRuns),
-	"SOURCE_FILE_BYTES":    equals(MaxCodeBytes), // a saved file has the code limit (docs/contract.md §6.4)
-	"RPC_PENDING":          equals(maxOutstandingRPCs),
-	"ARTIFACT_ERROR_BYTES": equals(maxArtifactErrorBytes),
-	"IMAGE_COUNT":          equals(maxImages),
-	"IMAGE_BYTES":          equals(maxImageBytes),
-	"IMAGE_CHUNK":          equals(imageChunkBytes),
-	"IMAGE_ARTIFACTS":      equals(maxImageArtifacts),
+	"MAX_FRAME":               equals(MaxFrameBytes),
+	"STREAM_BUDGET":           equals(StreamLimit),
+	"STREAM_HEAD":             equals(streamHead),
+	"STREAM_MARKER":           equals(streamMarker),
+	"BACKGROUND_BUDGET":       equals(backgroundLimit),
+	"BACKGROUND_HEAD":         equals(backgroundHead),
+	"BACKGROUND_THREAD_NAMES": equals(maxBackgroundThreads),
+	"THREAD_NAME_BYTES":       equals(maxThreadNameBytes),
+	"PREVIEW_BYTES":           equals(PreviewLimit),
+	"SOURCE_RUNS":             equals(HistoryRuns),
+	"SOURCE_FILE_BYTES":       equals(MaxCodeBytes), // a saved file has the code limit (docs/contract.md §6.4)
+	"RPC_PENDING":             equals(maxOutstandingRPCs),
+	"ARTIFACT_ERROR_BYTES":    equals(maxArtifactErrorBytes),
+	"IMAGE_COUNT":             equals(maxImages),
+	"IMAGE_BYTES":             equals(maxImageBytes),
+	"IMAGE_CHUNK":             equals(imageChunkBytes),
+	"IMAGE_ARTIFACTS":         equals(maxImageArtifacts),
 
 	"ARTIFACT_CHUNK":      equals(artifacts.ChunkBytes),
 	"ARTIFACT_MAX_BYTES":  equals(artifacts.MaxArtifactBytes),
@@ -77,6 +83,11 @@ var workerLimitTwins = map[string]twin{
 	"INTERRUPT_RETRY": workerOnly, "EXECUTOR_PENDING_JOBS": workerOnly, "MCP_REPLY_SLACK": workerOnly,
 	"MCP_OP_WAIT": workerOnly, "TOOL_ERROR_CHARS": workerOnly, "ARTIFACT_JSON_NODES": workerOnly,
 	"ARTIFACT_STRING_BUDGET": workerOnly, "ARTIFACT_TEXT_SLICE": workerOnly, "ARTIFACT_ABORT_WAIT": workerOnly,
+	"LINE_CHARS": workerOnly, "LIVE_PENDING_CHARS": workerOnly, "SPOOL_BUFFER": workerOnly,
+	"SHELL_ERROR_TAIL": workerOnly, "RPC_QUEUED": workerOnly,
+	// The spool keeps a cut stream's complete output; its head past the artifact bound
+	// must leave room for a tail in the same artifact.
+	"SPOOL_HEAD": atMost(artifacts.MaxArtifactBytes / 2),
 }
 
 // The worker enforces some limits the Go side enforces or relies on too (the frame size,

@@ -8,7 +8,8 @@ import (
 )
 
 // executionResultSchema is the output schema of an execution result (reference 3.1,
-// and 3.8's exit_code; 4.1's artifact of a large trailing value).
+// and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work
+// and the artifacts of cut output streams of docs/contract.md §4.1).
 const executionResultSchema = `{
   "type": "object",
   "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
@@ -29,6 +30,16 @@ const executionResultSchema = `{
     "state_reset": {"type": "boolean"},
     "execution_mode": {"type": "string", "enum": ["persistent", "fresh"]},
     "background_tasks_cancelled": {"type": "integer"},
+    "background_threads": {"type": "array", "items": {"type": "string"}},
+    "background_output": {
+      "type": "object",
+      "required": ["stdout", "stderr", "truncated"],
+      "properties": {"stdout": {"type": "string"}, "stderr": {"type": "string"}, "truncated": {"type": "boolean"}}
+    },
+    "output_artifacts": {
+      "type": "object",
+      "properties": {"stdout": ` + artifactRefSchema + `, "stderr": ` + artifactRefSchema + `}
+    },
     "exit_code": {"type": "integer"},
     "artifact": ` + artifactRefSchema + `,
     "artifact_error": {"type": "string"},

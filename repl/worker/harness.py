@@ -30,6 +30,11 @@ MAX_FRAME = 1_048_576
 RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
+THREADS_INTERRUPTED = (
+    'Interrupted cell left active background threads or executor work ({}); worker stopped and '
+    'variables cleared. Threads cannot be interrupted: give a long-running thread a stop flag '
+    '(threading.Event) and join it before the cell ends.'
+)
 ARTIFACT_HELPERS = ('artifact', 'artifact_read', 'artifact_save', 'artifact_delete', 'artifact_forward')
 HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS, 'display')
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
@@ -136,9 +141,10 @@ class WorkerProcess:
     server starts one: `python -u -c <bootstrap.py>`, the bundle written to the command
     pipe first. `cache` is the code-cache directory (None: none); `bundle` replaces the
     real bundle (bytes, header included) to test the bootstrap's checks; without
-    `wait_ready` the ready frame is left unread (self.ready is None)."""
+    `wait_ready` the ready frame is left unread (self.ready is None); `python` is the
+    interpreter (this one unless given)."""
 
-    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True):
+    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True, python=None):
         command_r, command_w = os.pipe()
         event_r, event_w = os.pipe()
         native_r, native_w = os.pipe()
@@ -147,7 +153,7 @@ class WorkerProcess:
         if cache is not None:
             env['REPL_MCP_WORKER_CACHE'] = cache
         self.proc = subprocess.Popen(
-            [sys.executable, '-u', '-c', BOOTSTRAP],
+            [python or sys.executable, '-u', '-c', BOOTSTRAP],
             stdin=subprocess.DEVNULL, stdout=native_w, stderr=native_w,
             pass_fds=(command_r, event_w), env=env, cwd=cwd,
         )

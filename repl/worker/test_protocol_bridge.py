@@ -182,24 +182,110 @@ class BridgeTests(WorkerTestCase):
         self.worker.reply(rpc['id'], envelope('late'))
         self.assertEqual(self.worker.value('t.cancelled()'), True)
 
-    def test_pending_call_limit(self):
+    def test_calls_beyond_the_pending_bound_wait_their_turn(self):
         code = (
             'import asyncio\n'
-            'tasks = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(65)]\n'
-            'await asyncio.sleep(0)\n'  # every task has made its request: replies cannot free a slot first
+            'tasks = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(200)]\n'
+            'await asyncio.sleep(0)\n'  # every task has asked: 64 are sent, 136 wait
             'print("requested")\n'
-            'results = await asyncio.gather(*tasks, return_exceptions=True)\n'
-            '[sum(type(r).__name__ == "McpResult" for r in results), [str(r) for r in results if isinstance(r, Exception)]]'
+            'results = await asyncio.gather(*tasks)\n'
+            '[mcp.text(r) for r in results] == [str(n) for n in range(200)]'
         )
         run_id = self.worker.start(code)
-        rpcs = [self.worker.next_rpc(run_id) for _ in range(64)]
-        self.assertEqual([rpc['params']['arguments']['n'] for rpc in rpcs], list(range(64)))
+        first = [self.worker.next_rpc(run_id) for _ in range(64)]
+        self.assertEqual([rpc['params']['arguments']['n'] for rpc in first], list(range(64)))
         self.worker.wait_for_output(run_id, 'requested')
-        for rpc in rpcs:
+        with self.assertRaises(TimeoutError):  # no 65th before a reply
+            self.worker.next_event(0.3)
+        outstanding, sent = {rpc['id']: rpc for rpc in first}, list(first)
+        while outstanding:
+            # Answer the oldest; each reply lets exactly one waiting call out, in order.
+            rpc_id = next(iter(outstanding))
+            rpc = outstanding.pop(rpc_id)
+            self.worker.reply(rpc_id, envelope(str(rpc['params']['arguments']['n'])))
+            if len(sent) < 200:
+                following = self.worker.next_rpc(run_id)
+                self.assertEqual(following['params']['arguments']['n'], len(sent))
+                outstanding[following['id']] = following
+                sent.append(following)
+            self.assertLessEqual(len(outstanding), 64)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assertIs(result['value'], True)
+
+    def test_cancelling_a_waiting_call_sends_nothing(self):
+        code = (
+            'import asyncio\n'
+            'held = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(64)]\n'
+            'waiting = [asyncio.ensure_future(mcp.acall("fix", "t", n=64 + i)) for i in range(3)]\n'
+            'await asyncio.sleep(0)\n'
+            'waiting[0].cancel()\n'
+            'await asyncio.sleep(0)\n'
+            'print("cancelled")\n'
+            'done = await asyncio.gather(*held, *waiting[1:], return_exceptions=True)\n'
+            '[waiting[0].cancelled(), [mcp.text(r) for r in done]]'
+        )
+        run_id = self.worker.start(code)
+        held = [self.worker.next_rpc(run_id) for _ in range(64)]
+        self.worker.wait_for_output(run_id, 'cancelled')
+        for rpc in held[:2]:
+            self.worker.reply(rpc['id'], envelope('ok'))
+        # The two freed slots go to calls 65 and 66: the cancelled call 64 never went out.
+        following = [self.worker.next_rpc(run_id) for _ in range(2)]
+        self.assertEqual([rpc['params']['arguments']['n'] for rpc in following], [65, 66])
+        for rpc in held[2:] + following:
             self.worker.reply(rpc['id'], envelope('ok'))
         result, events = self.worker.events_until_result(run_id)
         self.assertEqual(events, [])
-        self.assertEqual(result['value'], [64, ['Too many pending MCP calls (limit 64)']])
+        self.assertEqual(result['value'], [True, ['ok'] * 66])
+
+    def test_a_cancelled_call_frees_its_slot_and_the_queue_is_bounded(self):
+        code = (
+            'import asyncio\n'
+            'held = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(64)]\n'
+            'queued = [asyncio.ensure_future(mcp.acall("fix", "t", n=64 + i)) for i in range(1024)]\n'
+            'await asyncio.sleep(0)\n'
+            'try:\n    await mcp.acall("fix", "t", n=-1)\n    refused = None\n'
+            'except RuntimeError as exc:\n    refused = str(exc)\n'
+            'held[0].cancel()\n'
+            'for _ in range(10):\n    await asyncio.sleep(0)\n'  # the call it let out sends its rpc
+            'for task in held[1:] + queued:\n    task.cancel()\n'
+            'await asyncio.gather(*held, *queued, return_exceptions=True)\n'
+            'refused'
+        )
+        run_id = self.worker.start(code)
+        held = [self.worker.next_rpc(run_id) for _ in range(64)]
+        cancel = self.worker.next_event()
+        self.assertEqual([cancel['type'], cancel['id']], ['rpc_cancel', held[0]['id']])
+        # The slot it freed goes to the first queued call at once.
+        following = self.worker.next_rpc(run_id)
+        self.assertEqual(following['params']['arguments']['n'], 64)
+        result, events = self.worker.events_until_result(run_id)
+        # Every call that went out is cancelled; none of the queued ones ever went out.
+        self.assertEqual(sorted(e['id'] for e in events), sorted(rpc['id'] for rpc in held[1:] + [following]))
+        self.assertEqual({e['type'] for e in events}, {'rpc_cancel'})
+        self.assertEqual(result['value'], 'Too many pending MCP calls (limit 64 in flight and 1024 waiting)')
+
+    def test_a_sync_call_waits_for_a_slot_too(self):
+        code = (
+            'import asyncio\n'
+            'held = [asyncio.ensure_future(mcp.acall("fix", "t", n=i)) for i in range(64)]\n'
+            'await asyncio.sleep(0)\n'
+            'print("held")\n'
+            'mcp.text(mcp.call("fix", "t", n=64))'
+        )
+        run_id = self.worker.start(code)
+        held = [self.worker.next_rpc(run_id) for _ in range(64)]
+        self.worker.wait_for_output(run_id, 'held')
+        with self.assertRaises(TimeoutError):
+            self.worker.next_event(0.3)
+        self.worker.reply(held[0]['id'], envelope('first'))
+        sync = self.worker.next_rpc(run_id)
+        self.assertEqual(sync['params']['arguments']['n'], 64)
+        self.worker.reply(sync['id'], envelope('sync'))
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(result['value'], 'sync')
+        self.assertEqual(len(events), 63)  # the held calls the cell left behind are cancelled
 
     def test_named_help_uses_single_catalogue_deadline(self):
         tools = [{'name': 'other', 'inputSchema': {}}, {'name': 'echo', 'inputSchema': {'type': 'object'}}]
@@ -476,6 +562,7 @@ class ArtifactTests(WorkerTestCase):
         cases = [
             ('artifact_read("a-1")', 'artifact.read', {'id': 'a-1', 'offset': 0, 'length': 65_536, 'encoding': 'text'}, read),
             ('artifact_read("a-1", offset=1, length=3, encoding="hex")', 'artifact.read', {'id': 'a-1', 'offset': 1, 'length': 3, 'encoding': 'hex'}, read),
+            ('artifact_read("a-1", 65_536, 3, "base64")', 'artifact.read', {'id': 'a-1', 'offset': 65_536, 'length': 3, 'encoding': 'base64'}, read),
             ('artifact_save("a-1", "~/out.json")', 'artifact.save', {'id': 'a-1', 'path': os.path.join(home, 'out.json'), 'overwrite': False},
              {'artifact': ref, 'saved': True, 'path': os.path.join(home, 'out.json')}),
             ('artifact_save("a-1", "out.json", overwrite=True)', 'artifact.save', {'id': 'a-1', 'path': os.path.join(cwd, 'out.json'), 'overwrite': True},

@@ -2,10 +2,15 @@
 Every worker is started through the real bootstrap with the bundle the server sends
 (harness.WorkerProcess)."""
 
+import base64
+import hashlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
+import zipfile
 
 from harness import (
     HELPERS, WorkerProcess, WorkerTestCase, group_members, read_text, wait_gone, zombie_children,
@@ -126,6 +131,90 @@ class HelperTests(WorkerTestCase):
         self.assertEqual(len(result['value']), 64)
         self.assertEqual(result['value'][-1], {'run_id': 'last', 'lines': 1})
         self.assertIn('evicted', self.worker.run('repl_source("first")')['error'])
+
+
+def tiny_wheel(directory):
+    """A wheel of the package `tinypkg` (VALUE = "installed"), made by hand: pip installs it
+    offline, with no build step."""
+    files = {
+        'tinypkg/__init__.py': b'VALUE = "installed"\n',
+        'tinypkg-1.0.dist-info/METADATA': b'Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n',
+        'tinypkg-1.0.dist-info/WHEEL': b'Wheel-Version: 1.0\nGenerator: repl-mcp-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
+    }
+    record = ''.join(
+        f'{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()},{len(data)}\n'
+        for name, data in files.items()
+    ) + 'tinypkg-1.0.dist-info/RECORD,,\n'
+    path = os.path.join(directory, 'tinypkg-1.0-py3-none-any.whl')
+    with zipfile.ZipFile(path, 'w') as wheel:
+        for name, data in {**files, 'tinypkg-1.0.dist-info/RECORD': record.encode()}.items():
+            wheel.writestr(name, data)
+    return path
+
+
+class ShellLineTests(WorkerTestCase):
+    """A cell's leading `!cmd` and `%pip ...` lines (docs/contract.md §7.1)."""
+
+    def test_commands_run_first_and_say_so(self):
+        result = self.worker.run("!echo one; echo two >&2\n\n!printf 'x\\ny'\nz = 5\nz * 2")
+        self.assert_ok(result)
+        self.assertEqual(result['stdout'], "$ echo one; echo two >&2\none\n$ printf 'x\\ny'\nx\ny")
+        self.assertEqual(result['stderr'], 'two\n')
+        self.assertEqual(result['value'], 10)
+
+    def test_a_failed_command_stops_the_cell_at_its_line(self):
+        run_id = self.worker.start('# first\n!echo "no such package" >&2; exit 3\nz = 1')
+        result, _ = self.worker.collect(run_id)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertIn(f'File "<repl:{run_id}>", line 2, in <module>\n    !echo "no such package" >&2; exit 3', error)
+        self.assertTrue(error.endswith(
+            'ShellError: Shell exited with status 3; inspect exception.stderr. Its stderr ends:\nno such package'
+        ), error)
+        self.assertIn('NameError', self.worker.run('z')['error'])  # the rest did not run
+
+    def test_an_interrupt_stops_the_command_and_kills_its_group(self):
+        pidfile = self.path('pid')
+        run_id = self.worker.start(f'!echo started; echo $$ > {pidfile}; exec sleep 30\nz = 1')
+        self.worker.wait_for_output(run_id, 'started')
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, _ = self.worker.collect(run_id)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertTrue(wait_gone(int(read_text(pidfile))))
+        self.assertEqual(self.worker.value('1 + 1'), 2)
+
+    def test_pip_installs_into_the_workers_interpreter(self):
+        venv = self.path('venv')
+        subprocess.run([sys.executable, '-m', 'venv', '--without-pip', '--system-site-packages', venv], check=True, timeout=60)
+        python = os.path.join(venv, 'bin', 'python')
+        wheel = tiny_wheel(self.dir)
+        worker = WorkerProcess(self.dir, python=python)
+        self.addCleanup(worker.close)
+        run_id = worker.start(f'%pip install --no-index --no-deps --disable-pip-version-check {wheel}\nimport tinypkg, sys\n[tinypkg.VALUE, tinypkg.__file__.startswith(sys.prefix)]')
+        result, _ = worker.collect(run_id, timeout=120)
+        self.assertTrue(result['success'], result)
+        self.assertEqual(result['value'], ['installed', True])
+        self.assertTrue(result['stdout'].startswith(f"$ '{python}' -m pip install --no-index"), result['stdout'][:200])
+        self.assertIn('Successfully installed tinypkg-1.0', result['stdout'])
+        self.assertEqual(worker.run('%pip --version')['stdout'].count(' from '), 1)
+
+    def test_input_fails_at_once_and_says_why(self):
+        result = self.worker.run('name = input("Your name? ")')
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        self.assertEqual(result['stdout'], 'Your name? ')
+        self.assertTrue(result['error'].endswith(
+            'EOFError: input() cannot read a line: stdin is not connected in repl-mcp (a cell has no '
+            'terminal and nobody to answer); put the value in the code instead'
+        ), result['error'])
+
+    def test_shell_error_ends_with_the_tail_of_stderr(self):
+        result = self.worker.run('sh("echo step one; echo fatal: disk full >&2; exit 2")')
+        self.assertTrue(result['error'].endswith(
+            'ShellError: Shell exited with status 2; inspect exception.stderr. Its stderr ends:\nfatal: disk full'
+        ), result['error'])
 
 
 class ChildProcessTests(WorkerTestCase):

@@ -6,12 +6,13 @@ import inspect
 import math
 import os
 import platform
+import sys
 import tempfile
 import unittest
 import uuid
 
 from replworker import artifacts, bridge, cells, children, main, messages
-from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SOURCE_FILE_BYTES
+from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SHELL_ERROR_TAIL, SOURCE_FILE_BYTES
 from replworker.tracebacks import RunFailure
 
 
@@ -29,7 +30,17 @@ class ShellTests(unittest.TestCase):
         error = children.ShellError(result)
         self.assertIsInstance(error, RuntimeError)
         self.assertEqual([str(error), error.result, error.returncode, error.stderr],
-                         [messages.SHELL_FAILED.format(2), result, 2, 'err'])
+                         [messages.SHELL_FAILED.format(2) + '. Its stderr ends:\nerr', result, 2, 'err'])
+        quiet = children.ShellError(children.ShellResult('out', ' \n', 1))
+        self.assertEqual(str(quiet), messages.SHELL_FAILED.format(1))  # nothing to show: the plain message
+
+    def test_error_message_ends_with_the_tail_of_stderr(self):
+        stderr = ''.join(f'warning {i}\n' for i in range(1000)) + 'fatal: no such thing\n\n'
+        message = str(children.ShellError(children.ShellResult('', stderr, 128)))
+        prefix = messages.SHELL_FAILED.format(128) + '. Its stderr ends:\n...'
+        self.assertTrue(message.startswith(prefix), message[:100])
+        self.assertTrue(message.endswith('warning 999\nfatal: no such thing'), message[-100:])
+        self.assertEqual(len(message), len(prefix) + SHELL_ERROR_TAIL)
 
 
 class BridgeArgumentTests(unittest.TestCase):
@@ -100,6 +111,9 @@ class ArtifactArgumentTests(unittest.TestCase):
             (lambda: artifacts.artifact_read('a', length=True), TypeError, messages.NOT_INT.format('length', 'bool')),
             (lambda: artifacts.artifact_read('a', length=65_537), ValueError, messages.ARTIFACT_BAD_LENGTH),
             (lambda: artifacts.artifact_read('a', encoding='utf-8'), ValueError, messages.ARTIFACT_BAD_ENCODING),
+            (lambda: artifacts.artifact_read('a', -1), ValueError, messages.NEGATIVE.format('offset')),
+            (lambda: artifacts.artifact_read('a', 0, 65_537), ValueError, messages.ARTIFACT_BAD_LENGTH),
+            (lambda: artifacts.artifact_read('a', 0, 10, 'utf-8'), ValueError, messages.ARTIFACT_BAD_ENCODING),
             (lambda: artifacts.artifact_save('a', 'p', overwrite=1), TypeError, messages.NOT_BOOL_OVERWRITE),
             (lambda: artifacts.artifact_delete(None), TypeError, messages.NOT_STR.format('artifact_id', 'NoneType')),
             (lambda: artifacts.artifact_forward('a', 's', 't', 'arg', format='binary'), ValueError, messages.ARTIFACT_BAD_FORWARD_FORMAT),
@@ -178,13 +192,33 @@ class SavedFileTests(unittest.TestCase):
 
 class CompileCellTests(unittest.TestCase):
     def test_trailing_expression_is_compiled_apart(self):
-        body, tail = cells.compile_cell('x = 2\nx * 3', '<repl:c>')
+        lines, body, tail = cells.compile_cell('x = 2\nx * 3', '<repl:c>')
         namespace = {}
         exec(body, namespace)
-        self.assertEqual(eval(tail, namespace), 6)
-        self.assertIsNone(cells.compile_cell('x = 1', '<repl:c>')[1])
-        body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
+        self.assertEqual([lines, eval(tail, namespace)], [[], 6])
+        self.assertIsNone(cells.compile_cell('x = 1', '<repl:c>')[2])
+        lines, body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
         self.assertTrue(tail.co_flags & inspect.CO_COROUTINE)  # top-level await: a coroutine to await
+
+    def test_leading_shell_lines(self):
+        source = '# setup\n!echo hi\n\n  %pip install -q x\n!  ls  \nimport os\n!not a command here'
+        commands, python = cells.split_commands(source)
+        pip = f"'{sys.executable}' -m pip install -q x"
+        self.assertEqual(commands, [(2, 'echo hi', False), (4, pip, True), (5, 'ls', False)])
+        self.assertEqual(python, '# setup\n\n\n\n\nimport os\n!not a command here')
+        self.assertEqual(cells.split_commands('x = 1\n!ls'), ([], 'x = 1\n!ls'))
+        self.assertEqual(cells.split_commands('%pipx run y')[0], [])  # only %pip itself
+        self.assertEqual(cells.split_commands('%pip')[0], [(1, f"'{sys.executable}' -m pip", True)])
+        # Only cells have them (a saved file's first line is Python); their lines keep their numbers.
+        with self.assertRaises(SyntaxError):
+            cells.compile_cell('!ls', '<repl:c>')
+        lines, body, tail = cells.compile_cell('!ls\nx = 1', '<repl:c>', commands=True)
+        self.assertEqual(len(lines), 1)
+        self.assertEqual(lines[0].co_filename, '<repl:c>')
+        self.assertEqual(lines[0].co_firstlineno, 1)
+        with self.assertRaises(SyntaxError) as caught:
+            cells.compile_cell('!ls\nx = (', '<repl:c>', commands=True)
+        self.assertEqual(caught.exception.lineno, 2)
 
 
 if __name__ == '__main__':

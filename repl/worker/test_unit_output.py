@@ -1,130 +1,283 @@
-"""Output capture: the per-cell budget of each stream, what is kept and what is flagged,
-the order of pending pieces, and the sinks' file-like surface."""
+"""Output capture: each stream as a terminal shows it (\\r rewrites a line), bounded to its
+head and tail with a marker, the spool of a cut stream's complete text, the live queue,
+the routing of writes to the running cell or the background, and the sinks' file-like
+surface."""
 
 import array
 import io
+import os
+import sys
+import threading
 import types
 import unittest
 
 from replworker import messages, output
-from replworker.limits import STREAM_BUDGET
+from replworker.limits import (
+    ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, LINE_CHARS, LIVE_PENDING_CHARS, SPOOL_HEAD, STREAM_BUDGET,
+    STREAM_HEAD, STREAM_MARKER,
+)
 
 
 NATIVE = output.NativeOutput()  # this process's fd 1 and 2
 
 
-def sink(stream='stdout', cell=None, real=None):
+def sink(stream='stdout', cell=None):
     """A sink over a capture holder with `cell` running (None: between cells)."""
-    holder = types.SimpleNamespace(cell=cell)
-    return output.Sink(stream, 1 if stream == 'stdout' else 2, real or io.StringIO(), holder, NATIVE)
+    holder = types.SimpleNamespace(cell=cell, background=output.background_capture())
+    holder.write = lambda stream, text: output.Output.write(holder, stream, text)
+    holder.write_bytes = lambda stream, data: output.Output.write_bytes(holder, stream, data)
+    holder._capture = lambda: output.Output._capture(holder)
+    return output.Sink(stream, 1 if stream == 'stdout' else 2, holder, NATIVE)
 
 
-class CellOutputTests(unittest.TestCase):
-    def test_budget_per_stream(self):
-        cell = output.CellOutput('r')
-        cell.write('stdout', 'a' * (STREAM_BUDGET - 1))
-        cell.write('stdout', 'bc')
-        cell.write('stderr', 'e' * STREAM_BUDGET)
-        self.assertEqual(cell.text('stdout'), 'a' * (STREAM_BUDGET - 1) + 'b')
-        self.assertEqual(cell.text('stderr'), 'e' * STREAM_BUDGET)
-        self.assertEqual(cell.truncated, {'stdout': True, 'stderr': False})
-        cell.write('stderr', '')
-        self.assertFalse(cell.truncated['stderr'])  # an empty write past the budget cuts nothing
-        cell.write('stderr', 'x')
-        self.assertTrue(cell.truncated['stderr'])
+def finished(capture, stream='stdout'):
+    """A stream's text once its capture is over."""
+    capture.finish()
+    return capture.streams[stream].text()
+
+
+def terminal(*writes, budget=STREAM_BUDGET):
+    text = output.StreamText(budget, STREAM_HEAD, spool=False)
+    for piece in writes:
+        text.write(piece)
+    text.finish()
+    return text.text()
+
+
+class TerminalTests(unittest.TestCase):
+    def test_carriage_return_rewrites_the_line(self):
+        self.assertEqual(terminal('abc\rX'), 'Xbc')
+        self.assertEqual(terminal('abc', '\r', 'XY', 'Z', '\n'), 'XYZ\n')
+        self.assertEqual(terminal('abc\r\n'), 'abc\n')  # \r\n ends the line unchanged
+        self.assertEqual(terminal('first\nabc\rdefg\nlast'), 'first\ndefg\nlast')
+        self.assertEqual(terminal('long line\rshort\n'), 'shortline\n')  # as a terminal leaves it
+        self.assertEqual(terminal('a\rb\rc'), 'c')
+
+    def test_a_progress_bar_keeps_its_last_state(self):
+        writes = [f'\r{i:3d}%|{"#" * (i // 10):<10}|' for i in range(101)] + ['\n', 'done\n']
+        self.assertEqual(terminal(*writes), '100%|##########|\ndone\n')
+
+    def test_whole_lines_after_a_carriage_return(self):
+        # The first line of a write overwrites the rewritten line; later ones are plain.
+        self.assertEqual(terminal('12345\r', 'ab\ncd\nef'), 'ab345\ncd\nef')
+
+    def test_an_endless_line_is_kept_as_written(self):
+        text = terminal('x' * (LINE_CHARS + 10), '\r', 'y', budget=4 * LINE_CHARS)
+        self.assertTrue(text.startswith('x' * LINE_CHARS), text[:10])
+        self.assertTrue(text.endswith('y'), text[-10:])
+
+
+class BoundTests(unittest.TestCase):
+    def test_within_the_budget_all_is_kept(self):
+        capture = output.cell_capture('r')
+        capture.write('stdout', 'a' * (STREAM_BUDGET - 1))
+        capture.write('stdout', 'b')
+        capture.write('stderr', 'e' * 10)
+        self.assertEqual(finished(capture), 'a' * (STREAM_BUDGET - 1) + 'b')
+        self.assertEqual(capture.streams['stderr'].text(), 'e' * 10)
+        self.assertFalse(capture.streams['stdout'].cut)
+        capture.close()
+
+    def test_past_the_budget_head_marker_and_tail(self):
+        capture = output.cell_capture('r')
+        lines = [f'line {i}\n' for i in range(100_000)]
+        for line in lines:
+            capture.write('stdout', line)
+        text = finished(capture)
+        stream = capture.streams['stdout']
+        self.assertTrue(stream.cut)
+        complete = ''.join(lines)
+        head, _, rest = text.partition('\n[... ')
+        marker, _, tail = rest.partition(' ...]\n')
+        self.assertEqual(len(head.encode()), STREAM_HEAD)
+        self.assertTrue(complete.startswith(head))
+        self.assertTrue(complete.endswith(tail))
+        self.assertTrue(tail.endswith('line 99999\n'))
+        self.assertLessEqual(len(text.encode()), STREAM_BUDGET)
+        self.assertGreater(len(text.encode()), STREAM_BUDGET - STREAM_MARKER)
+        left_out = int(marker.split(' bytes left out')[0].replace(',', ''))
+        self.assertEqual(left_out, len(complete) - len(head) - len(tail))
+        self.assertEqual(stream.total, len(complete))
+        capture.close()
+
+    def test_the_marker_says_what_became_of_the_complete_output(self):
+        capture = output.cell_capture('r')
+        capture.write('stdout', 'x' * 100_000)
+        capture.finish()
+        stream = capture.streams['stdout']
+        text = stream.text(messages.OUTPUT_SAVED, stream.total, 'stdout')
+        self.assertIn('bytes left out; all 100,000 bytes are in output_artifacts.stdout ...]\n', text)
+        self.assertLessEqual(len(text.encode()), STREAM_BUDGET)
+        capture.close()
 
     def test_multibyte_characters_are_never_split(self):
-        cell = output.CellOutput('r')
-        cell.write('stdout', 'a' + '€' * 30_000)  # 3 bytes each: the budget ends inside one
-        self.assertEqual(cell.text('stdout'), 'a' + '€' * 16_666)
-        self.assertTrue(cell.truncated['stdout'])
-        cell.write('stdout', 'z')  # the byte left still fits
-        self.assertTrue(cell.text('stdout').endswith('€z'))
-        self.assertEqual(len(cell.text('stdout').encode()), STREAM_BUDGET)
+        capture = output.cell_capture('r')
+        capture.write('stdout', 'a' + '€' * 30_000)  # 3 bytes each: the head ends inside one
+        text = finished(capture)
+        head, _, rest = text.partition('\n[...')
+        self.assertEqual(head, 'a' + '€' * 6_666)
+        self.assertTrue(rest.endswith('€€€'))
+        text.encode('utf-8')  # whole characters only
+        capture.close()
 
     def test_lone_surrogates_become_question_marks(self):
-        cell = output.CellOutput('r')
-        cell.write('stdout', 'a\udc80b')
-        self.assertEqual(cell.text('stdout'), 'a?b')
+        capture = output.cell_capture('r')
+        capture.write('stdout', 'a\udc80b')
+        self.assertEqual(finished(capture), 'a?b')
 
+    def test_a_huge_write_is_bounded(self):
+        capture = output.background_capture()
+        capture.write('stdout', 'x' * 50_000_000)
+        text = finished(capture)
+        self.assertLessEqual(len(text), BACKGROUND_BUDGET)
+        self.assertIn('[... 49,983,', text)
+        self.assertTrue(capture.streams['stdout'].cut)
+
+
+class SpoolTests(unittest.TestCase):
+    def complete(self, stream):
+        return b''.join(stream.spool.pieces()).decode('utf-8')
+
+    def test_a_cut_stream_keeps_its_complete_text_in_an_unlinked_file(self):
+        capture = output.cell_capture('r')
+        lines = [f'{i} é\n' for i in range(30_000)]
+        for line in lines:
+            capture.write('stderr', line)
+        capture.finish()
+        stream = capture.streams['stderr']
+        self.assertTrue(stream.cut)
+        self.assertEqual(os.fstat(stream.spool._fd).st_nlink, 0)
+        self.assertTrue(stream.spool.whole)
+        self.assertEqual(self.complete(stream), ''.join(lines))
+        self.assertEqual(stream.spool.size, stream.total)
+        self.assertIsNone(capture.streams['stdout'].spool)  # never cut: nothing to keep
+        capture.close()
+        self.assertIsNone(stream.spool)
+
+    def test_past_the_artifact_bound_its_head_and_its_latest_bytes(self):
+        capture = output.cell_capture('r')
+        block = ''.join(f'{i:07d} Ж\n' for i in range(100_000))  # 1,100,000 bytes
+        for _ in range(20):
+            capture.write('stdout', block)
+        capture.write('stdout', 'the end\n')
+        capture.finish()
+        stream = capture.streams['stdout']
+        spool = stream.spool
+        self.assertFalse(spool.whole)
+        data = b''.join(spool.pieces())
+        self.assertLessEqual(len(data), ARTIFACT_MAX_BYTES)
+        text = data.decode('utf-8')  # cut at character boundaries
+        complete = block * 20 + 'the end\n'
+        head, marker, tail = text.partition('\n[... ')
+        self.assertTrue(complete.startswith(head))
+        self.assertGreater(len(head.encode()), SPOOL_HEAD - 4)
+        tail = tail.partition(' ...]\n')[2]
+        self.assertTrue(complete.endswith(tail))
+        self.assertTrue(tail.endswith('the end\n'))
+        self.assertEqual(len(head.encode()) + len(tail.encode()) + int(text.split('[... ')[1].split(' ')[0].replace(',', '')),
+                         len(complete.encode()))
+        capture.close()
+
+    def test_the_background_has_no_spool(self):
+        capture = output.background_capture()
+        capture.write('stdout', 'x' * (BACKGROUND_BUDGET * 2))
+        capture.finish()
+        self.assertTrue(capture.streams['stdout'].cut)
+        self.assertIsNone(capture.streams['stdout'].spool)
+
+
+class LiveTests(unittest.TestCase):
     def test_pending_pieces_keep_write_order_across_streams(self):
-        cell = output.CellOutput('r')
+        capture = output.cell_capture('r')
         for stream, text in (('stdout', 'a'), ('stdout', 'b'), ('stderr', 'c'), ('stdout', 'd')):
-            cell.write(stream, text)
-        pending = cell.take_pending()
-        self.assertEqual(output.coalesce(pending), [('stdout', 'ab'), ('stderr', 'c'), ('stdout', 'd')])
-        self.assertEqual(cell.take_pending(), [])
+            capture.write(stream, text)
+        self.assertEqual(output.coalesce(capture.take_pending()), [('stdout', 'ab'), ('stderr', 'c'), ('stdout', 'd')])
+        self.assertEqual(capture.take_pending(), [])
 
-    def test_a_huge_write_costs_no_more_than_the_budget(self):
-        cell = output.CellOutput('r')
-        cell.write('stdout', 'x' * 50_000_000)
-        self.assertEqual(len(cell.text('stdout')), STREAM_BUDGET)
-        self.assertTrue(cell.truncated['stdout'])
+    def test_live_text_is_as_written_and_bounded_to_the_latest(self):
+        capture = output.cell_capture('r')
+        capture.write('stderr', 'ab\rc')
+        self.assertEqual(capture.take_pending(), [('stderr', 'ab\rc')])
+        for i in range(100_000):
+            capture.write('stdout', f'{i}\n')
+        pending = output.coalesce(capture.take_pending())
+        self.assertEqual(pending[0][0], 'stdout')
+        self.assertRegex(pending[0][1], r'^\[\.\.\. [0-9,]+ characters not streamed live \.\.\.\]\n')
+        live = pending[-1][1]
+        self.assertTrue(live.endswith('99999\n'))
+        self.assertLessEqual(sum(len(text) for _, text in pending[1:]), 2 * LIVE_PENDING_CHARS)
+        capture.close()
 
 
 class BytesTests(unittest.TestCase):
-    def write(self, cell, *chunks, stream='stdout'):
+    def write(self, capture, *chunks, stream='stdout'):
         for chunk in chunks:
-            cell.write_bytes(stream, memoryview(chunk))
+            capture.write_bytes(stream, memoryview(chunk))
 
     def test_utf8_split_across_writes_and_invalid_bytes(self):
-        cell = output.CellOutput('r')
-        self.write(cell, 'é'.encode(), b'\xe2', b'\x82', b'\xac', b'|\xff|', b'\xf0\x9f')
-        self.write(cell, b'\x98\x80')
-        self.assertEqual(cell.text('stdout'), 'é€|\ufffd|😀')
-        self.assertFalse(cell.truncated['stdout'])
+        capture = output.cell_capture('r')
+        self.write(capture, 'é'.encode(), b'\xe2', b'\x82', b'\xac', b'|\xff|', b'\xf0\x9f')
+        self.write(capture, b'\x98\x80')
+        self.assertEqual(finished(capture), 'é€|\ufffd|😀')
 
     def test_a_split_character_meets_text_or_the_end(self):
-        cell = output.CellOutput('r')
-        self.write(cell, b'a\xe2\x82')
-        cell.write('stdout', 'b')
-        self.write(cell, b'c\xe2', stream='stderr')
-        cell.finish()
-        self.assertEqual([cell.text('stdout'), cell.text('stderr')], ['a\ufffdb', 'c\ufffd'])
-        self.assertEqual(output.coalesce(cell.take_pending()), [('stdout', 'a\ufffdb'), ('stderr', 'c\ufffd')])
+        capture = output.cell_capture('r')
+        self.write(capture, b'a\xe2\x82')
+        capture.write('stdout', 'b')
+        self.write(capture, b'c\xe2', stream='stderr')
+        capture.finish()
+        self.assertEqual([capture.streams['stdout'].text(), capture.streams['stderr'].text()], ['a\ufffdb', 'c\ufffd'])
+        self.assertEqual(output.coalesce(capture.take_pending()), [('stdout', 'a\ufffdb'), ('stderr', 'c\ufffd')])
 
-    def test_budget_shared_with_text(self):
-        cell = output.CellOutput('r')
-        cell.write('stdout', 'a' * (STREAM_BUDGET - 2))
-        self.write(cell, '€'.encode())  # 3 bytes, 2 of room: cut, and what it split is gone
-        self.write(cell, b'z')
-        self.assertEqual(cell.text('stdout'), 'a' * (STREAM_BUDGET - 2) + 'z')
-        self.assertTrue(cell.truncated['stdout'])
-        self.write(cell, b'y\xe2')  # fills the budget; the split start is cut off with the rest
-        cell.finish()
-        self.assertEqual(cell.text('stdout'), 'a' * (STREAM_BUDGET - 2) + 'zy')
+    def test_bytes_share_the_stream_with_text(self):
+        capture = output.cell_capture('r')
+        capture.write('stdout', 'a' * (STREAM_BUDGET - 2))
+        self.write(capture, '€'.encode(), b'z')
+        text = finished(capture)
+        self.assertTrue(capture.streams['stdout'].cut)
+        self.assertTrue(text.endswith('a€z'), text[-10:])
+        capture.close()
 
-    def test_replacement_characters_count_in_the_budget(self):
-        cell = output.CellOutput('r')
-        self.write(cell, b'\xff' * STREAM_BUDGET)  # each byte becomes a 3-byte U+FFFD
-        self.assertEqual(cell.text('stdout'), '\ufffd' * (STREAM_BUDGET // 3))
-        self.assertTrue(cell.truncated['stdout'])
-
-    def test_a_huge_write_costs_no_more_than_the_budget(self):
-        cell = output.CellOutput('r')
-        self.write(cell, b'x' * 50_000_000)
-        self.assertEqual(len(cell.text('stdout')), STREAM_BUDGET)
+    def test_replacement_characters_count_as_their_bytes(self):
+        capture = output.cell_capture('r')
+        self.write(capture, b'\xff' * 1000)  # each byte becomes a 3-byte U+FFFD
+        self.assertEqual(finished(capture), '\ufffd' * 1000)
+        self.assertEqual(capture.streams['stdout'].total, 3000)
 
 
 class SinkTests(unittest.TestCase):
-    def test_text_goes_to_the_running_cell_or_between_cells_to_the_real_stream(self):
-        cell = output.CellOutput('r')
+    def test_the_running_cell_takes_the_main_thread_and_the_background_the_rest(self):
+        cell = output.cell_capture('r')
         running = sink('stderr', cell)
         self.assertEqual(running.write('hé'), 2)
-        self.assertEqual(cell.text('stderr'), 'hé')
-        real = io.StringIO()
-        idle = sink('stdout', None, real)
+        other = threading.Thread(target=running.write, args=('from a thread of no cell',))
+        other.start()
+        other.join()
+        self.assertEqual(finished(cell, 'stderr'), 'hé')
+        background = running._output.background
+        self.assertEqual(finished(background, 'stderr'), 'from a thread of no cell')
+        idle = sink('stdout', None)
         idle.write('between cells')
-        self.assertEqual(real.getvalue(), 'between cells')
+        idle.buffer.write(b' and bytes')
+        self.assertEqual(finished(idle._output.background), 'between cells and bytes')
+
+    def test_a_capture_that_ended_passes_the_write_on(self):
+        cell = output.cell_capture('r')
+        s = sink('stdout', cell)
+        cell.finish()
+        # Output.end: the finished capture may still be what a writer picked
+        s._output._capture = lambda: s._output.background
+        s.write('late')
+        self.assertEqual(finished(s._output.background), 'late')
 
     def test_only_str_is_written(self):
         for value in (b'bytes', 1, None):
             with self.assertRaises(TypeError) as caught:
-                sink(cell=output.CellOutput('r')).write(value)
+                sink(cell=output.cell_capture('r')).write(value)
             self.assertEqual(str(caught.exception), messages.WRITE_NOT_STR.format(type(value).__name__))
 
     def test_file_like_surface(self):
-        s = sink('stderr', output.CellOutput('r'))
+        s = sink('stderr', output.cell_capture('r'))
         self.assertEqual([s.name, s.encoding, s.errors, s.isatty(), s.writable(), s.readable(), s.seekable(), s.fileno()],
                          ['<stderr>', 'utf-8', 'replace', False, True, False, False, 2])
         s.close()  # ignored: later cells still write through it
@@ -136,20 +289,20 @@ class SinkTests(unittest.TestCase):
 
 class SinkBufferTests(unittest.TestCase):
     def test_bytes_like_objects_only(self):
-        cell = output.CellOutput('r')
+        cell = output.cell_capture('r')
         buffer = sink('stdout', cell).buffer
         self.assertEqual(buffer.write(b'ab'), 2)
         self.assertEqual(buffer.write(bytearray(b'cd')), 2)
         self.assertEqual(buffer.write(memoryview(b'e-f-g')[::2]), 3)
         self.assertEqual(buffer.write(array.array('H', [0x6968])), 2)
-        self.assertEqual(cell.text('stdout'), 'abcdefghi')
+        self.assertEqual(finished(cell), 'abcdefghi')
         for value in ('text', 1, None):
             with self.assertRaises(TypeError) as caught:
                 buffer.write(value)
             self.assertEqual(str(caught.exception), messages.WRITE_NOT_BYTES.format(type(value).__name__))
 
     def test_surface_and_text_wrapper(self):
-        cell = output.CellOutput('r')
+        cell = output.cell_capture('r')
         s = sink('stdout', cell)
         buffer = s.buffer
         self.assertEqual([buffer.name, buffer.mode, buffer.writable(), buffer.readable(), buffer.isatty(), buffer.fileno()],
@@ -159,14 +312,22 @@ class SinkBufferTests(unittest.TestCase):
         wrapper.close()  # closes the buffer too: ignored
         self.assertFalse(buffer.closed)
         s.write('text after\n')
-        self.assertEqual(cell.text('stdout'), 'wrapped é\ntext after\n')
+        self.assertEqual(finished(cell), 'wrapped é\ntext after\n')
 
-    def test_between_cells_bytes_go_to_the_real_stream(self):
-        real = io.TextIOWrapper(io.BytesIO(), encoding='utf-8', write_through=True)
-        s = sink('stdout', None, real)
-        s.write('text ')
-        s.buffer.write(b'bytes')
-        self.assertEqual(real.buffer.getvalue(), b'text bytes')
+
+class InputTests(unittest.TestCase):
+    def test_input_fails_at_once_and_says_why(self):
+        cell = output.cell_capture('r')
+        s = sink('stdout', cell)
+        real = sys.stdout
+        sys.stdout = s
+        try:
+            with self.assertRaises(EOFError) as caught:
+                output.no_input('Name? ')
+        finally:
+            sys.stdout = real
+        self.assertEqual(str(caught.exception), messages.INPUT_NO_STDIN)
+        self.assertEqual(finished(cell), 'Name? ')
 
 
 if __name__ == '__main__':

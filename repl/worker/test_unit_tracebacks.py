@@ -59,7 +59,7 @@ class FormatErrorTests(unittest.TestCase):
             self.assertEqual(tracebacks.exception_name(cls), name)
         long = type('L' * 300, (Exception,), {})
         self.assertEqual(len(tracebacks.exception_name(long)), TYPE_NAME_CHARS)
-        error = tracebacks.format_error(ShellError(ShellResult('', 'err', 3)), 'r', self.sources)
+        error = tracebacks.format_error(ShellError(ShellResult('', '', 3)), 'r', self.sources)
         self.assertTrue(error.endswith('\nShellError: Shell exited with status 3; inspect exception.stderr'), error)
 
     def test_chains_read_as_python_prints_them(self):

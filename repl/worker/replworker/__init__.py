@@ -8,7 +8,9 @@ import its modules directly. One module per concern:
     limits, messages  every numeric limit; every message (both shared by the others)
     common            the run-id context variable, type names, bounded UTF-8 text
     channel           frames on the protocol fds
-    output            stdout/stderr capture, and the native-output pipe on fd 1 and 2
+    threads           which run each thread and pool job works for
+    output            stdout/stderr as a terminal shows them, head and tail, spools,
+                      background output, and the native-output pipe on fd 1 and 2
     cells             the event loop, the executor, running a cell or file, the epilogue
     tracebacks        the user's tracebacks and the source history behind them
     previews          previews of values and the namespace inventory

@@ -167,10 +167,16 @@ def _artifact_call(op, params, wait=MCP_OP_WAIT):
 
 
 def _upload_value(value, format):
-    """Stream a checked value into a new artifact; returns its reference. Once begun, any
-    failure (an interrupt included) aborts the upload, best effort, before it propagates."""
+    """Stream a checked value into a new artifact; returns its reference."""
     if _known_too_large(value, format):
         raise ValueError(ARTIFACT_TOO_LARGE)
+    return upload_pieces(_value_pieces(value, format), format)
+
+
+def upload_pieces(pieces, format):
+    """Stream the bytes of `pieces` (an iterable of bytes-like objects, made as they are
+    needed) into a new artifact of `format`; returns its reference. Once begun, any failure
+    (an interrupt included) aborts the upload, best effort, before it propagates."""
     begun = _artifact_call('artifact.begin', {'format': format})
     upload_id = begun.get('upload_id')
     if type(upload_id) is not str:
@@ -181,7 +187,7 @@ def _upload_value(value, format):
             raise ToolError(MCP_MALFORMED.format('artifact.begin'))
         chunk = min(chunk, ARTIFACT_CHUNK)
         offset, pending = 0, bytearray()
-        for piece in _value_pieces(value, format):
+        for piece in pieces:
             pending += piece
             while len(pending) >= chunk:
                 offset = _append_chunk(upload_id, offset, pending[:chunk], limit)
@@ -268,10 +274,10 @@ def artifact(value=None, *, path=None, format=None):
     return _upload_value(value, format)
 
 
-def artifact_read(artifact_id, *, offset=0, length=ARTIFACT_READ_MAX, encoding='text'):
+def artifact_read(artifact_id, offset=0, length=ARTIFACT_READ_MAX, encoding='text'):
     """A range of an artifact: {"artifact", "offset", "length", "encoding", "content",
     "has_more"}. length <= 65536 bytes; encoding "text" (the range must be whole UTF-8),
-    "base64" or "hex"."""
+    "base64" or "hex". artifact_read(id, 65536, 65536) reads the second 64 KiB."""
     _check_str(artifact_id, 'artifact_id')
     _check_count(offset, 'offset')
     _check_count(length, 'length')
@@ -333,8 +339,14 @@ def auto_artifact_format(value):
 
 
 async def auto_upload(value, format):
-    """The task that uploads a trailing value (see _Worker._auto_artifact)."""
+    """The task that uploads a trailing value (see cells.Worker._auto_artifact)."""
     return _upload_value(value, format)
+
+
+async def output_upload(spool):
+    """The task that uploads the complete text of a cut output stream (see
+    cells.Worker._save_outputs)."""
+    return upload_pieces(spool.pieces(), 'text')
 
 
 def artifact_error(message):

@@ -2,6 +2,7 @@
 repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
 
 import asyncio
+import collections
 import os
 import threading
 from concurrent import futures
@@ -10,7 +11,7 @@ from .channel import encode_frame
 from .common import RUN_ID, type_name
 from .limits import (
     MAX_FRAME, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_REPLY_SLACK, MCP_TIMEOUT_MAX,
-    MCP_TIMEOUT_MIN, RPC_PENDING, TOOL_ERROR_CHARS,
+    MCP_TIMEOUT_MIN, RPC_PENDING, RPC_QUEUED, TOOL_ERROR_CHARS,
 )
 from .messages import (
     MCP_ARGUMENTS_NOT_DICT, MCP_BAD_TIMEOUT, MCP_BOTH_ARGUMENTS, MCP_BUSY, MCP_FOREIGN,
@@ -52,16 +53,77 @@ def await_reply(future, wait):
     return future.result(wait)
 
 
+class _Slots:
+    """The RPC_PENDING calls that may await their reply at once (the server serves as many
+    per run), and a queue of at most RPC_QUEUED calls waiting for one, first come first
+    served: `asyncio.gather` of hundreds of mcp.acall completes instead of failing.
+
+    A waiter is a concurrent Future, set when a slot is handed to it. Its
+    set_running_or_notify_cancel decides, once and for all threads, whether the hand-over
+    or the waiter's cancellation came first, so a slot is never lost and never given
+    twice; a waiter that gives up before its turn never sent anything."""
+
+    def __init__(self):
+        self._free = RPC_PENDING
+        self._waiters = collections.deque()
+        self._lock = threading.Lock()
+
+    def take(self):
+        """A slot now (None), or a Future to wait on for one; MCP_BUSY when the queue is full."""
+        with self._lock:
+            if self._free > 0 and not self._waiters:
+                self._free -= 1
+                return None
+            if len(self._waiters) >= RPC_QUEUED:
+                raise RuntimeError(MCP_BUSY)
+            waiter = futures.Future()
+            self._waiters.append(waiter)
+            return waiter
+
+    def give_back(self):
+        """A slot is free: the first waiter still waiting gets it."""
+        while True:
+            with self._lock:
+                if not self._waiters:
+                    self._free += 1
+                    return
+                waiter = self._waiters.popleft()
+            if waiter.set_running_or_notify_cancel():
+                waiter.set_result(None)
+                return
+
+    def drop_waiters(self):
+        """Cancel every waiter: the cell they waited for has ended."""
+        with self._lock:
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            waiter.cancel()
+
+    def leave(self, waiter):
+        """The waiter gives up (its task was cancelled, the cell interrupted). A slot it was
+        handed meanwhile goes to the next one."""
+        if waiter.cancel():
+            with self._lock:
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    pass  # give_back took it off and saw it cancelled
+            return
+        self.give_back()
+
+
 class _Rpcs:
     """The bridge transport: `rpc` frames out, each answered by an `rpc_result` that the
     reader thread routes to the call's pending future. Only the running cell's own code may
     call, on the main thread with the cell's run id in its context: a thread or a context
-    saved from an earlier cell would otherwise act for a cell that has ended."""
+    saved from an earlier cell would otherwise act for a cell that has ended. At most
+    RPC_PENDING calls await their reply at once; more wait their turn (_Slots)."""
 
     def __init__(self):
         self._channel = None
         self._pending = {}  # rpc id -> (run id, future) until answered or abandoned
         self._lock = threading.Lock()  # the reader thread resolves while the main thread calls
+        self._slots = _Slots()  # one for each entry of _pending
         self._active = None  # run id of the cell whose code may call now
         self._main_thread = threading.main_thread().ident
 
@@ -72,16 +134,27 @@ class _Rpcs:
         self._active = run_id
 
     def end(self):
-        """The cell is over: later calls are refused and the pending ones abandoned."""
+        """The cell is over: later calls are refused, the pending ones abandoned and those
+        still waiting for a slot dropped (they never sent anything)."""
         self._active = None
         with self._lock:
             pending = [future for _, future in self._pending.values()]
         for future in pending:
             future.cancel()  # its callback sends the rpc_cancel
+        self._slots.drop_waiters()
 
     def call(self, op, params, wait):
-        """The result of `op`, waiting at most `wait` seconds; blocks the cell."""
-        future = self._request(op, params)
+        """The result of `op`, waiting at most `wait` seconds once it is sent (and before that
+        for a slot, as long as the cell runs); blocks the cell."""
+        run_id = self._check_caller()
+        waiter = self._slots.take()
+        if waiter is not None:
+            try:
+                await_reply(waiter, None)
+            except BaseException:
+                self._slots.leave(waiter)
+                raise
+        future = self._request(run_id, op, params)
         try:
             return await_reply(future, wait)
         except futures.TimeoutError:
@@ -90,8 +163,17 @@ class _Rpcs:
             future.cancel()  # a no-op once answered; otherwise the server drops the call
 
     async def acall(self, op, params, wait):
-        """The result of `op`, awaited; cancelling the awaiting task cancels this call only."""
-        future = self._request(op, params)
+        """The result of `op`, awaited; cancelling the awaiting task cancels this call only,
+        and one still waiting for a slot sends nothing."""
+        run_id = self._check_caller()
+        waiter = self._slots.take()
+        if waiter is not None:
+            try:
+                await asyncio.wrap_future(waiter)
+            except BaseException:
+                self._slots.leave(waiter)
+                raise
+        future = self._request(run_id, op, params)
         try:
             # Cancelling the wrapper cancels `future`, whose callback sends the rpc_cancel.
             return await asyncio.wait_for(asyncio.wrap_future(future), wait)
@@ -100,22 +182,30 @@ class _Rpcs:
         finally:
             future.cancel()
 
-    def _request(self, op, params):
-        """Send one `rpc` frame and return its pending future. Every refusal comes before
-        anything is sent or registered."""
+    def _check_caller(self):
+        """The running cell's run id, when the caller is its own code path."""
         run_id = RUN_ID.get()
         if run_id is None or run_id != self._active or threading.get_ident() != self._main_thread:
             raise RuntimeError(MCP_FOREIGN)
-        rpc_id = new_rpc_id()
-        data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
-        if len(data) > MAX_FRAME:
-            raise ValueError(MCP_FRAME_TOO_LARGE)
-        future = futures.Future()
-        future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
-        with self._lock:
-            if len(self._pending) >= RPC_PENDING:
-                raise RuntimeError(MCP_BUSY)
-            self._pending[rpc_id] = (run_id, future)
+        return run_id
+
+    def _request(self, run_id, op, params):
+        """Send one `rpc` frame in the slot the caller holds and return its pending future.
+        Every refusal comes before anything is sent or registered, and gives the slot back."""
+        try:
+            if run_id != self._active:
+                raise RuntimeError(MCP_FOREIGN)  # the cell ended while the call waited
+            rpc_id = new_rpc_id()
+            data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
+            if len(data) > MAX_FRAME:
+                raise ValueError(MCP_FRAME_TOO_LARGE)
+            future = futures.Future()
+            future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
+            with self._lock:
+                self._pending[rpc_id] = (run_id, future)
+        except BaseException:
+            self._slots.give_back()
+            raise
         self._channel.send_encoded(data)
         return future
 
@@ -123,7 +213,10 @@ class _Rpcs:
         with self._lock:
             entry = self._pending.pop(rpc_id, None)
         if entry is not None:  # not yet answered: tell the server to drop that call only
+            # The server forgets the call as it reads this frame, so the slot is free for
+            # the next call, which it reads after this one.
             self._channel.send({'type': 'rpc_cancel', 'id': rpc_id, 'run_id': entry[0]})
+            self._slots.give_back()
 
     def resolve(self, frame):
         """Called by the reader thread with an `rpc_result`. Replies for unknown or abandoned
@@ -132,6 +225,7 @@ class _Rpcs:
             entry = self._pending.pop(frame['id'], None)
         if entry is None:
             return
+        self._slots.give_back()  # the server forgot the call before it sent this reply
         try:
             if frame.get('error'):
                 entry[1].set_exception(ToolError(frame['error']))

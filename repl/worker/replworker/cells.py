@@ -18,24 +18,27 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .artifacts import (
     ARTIFACT_HELPERS, NotArtifact, artifact_error, auto_artifact_format, auto_upload, check_artifact_json,
+    output_upload,
 )
 from .bridge import RPCS, McpBridge, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
-from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
-from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name
+from .children import CHILDREN, ShellError, ShellResult, exit_now, pip_command, run_line, sh
+from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name, utf8_prefix
 from .display import IMAGES, display
 from .interrupts import Interrupts
 from .limits import (
-    ARGV_BYTES, ARGV_ITEMS, BACKGROUND_EXIT_GRACE, EXECUTOR_PENDING_JOBS, EXIT_MESSAGE_CHARS,
-    EXIT_STATUS_BITS, SOURCE_FILE_BYTES, TASK_CANCEL_GRACE,
+    ARGV_BYTES, ARGV_ITEMS, BACKGROUND_EXIT_GRACE, BACKGROUND_THREAD_NAMES, EXECUTOR_PENDING_JOBS,
+    EXIT_MESSAGE_CHARS, EXIT_STATUS_BITS, SOURCE_FILE_BYTES, SPOOL_HEAD, TASK_CANCEL_GRACE, THREAD_NAME_BYTES,
 )
 from .messages import (
     ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, EXECUTOR_FULL,
-    EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE, INVENTORY_NOTE,
-    TASKS_REFUSED, THREADS_LEFT,
+    EXECUTOR_JOB_QUEUED, EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE,
+    INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
+    THREADS_INTERRUPTED, THREADS_MORE,
 )
-from .output import NativeOutput, Output, Sink
+from .output import STREAMS, NativeOutput, Output, Sink, Spool, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
+from .threads import THREADS
 from .tracebacks import RunFailure, SourceHistory, format_error
 
 EXIT_STATE_CLEARED = 70
@@ -92,8 +95,9 @@ class CellLoop(asyncio.SelectorEventLoop):
 
 class CellExecutor(ThreadPoolExecutor):
     """The loop's default executor (run_in_executor, to_thread, getaddrinfo). It remembers
-    which run submitted each unfinished job, so idle worker threads may outlive a cell while
-    work still running at the end of its cell is detected."""
+    which run submitted each unfinished job, for its bound and for the jobs still queued
+    when their cell ends; like every thread pool's (threads.THREADS), a job works for its
+    run whichever pooled thread runs it, and idle pooled threads belong to no cell."""
 
     def __init__(self):
         super().__init__(max_workers=min(32, (os.cpu_count() or 1) + 4), thread_name_prefix='repl-mcp-executor')
@@ -113,12 +117,25 @@ class CellExecutor(ThreadPoolExecutor):
         with self._jobs_lock:
             self._jobs.pop(job, None)
 
-    def busy(self, run_id):
+    def queued(self, run_id):
+        """How many jobs `run_id` submitted that no thread has taken yet."""
         with self._jobs_lock:
-            return any(owner == run_id for owner in self._jobs.values())
+            return sum(1 for job, owner in self._jobs.items() if owner == run_id and not job.running())
 
     def threads(self):
         return set(self._threads)
+
+
+def _thread_name(thread):
+    """A thread's name as Thread's own property reads it (a subclass's property does not
+    run), bounded."""
+    name = threading.Thread.name.fget(thread)
+    return utf8_prefix(name if type(name) is str else '?', THREAD_NAME_BYTES)[0]
+
+
+def _reason(message):
+    """Why a cut stream's complete output was not saved, short enough for its marker."""
+    return (message or 'unknown error')[:120]
 
 
 def _read_source(path):
@@ -143,20 +160,61 @@ def _check_argv(argv):
         raise RunFailure(ARGV_TOO_LARGE)
 
 
-def compile_cell(source, filename):
-    """Code for the body and, when the cell ends with an expression, for that expression;
-    compiled apart so its value is kept as an object (no implicit repr)."""
+def split_commands(source):
+    """A cell's leading shell lines, as agents used to notebooks type them: `!cmd` (run with
+    sh) and `%pip ARGS` (pip of the worker's own interpreter). Blank lines and comments may
+    come between them; the first other line ends them. Returns ([(line number, command,
+    whether it is pip)], the source with those lines blanked): what is left is Python,
+    with its lines numbered as in the cell."""
+    lines = source.split('\n')
+    commands = []
+    for index, line in enumerate(lines):
+        text = line.strip()
+        if not text or text.startswith('#'):
+            continue
+        if text.startswith('!'):
+            commands.append((index + 1, text[1:].strip(), False))
+        elif text == '%pip' or text.startswith(('%pip ', '%pip\t')):
+            commands.append((index + 1, pip_command(text[4:].strip()), True))
+        else:
+            break
+        lines[index] = ''
+    return commands, '\n'.join(lines) if commands else source
+
+
+def compile_command(lineno, command, pip, filename):
+    """`run_line(command, pip)` as code of the cell at `lineno`: a failure's traceback shows
+    the cell's own line."""
+    call = ast.Expression(ast.Call(
+        ast.Name('run_line', ast.Load()), [ast.Constant(command), ast.Constant(pip)], [],
+    ))
+    for node in ast.walk(call):
+        node.lineno = node.end_lineno = lineno
+        node.col_offset = node.end_col_offset = 0
+    return compile(call, filename, 'eval', dont_inherit=True)
+
+
+def compile_cell(source, filename, commands=False):
+    """Code for the leading shell lines (with `commands`, see split_commands), the body and,
+    when the cell ends with an expression, for that expression; compiled apart so its value
+    is kept as an object (no implicit repr)."""
+    lines = ()
+    if commands:
+        lines, source = split_commands(source)
     module = ast.parse(source, filename, 'exec')
     tail = None
     if module.body and isinstance(module.body[-1], ast.Expr):
         expression = ast.Expression(module.body.pop().value)
         tail = compile(expression, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
-    return compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
+    lines = [compile_command(lineno, command, pip, filename) for lineno, command, pip in lines]
+    return lines, compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
 
 
-async def cell_main(body, tail, namespace):
-    """The cell task: run the body, then evaluate the trailing expression, awaiting either
-    when it uses top-level await."""
+async def cell_main(lines, body, tail, namespace):
+    """The cell task: run the leading shell lines, the body, then evaluate the trailing
+    expression, awaiting either when it uses top-level await."""
+    for line in lines:
+        eval(line, {'run_line': run_line})
     result = eval(body, namespace)
     if body.co_flags & inspect.CO_COROUTINE:
         await result
@@ -179,13 +237,16 @@ class Worker:
         self._baseline = {**BASELINE_NAMES, **self._helpers()}
         self._reserved = frozenset(self._baseline) | RESERVED_NAMES
         self._install_baseline()
+        THREADS.install()  # before any user code starts a thread
         self._output = Output(channel)
         self._native = NativeOutput()
-        self._real_streams = (sys.stdout, sys.stderr)
+        # For good, not only while a cell runs: what threads print between cells is kept too.
         self._sinks = (
-            Sink('stdout', 1, sys.stdout, self._output, self._native),
-            Sink('stderr', 2, sys.stderr, self._output, self._native),
+            Sink('stdout', 1, self._output, self._native),
+            Sink('stderr', 2, self._output, self._native),
         )
+        sys.stdout, sys.stderr = self._sinks
+        builtins.input = no_input
         self._executor = CellExecutor()
         self._loop = CellLoop()
         self._loop.set_default_executor(self._executor)
@@ -262,7 +323,6 @@ class Worker:
 
     def _execute(self, command):
         run_id = command['id']
-        threads_before = set(threading.enumerate())
         self._output.begin(run_id)
         RPCS.begin(run_id)
         IMAGES.begin(run_id)
@@ -271,9 +331,9 @@ class Worker:
         if command.get('source_path'):
             value, exc, exit_code = self._run_file(run_id, command['source_path'], command.get('argv', []))
         else:
-            value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>')
+            value, exc = self._run_cell(run_id, command['code'], f'<repl:{run_id}>', commands=True)
         interrupted = self._interrupts.cancelled  # a SIGINT reached the cell: the run is being stopped
-        cancelled, policy_error = self._epilogue(run_id, threads_before)
+        cancelled, policy_error, background = self._epilogue(run_id, interrupted)
         interrupted = self._show_figures(run_id, interrupted)
         preview = extra = None
         if exc is None and policy_error is None and value is not MISSING:
@@ -283,18 +343,27 @@ class Worker:
             # its own (a custom object) is not cut either.
             if preview[2]:
                 extra = self._auto_artifact(run_id, value, interrupted)
-        sys.stdout, sys.stderr = self._real_streams
+                interrupted = interrupted or extra == {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        sys.stdout, sys.stderr = self._sinks
         self._install_baseline()
         captured = self._output.end()
+        texts, saved = self._save_outputs(run_id, captured, interrupted)
         CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
-        result = self._result(run_id, preview, exc, captured, policy_error)
+        result = self._result(run_id, preview, exc, captured, texts, policy_error)
         if extra:
             result.update(extra)
         result.update(IMAGES.end())
+        if saved:
+            result['output_artifacts'] = saved
         if exit_code is not None:
             result['exit_code'] = exit_code
         if cancelled:
             result['background_tasks_cancelled'] = cancelled
+        if background:
+            result['background_threads'] = background
+        printed = self._output.take_background()
+        if printed:
+            result['background_output'] = printed
         self._deliver(run_id, command['barrier'], result)
 
     def _run_file(self, run_id, path, argv):
@@ -341,33 +410,41 @@ class Worker:
         self._sinks[1].write(message[:EXIT_MESSAGE_CHARS] + '\n')
         return 1
 
-    def _run_cell(self, run_id, source, filename):
-        """Run one cell; returns (trailing value or MISSING, exception or None)."""
+    def _run_cell(self, run_id, source, filename, commands=False):
+        """Run one cell (with `commands`, its leading !cmd and %pip lines first); returns
+        (trailing value or MISSING, exception or None)."""
         self._sources.add(run_id, filename, source)
         try:
-            body, tail = compile_cell(source, filename)
+            lines, body, tail = compile_cell(source, filename, commands)
         except Exception as exc:  # SyntaxError, or the parser's ValueError/RecursionError/MemoryError
             return MISSING, exc
         context = contextvars.copy_context()
         context.run(RUN_ID.set, run_id)
-        task = context.run(self._loop.create_task, cell_main(body, tail, self._namespace))
+        task = context.run(self._loop.create_task, cell_main(lines, body, tail, self._namespace))
         self._interrupts.drive(task)
         if task.cancelled():
             return MISSING, asyncio.CancelledError()
         exc = task.exception()
         return (MISSING, exc) if exc is not None else (task.result(), None)
 
-    def _epilogue(self, run_id, threads_before):
-        """Stop what the cell left behind; returns (tasks cancelled, policy error or None).
-        A policy error means the worker cannot vouch for its state and will exit."""
+    def _epilogue(self, run_id, interrupted):
+        """Stop what the cell left behind; returns (tasks cancelled, policy error or None,
+        names of the threads still working for the cell). A policy error means the worker
+        cannot vouch for its state and will exit.
+
+        Threads (and executor jobs) the cell left running are the session's background
+        work when the cell ended on its own: its variables stay. When it was interrupted
+        (a timeout, a cancel) they are not: a thread cannot be interrupted, and work the
+        caller asked to stop must not go on changing the namespace, so the worker stops."""
         cancelled, refused = self._cancel_tasks()
         RPCS.end()  # after the tasks: a cancelled acall has sent its own rpc_cancel
         self._loop.cancel_cell_callbacks()
         if refused:
-            return cancelled, TASKS_REFUSED
-        if self._background_work_left(run_id, threads_before):
-            return cancelled, THREADS_LEFT
-        return cancelled, None
+            return cancelled, TASKS_REFUSED, []
+        background = self._background_work(run_id)
+        if background and interrupted:
+            return cancelled, THREADS_INTERRUPTED.format(', '.join(background)), background
+        return cancelled, None, background
 
     def _cancel_tasks(self):
         """Cancel the tasks the cell left pending and give them TASK_CANCEL_GRACE to finish.
@@ -389,21 +466,27 @@ class Worker:
             except BaseException:
                 pass  # a task let SystemExit/KeyboardInterrupt escape the loop; it is done now
 
-    def _background_work_left(self, run_id, threads_before):
-        """Whether the cell left threads (other than the executor's idle ones) or executor
-        jobs running. Work that is just finishing gets a short grace: asyncio's waitpid
-        thread, say, wakes the cell and then needs a moment to exit."""
+    def _background_work(self, run_id):
+        """The names of the threads still working for the run when it ends: those its code
+        started (directly or through threads it started; threads.THREADS), other than the
+        default executor's idle pooled ones, the threads running its pool jobs, and one
+        entry for each of its default-executor jobs still queued. Work that is just finishing gets a short grace: asyncio's waitpid thread, say,
+        wakes the cell and then needs a moment to exit. At most BACKGROUND_THREAD_NAMES
+        names, then how many more."""
         deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
-        while self._executor.busy(run_id) or self._new_threads(threads_before):
+        while True:
+            # enumerate() drops a thread once its Python code has finished.
+            threads = THREADS.working_for(run_id, idle_pooled=self._executor.threads())
+            queued = self._executor.queued(run_id)
+            if not threads and not queued:
+                return []
             if time.monotonic() >= deadline:
-                return True
+                break
             time.sleep(0.005)
-        return False
-
-    def _new_threads(self, before):
-        executor_threads = self._executor.threads()
-        # enumerate() drops a thread once its Python code has finished.
-        return [t for t in threading.enumerate() if t not in before and t not in executor_threads]
+        names = [_thread_name(thread) for thread in threads] + [EXECUTOR_JOB_QUEUED] * queued
+        if len(names) > BACKGROUND_THREAD_NAMES:
+            names[BACKGROUND_THREAD_NAMES:] = [THREADS_MORE.format(len(names) - BACKGROUND_THREAD_NAMES)]
+        return names
 
     def _show_figures(self, run_id, interrupted):
         """Show the figures the run left open, as a task of the run (its rpcs may upload an
@@ -443,36 +526,82 @@ class Worker:
                 return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(type_name(type(exc))))}
         if interrupted:
             return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        outcome, detail = self._upload(run_id, auto_upload(value, format))
+        if outcome == 'interrupted':
+            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+        if outcome == 'failed':
+            return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(detail))}
+        return {'artifact': detail}
+
+    def _save_outputs(self, run_id, captured, interrupted):
+        """The final text of each stream, and the artifacts of the streams that were cut:
+        ({stream: text}, {stream: reference}). A cut stream's complete text (its spool)
+        is uploaded as a `text` artifact, as the trailing value's would be, and the marker
+        between its head and tail says where it went, or why it did not: an interrupted run
+        uploads nothing."""
+        texts, saved = {}, {}
+        try:
+            for stream in STREAMS:
+                text = captured.streams[stream]
+                if not text.cut:
+                    texts[stream] = text.text()
+                elif interrupted:
+                    texts[stream] = text.text(OUTPUT_NOT_SAVED, OUTPUT_INTERRUPTED)
+                elif text.spool is None:
+                    texts[stream] = text.text(OUTPUT_NOT_SAVED, _reason(text.spool_error))
+                else:
+                    spool = text.spool
+                    outcome, detail = self._upload(run_id, output_upload(spool))
+                    if outcome == 'interrupted':
+                        interrupted = True
+                        texts[stream] = text.text(OUTPUT_NOT_SAVED, OUTPUT_INTERRUPTED)
+                    elif outcome == 'failed':
+                        texts[stream] = text.text(OUTPUT_NOT_SAVED, _reason(detail))
+                    elif spool.whole:
+                        saved[stream] = detail
+                        texts[stream] = text.text(OUTPUT_SAVED, spool.size, stream)
+                    else:
+                        saved[stream] = detail
+                        texts[stream] = text.text(OUTPUT_SAVED_PART, stream, SPOOL_HEAD, Spool.RING, spool.size)
+        finally:
+            captured.close()
+        return texts, saved
+
+    def _upload(self, run_id, upload):
+        """Run an upload coroutine (artifacts.auto_upload, output_upload) as a task on the
+        loop with the run still active, so a SIGINT stops it as it would stop a cell.
+        Returns ('done', reference), ('interrupted', None) or ('failed', message)."""
         context = contextvars.copy_context()
         context.run(RUN_ID.set, run_id)
         RPCS.begin(run_id)  # the epilogue closed the bridge; the run is still active
         try:
-            task = context.run(self._loop.create_task, auto_upload(value, format))
+            task = context.run(self._loop.create_task, upload)
             self._interrupts.drive(task)
         finally:
             RPCS.end()
             self._loop.cancel_cell_callbacks()
         if task.cancelled():
-            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+            return 'interrupted', None
         exc = task.exception()
         if isinstance(exc, KeyboardInterrupt):
-            return {'artifact_error': ARTIFACT_AUTO_INTERRUPTED}
+            return 'interrupted', None
         if exc is not None:
             try:
                 message = str(exc)
             except Exception:
                 message = type_name(type(exc))
-            return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(message))}
-        return {'artifact': task.result()}
+            return 'failed', message
+        return 'done', task.result()
 
-    def _result(self, run_id, preview, exc, captured, policy_error):
+    def _result(self, run_id, preview, exc, captured, texts, policy_error):
+        cut = {stream: captured.streams[stream].cut for stream in STREAMS}
         result = {
             'success': exc is None and policy_error is None,
-            'stdout': captured.text('stdout'),
-            'stderr': captured.text('stderr'),
+            'stdout': texts['stdout'],
+            'stderr': texts['stderr'],
             'return_value': None,
             'error': None,
-            'truncated': {'stdout': captured.truncated['stdout'], 'stderr': captured.truncated['stderr'], 'return': False},
+            'truncated': {'stdout': cut['stdout'], 'stderr': cut['stderr'], 'return': False},
             'state': 'cleared' if policy_error else 'preserved',
         }
         if policy_error:

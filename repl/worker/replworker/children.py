@@ -1,8 +1,11 @@
 """Child processes: every subprocess.Popen a cell starts is tracked, reaped and reported
-when it leads a process group of its own (a job); sh() runs shell commands in a group of
-their own; and the worker exits only after killing what is still running."""
+when it leads a process group of its own (a job); sh() and a cell's leading !cmd and %pip
+lines run shell commands in a group of their own; and the worker exits only after killing
+what is still running."""
 
+import codecs
 import collections
+import importlib
 import math
 import os
 import select
@@ -15,10 +18,10 @@ import weakref
 
 from .common import RUN_ID, module_name, utf8_prefix
 from .limits import (
-    CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_EXIT_CHECK,
-    SHELL_PROCESSES, SHELL_TIMEOUT,
+    CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_ERROR_TAIL,
+    SHELL_EXIT_CHECK, SHELL_PROCESSES, SHELL_TIMEOUT,
 )
-from .messages import SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED
+from .messages import COMMAND_ECHO, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED, SHELL_FAILED_TAIL
 
 
 def exit_now(status):
@@ -170,12 +173,23 @@ class ShellResult(str):
 
 class ShellError(RuntimeError):
     """sh() with check=True saw a non-zero status. Attributes: result (the ShellResult),
-    returncode, stdout, stderr."""
+    returncode, stdout, stderr. The message ends with the last lines of stderr (at most
+    2,000 characters), which usually say what went wrong."""
 
     def __init__(self, result):
-        super().__init__(SHELL_FAILED.format(result.returncode))
+        super().__init__(shell_failure(result.returncode, result.stderr))
         self.result, self.returncode = result, result.returncode
         self.stdout, self.stderr = result.stdout, result.stderr
+
+
+def shell_failure(returncode, stderr):
+    """ShellError's message: the status, then the end of stderr when it has any."""
+    tail = stderr.rstrip()
+    if not tail:
+        return SHELL_FAILED.format(returncode)
+    if len(tail) > SHELL_ERROR_TAIL:
+        tail = '...' + tail[-SHELL_ERROR_TAIL:]
+    return SHELL_FAILED_TAIL.format(returncode, tail)
 
 
 _SHELL_SLOTS = threading.BoundedSemaphore(SHELL_PROCESSES)
@@ -270,3 +284,78 @@ def _shell_text(data):
     text, _, complete = utf8_prefix(data.decode('utf-8', 'replace'), SHELL_CAPTURE)
     return text, not complete
 
+
+
+def shell_quote(text):
+    """`text` as one word for sh, whatever it holds."""
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def pip_command(arguments):
+    """The shell command of a `%pip ARGS` line: pip of the worker's own interpreter."""
+    return f'{shell_quote(sys.executable)} -m pip {arguments}'.rstrip()
+
+
+def run_line(command, pip=False):
+    """Run a cell's leading `!cmd` (or `%pip ...`, with pip=True) line: say so on stdout, run
+    it with sh in a new process group (killed when it ends, like sh()), and stream its
+    stdout and stderr into the cell's as they come. A non-zero status raises ShellError,
+    so the rest of the cell does not run after a failed install. After %pip the import
+    system forgets its directory caches, so what was installed imports at once."""
+    sys.stdout.write(COMMAND_ECHO.format(command))
+    if not _SHELL_SLOTS.acquire(blocking=False):
+        raise RuntimeError(SHELL_BUSY)
+    try:
+        proc = Popen(
+            command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            stderr_tail = stream_output(proc)
+        finally:
+            kill_group(proc.pid)
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.wait()
+    finally:
+        _SHELL_SLOTS.release()
+    if pip:
+        importlib.invalidate_caches()
+    if proc.returncode != 0:
+        raise ShellError(ShellResult('', stderr_tail, proc.returncode))
+
+
+def stream_output(proc):
+    """Copy a command's stdout and stderr into sys.stdout and sys.stderr as they come, as
+    UTF-8 (invalid bytes replaced), until the shell has exited and its descendants' output
+    already written is read (at most SHELL_DRAIN bytes), or both pipes close. Returns the
+    last SHELL_ERROR_TAIL characters of stderr. Like shell_capture, a KeyboardInterrupt
+    may land anywhere in here: the caller kills the group."""
+    streams = {
+        proc.stdout.fileno(): ('stdout', codecs.getincrementaldecoder('utf-8')('replace')),
+        proc.stderr.fileno(): ('stderr', codecs.getincrementaldecoder('utf-8')('replace')),
+    }
+    pipes = select.poll()
+    for fd in streams:
+        pipes.register(fd, select.POLLIN)
+    open_pipes, drain, tail = len(streams), None, ''
+    while open_pipes and (drain is None or drain > 0):
+        if drain is None and _exited(proc.pid):
+            drain = SHELL_DRAIN
+        events = pipes.poll(0 if drain is not None else SHELL_EXIT_CHECK * 1000)
+        if not events and drain is not None:
+            break
+        for fd, _ in events:
+            data = os.read(fd, READ_CHUNK)
+            if not data:
+                pipes.unregister(fd)
+                open_pipes -= 1
+            if drain is not None:
+                drain -= len(data)
+            name, decoder = streams[fd]
+            text = decoder.decode(data, final=not data)
+            if text:
+                getattr(sys, name).write(text)
+                if name == 'stderr':
+                    tail = (tail + text)[-SHELL_ERROR_TAIL:]
+    return tail

@@ -9,18 +9,16 @@ import threading
 import time
 
 from .bridge import await_reply
-from .children import shell_capture
-from .common import is_worker_module, module_name, utf8_prefix
+from .children import shell_capture, stream_output
+from .common import is_worker_module, module_name
 from .limits import INTERRUPT_RETRY
-from .output import CellOutput, Sink, SinkBuffer
+from .output import INTERRUPTIBLE_CODE as OUTPUT_CODE
 
 # Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
-# prints through, sh()'s wait for its process and mcp's wait for a reply.
+# prints through (output.INTERRUPTIBLE_CODE), sh()'s and a !cmd line's wait for its
+# process, and mcp's wait for a reply.
 INTERRUPTIBLE_WORKER_CODE = frozenset({
-    Sink.write.__code__, Sink.write_bytes.__code__, SinkBuffer.write.__code__,
-    CellOutput.write.__code__, CellOutput.write_bytes.__code__, CellOutput._keep.__code__,
-    CellOutput._end_partial.__code__, utf8_prefix.__code__, shell_capture.__code__,
-    await_reply.__code__,
+    *OUTPUT_CODE, shell_capture.__code__, stream_output.__code__, await_reply.__code__,
 })
 
 # Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the

@@ -12,8 +12,16 @@ INBOX_SLOTS = 2  # commands parsed and not yet taken by the main thread
 READ_CHUNK = 65_536  # bytes per read from a pipe (the command pipe, sh() pipes)
 
 # Output capture (output.py).
-STREAM_BUDGET = 50_000  # UTF-8 bytes kept per stream per cell (Go: repl.StreamLimit)
+STREAM_BUDGET = 50_000  # UTF-8 bytes kept per stream per cell, head, marker and tail (Go: repl.StreamLimit)
+STREAM_HEAD = 20_000  # UTF-8 bytes of a cut stream's head, before the marker (Go: repl.streamHead)
+STREAM_MARKER = 256  # UTF-8 bytes kept for the marker between a cut stream's head and tail
+LINE_CHARS = 65_536  # characters of a line still rewritable by \r; a longer one is kept as written
+LIVE_PENDING_CHARS = 16_384  # characters waiting for the next output frames, both streams (older ones dropped)
 FLUSH_INTERVAL = 0.05  # seconds between output frames while a cell runs (protocol: <= 0.1)
+SPOOL_HEAD = 8_388_608  # bytes of a cut stream's complete output kept from its start past the artifact bound
+SPOOL_BUFFER = 65_536  # bytes of complete output buffered before a write to its spool file
+BACKGROUND_BUDGET = 16_384  # UTF-8 bytes per stream of what threads of earlier cells printed (Go: repl.backgroundLimit)
+BACKGROUND_HEAD = 4_096  # UTF-8 bytes of a cut background stream's head
 
 # Previews of trailing values (previews.py).
 PREVIEW_BYTES = 20_000  # bytes of a return_value preview (Go: repl.PreviewLimit)
@@ -73,17 +81,21 @@ SHELL_PROCESSES = 64  # sh() processes running at once
 SHELL_TIMEOUT = 120.0  # seconds sh() waits by default
 SHELL_EXIT_CHECK = 0.05  # seconds between checks whether the shell itself has exited
 SHELL_DRAIN = 1_048_576  # bytes read after the shell exited, from descendants still writing
+SHELL_ERROR_TAIL = 2_000  # characters of stderr a ShellError's message ends with
 REAP_INTERVAL = 0.05  # seconds between sweeps that reap finished children
 CHILD_EXIT_WAIT = 1.0  # seconds an exiting worker waits for the children it killed
 
 # The cell loop and interrupts (cells.py, interrupts.py).
 TASK_CANCEL_GRACE = 0.25  # seconds the tasks a cell left get to finish once cancelled
 BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are just finishing
+BACKGROUND_THREAD_NAMES = 64  # thread names a result lists in background_threads (Go: repl.maxBackgroundThreads)
+THREAD_NAME_BYTES = 200  # UTF-8 bytes of one name in background_threads (Go: repl.maxThreadNameBytes)
 INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
 EXECUTOR_PENDING_JOBS = 64  # unfinished jobs of the default executor
 
 # The mcp bridge (bridge.py).
 RPC_PENDING = 64  # bridge calls awaiting their rpc_result at once (Go: repl's maxOutstandingRPCs)
+RPC_QUEUED = 1_024  # bridge calls waiting for one of those RPC_PENDING slots
 MCP_TIMEOUT_MIN = 0.01  # seconds, the shortest timeout a bridge call accepts (Go: broker's minTimeout)
 MCP_TIMEOUT_MAX = 3600.0  # seconds, the longest timeout a bridge call accepts (Go: broker's maxTimeout)
 MCP_CALL_TIMEOUT = 120.0  # seconds, mcp.call's default timeout (Go: broker's defaultCallTimeout)

@@ -5,7 +5,7 @@ errors written to fd 2. Clients match substrings of many of them (reference sect
 
 from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
-    PREVIEW_INT_BITS, RPC_PENDING, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
+    PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
 from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT
 
@@ -14,10 +14,13 @@ CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, 
 # Runs and their policies.
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 TASKS_REFUSED = 'Background tasks refused cancellation; worker stopped and variables cleared'
-THREADS_LEFT = (
-    'Cell left active background threads or executor work; worker stopped and variables '
-    'cleared. Join threads before the cell ends; use mcp.acall for concurrent bridge calls.'
+THREADS_INTERRUPTED = (
+    'Interrupted cell left active background threads or executor work ({}); worker stopped and '
+    'variables cleared. Threads cannot be interrupted: give a long-running thread a stop flag '
+    '(threading.Event) and join it before the cell ends.'
 )
+THREADS_MORE = '+{} more'  # the last entry of a background_threads list that was cut
+EXECUTOR_JOB_QUEUED = '<queued default-executor job>'  # a background_threads entry with no thread yet
 EXECUTOR_FULL = f'Too many pending default executor jobs (limit {EXECUTOR_PENDING_JOBS})'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
 STR_FAILED = '<exception str() failed>'
@@ -35,6 +38,18 @@ EXIT_CODE_STR_FAILED = '<exit code str() failed>'
 # Output streams.
 WRITE_NOT_STR = 'write() argument must be str, not {}'
 WRITE_NOT_BYTES = "a bytes-like object is required, not '{}'"
+OUTPUT_LEFT_OUT = '\n[... {:,} bytes left out ...]\n'
+OUTPUT_SAVED = '\n[... {:,} bytes left out; all {:,} bytes are in output_artifacts.{} ...]\n'
+OUTPUT_SAVED_PART = (
+    '\n[... {:,} bytes left out; output_artifacts.{} keeps the first {:,} and the last {:,} of all {:,} bytes ...]\n'
+)
+OUTPUT_NOT_SAVED = '\n[... {:,} bytes left out; the complete output was not saved: {} ...]\n'
+OUTPUT_INTERRUPTED = 'the run was interrupted'
+LIVE_DROPPED = '[... {:,} characters not streamed live ...]\n'
+INPUT_NO_STDIN = (
+    'input() cannot read a line: stdin is not connected in repl-mcp (a cell has no terminal '
+    'and nobody to answer); put the value in the code instead'
+)
 NO_NATIVE_FD = (
     '{} has no descriptor: the cell closed or replaced fd 1 and fd 2, and the worker kept no '
     'copy of the native-output pipe; write through print() or sys.{}.write() instead'
@@ -64,6 +79,8 @@ SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB
 # sh().
 SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
 SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
+SHELL_FAILED_TAIL = SHELL_FAILED + '. Its stderr ends:\n{}'
+COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a leading !cmd or %pip line runs
 SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
 
 # Checkpoints: refusals, and the reasons listed in `skipped`.
@@ -79,7 +96,7 @@ SKIP_BYTE_LIMIT = 'snapshot byte limit'
 
 # The mcp bridge.
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
-MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING})'
+MCP_BUSY = f'Too many pending MCP calls (limit {RPC_PENDING} in flight and {RPC_QUEUED} waiting)'
 MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
 MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'
 MCP_ARGUMENTS_NOT_DICT = 'arguments must be a dict'
