@@ -43,6 +43,32 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+// TestServerScripts runs testscripts/server/*.txtar once, on the python3 on PATH
+// (else the first interpreter found): the scripts whose subject is the server itself
+// (the protocol, the CLI, health, presentation, the broker's registry and limits,
+// shutdown), where Python runs only trivial cells. What differs between CPythons is
+// the worker's, and testscripts/*.txtar and the worker's own suite run it on each.
+func TestServerScripts(t *testing.T) {
+	py := defaultInterpreter(t)
+	t.Logf("server scripts on %s (%s)", py.Version, py.Path)
+	testscript.Run(t, scriptParams(t, filepath.Join("testscripts", "server"), py.Path, py.Version, fixtureWrapper(t)))
+}
+
+// defaultInterpreter is the interpreter found whose version is that of python3 on PATH
+// (often a pyenv shim, so compared by version, not by path), or the first found.
+func defaultInterpreter(t *testing.T) pythons.Interpreter {
+	found := pythons.ForTest(t)
+	out, err := exec.Command("python3", "-c", "import platform; print(platform.python_version())").Output()
+	if err == nil {
+		for _, py := range found {
+			if py.Version == strings.TrimSpace(string(out)) {
+				return py
+			}
+		}
+	}
+	return found[0]
+}
+
 // TestDataScripts runs testscripts/data/*.txtar once, on the interpreter of
 // interop/.venv-data (`make data-deps`): the contract with the libraries of real data
 // work (pandas, numpy, matplotlib, tqdm, Dask). Each script also sees $DATA_PYTHON,
