@@ -240,21 +240,9 @@ func withCommas(n int) string {
 	return string(b)
 }
 
-// suffixUTF8 returns the longest suffix of s that is at most limit bytes and starts
-// at a UTF-8 boundary.
-func suffixUTF8(s string, limit int) string {
-	if limit <= 0 {
-		return ""
-	}
-	if len(s) <= limit {
-		return s
-	}
-	start := len(s) - limit
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	return s[start:]
-}
+// suffixUTF8 is the longest suffix of s of at most limit bytes that starts at a
+// UTF-8 boundary.
+func suffixUTF8[T string | []byte](s T, limit int) T { return s[tailStart(s, limit):] }
 
 func boundFlag(s string, limit int, flag *bool) string {
 	cut := cutUTF8(s, limit)
@@ -266,7 +254,7 @@ func boundFlag(s string, limit int, flag *bool) string {
 
 // cutUTF8 returns the longest prefix of s that is at most limit bytes and does not
 // split a UTF-8 sequence.
-func cutUTF8(s string, limit int) string {
+func cutUTF8[T string | []byte](s T, limit int) T {
 	if len(s) <= limit {
 		return s
 	}

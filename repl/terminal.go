@@ -1,7 +1,5 @@
 package repl
 
-import "unicode/utf8"
-
 // terminalText is a stream of bytes as a terminal shows it, bounded: a \r moves the
 // cursor back to the start of the line and what follows overwrites it, so a
 // progress bar that redraws itself keeps only its last state; a line is final at
@@ -71,7 +69,7 @@ func (t *terminalText) final(p []byte) {
 			return
 		}
 		t.cut = true
-		head := prefixUTF8(t.kept, t.head)
+		head := cutUTF8(t.kept, t.head)
 		t.tail = append([]byte(nil), t.kept[len(head):]...)
 		t.kept = head
 	} else {
@@ -94,41 +92,12 @@ func (t *terminalText) view() (string, bool) {
 	}
 	if !t.cut { // the current line alone takes it past the limit
 		whole := append(append([]byte(nil), t.kept...), t.line...)
-		head := prefixUTF8(whole, t.head)
-		last := suffixBytesUTF8(whole[len(head):], t.limit-len(head)-streamMarker)
+		head := cutUTF8(whole, t.head)
+		last := suffixUTF8(whole[len(head):], t.limit-len(head)-streamMarker)
 		return string(head) + leftOutMarker(len(whole)-len(head)-len(last)) + string(last), true
 	}
 	end := append(append([]byte(nil), t.tail...), t.line...)
-	last := suffixBytesUTF8(end, t.tailRoom())
+	last := suffixUTF8(end, t.tailRoom())
 	leftOut := t.total + len(t.line) - len(t.kept) - len(last)
 	return string(t.kept) + leftOutMarker(leftOut) + string(last), true
-}
-
-// prefixUTF8 is the longest prefix of p of at most limit bytes that does not split a
-// UTF-8 sequence.
-func prefixUTF8(p []byte, limit int) []byte {
-	if len(p) <= limit {
-		return p
-	}
-	end := limit
-	for end > 0 && !utf8.RuneStart(p[end]) {
-		end--
-	}
-	return p[:end]
-}
-
-// suffixBytesUTF8 is the longest suffix of p of at most limit bytes that starts at a
-// UTF-8 boundary.
-func suffixBytesUTF8(p []byte, limit int) []byte {
-	if limit <= 0 {
-		return nil
-	}
-	if len(p) <= limit {
-		return p
-	}
-	start := len(p) - limit
-	for start < len(p) && !utf8.RuneStart(p[start]) {
-		start++
-	}
-	return p[start:]
 }

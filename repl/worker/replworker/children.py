@@ -232,28 +232,29 @@ def _shell_run(cmd, timeout, cwd, env):
     return ShellResult(stdout, stderr, proc.returncode, cut or stdout_cut or stderr_cut)
 
 
-def shell_capture(proc, cmd, timeout):
-    """(stdout bytes, stderr bytes, whether either was cut) of a sh() process: read until
-    the shell exits, then what its descendants already wrote (at most SHELL_DRAIN bytes),
-    or until both pipes close. Each stream keeps SHELL_CAPTURE bytes; the rest is read and
-    dropped so the shell never blocks on a full pipe. A KeyboardInterrupt may land anywhere
-    in here (see interrupts.interrupt_site): every piece of state is local, and the caller kills the
-    group."""
-    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+def pump_pipes(proc, on_data, deadline=None):
+    """Read proc's stdout and stderr as they come, calling on_data(fd, data) for every
+    read (b'' once when a pipe closes), until the shell has exited and its descendants'
+    output already written is read (at most SHELL_DRAIN bytes), or both pipes close.
+    Returns False when deadline (a time.monotonic() value) passed first. A
+    KeyboardInterrupt may land anywhere in here (see interrupts.interrupt_site): every
+    piece of state is local, and the caller kills the group."""
     pipes = select.poll()
-    for fd in kept:
+    fds = (proc.stdout.fileno(), proc.stderr.fileno())
+    for fd in fds:
         pipes.register(fd, select.POLLIN)
-    open_pipes, cut = len(kept), False
-    deadline = time.monotonic() + timeout
+    open_pipes = len(fds)
     drain = None  # bytes still to read once the shell has exited
     while open_pipes and (drain is None or drain > 0):
         if drain is None and _exited(proc.pid):
             drain = SHELL_DRAIN
-        remaining = deadline - time.monotonic()
-        if drain is None and remaining <= 0:
-            out, err = kept.values()
-            raise subprocess.TimeoutExpired(cmd, timeout, bytes(out), bytes(err))
-        events = pipes.poll(0 if drain is not None else min(remaining, SHELL_EXIT_CHECK) * 1000)
+        wait = SHELL_EXIT_CHECK
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if drain is None and remaining <= 0:
+                return False
+            wait = min(remaining, wait)
+        events = pipes.poll(0 if drain is not None else wait * 1000)
         if not events and drain is not None:
             break
         for fd, _ in events:
@@ -263,9 +264,27 @@ def shell_capture(proc, cmd, timeout):
                 open_pipes -= 1
             if drain is not None:
                 drain -= len(data)
-            room = SHELL_CAPTURE - len(kept[fd])
-            kept[fd] += data[:room]
-            cut = cut or len(data) > room
+            on_data(fd, data)
+    return True
+
+
+def shell_capture(proc, cmd, timeout):
+    """(stdout bytes, stderr bytes, whether either was cut) of a sh() process, read by
+    pump_pipes. Each stream keeps SHELL_CAPTURE bytes; the rest is read and dropped so the
+    shell never blocks on a full pipe. Past timeout, subprocess.TimeoutExpired with what
+    was kept."""
+    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    cut = False
+
+    def keep(fd, data):
+        nonlocal cut
+        room = SHELL_CAPTURE - len(kept[fd])
+        kept[fd] += data[:room]
+        cut = cut or len(data) > room
+
+    if not pump_pipes(proc, keep, time.monotonic() + timeout):
+        out, err = kept.values()
+        raise subprocess.TimeoutExpired(cmd, timeout, bytes(out), bytes(err))
     out, err = kept.values()
     return bytes(out), bytes(err), cut
 
@@ -327,35 +346,22 @@ def run_line(command, pip=False):
 
 def stream_output(proc):
     """Copy a command's stdout and stderr into sys.stdout and sys.stderr as they come, as
-    UTF-8 (invalid bytes replaced), until the shell has exited and its descendants' output
-    already written is read (at most SHELL_DRAIN bytes), or both pipes close. Returns the
-    last SHELL_ERROR_TAIL characters of stderr. Like shell_capture, a KeyboardInterrupt
-    may land anywhere in here: the caller kills the group."""
+    UTF-8 (invalid bytes replaced), read by pump_pipes. Returns the last SHELL_ERROR_TAIL
+    characters of stderr."""
     streams = {
         proc.stdout.fileno(): ('stdout', codecs.getincrementaldecoder('utf-8')('replace')),
         proc.stderr.fileno(): ('stderr', codecs.getincrementaldecoder('utf-8')('replace')),
     }
-    pipes = select.poll()
-    for fd in streams:
-        pipes.register(fd, select.POLLIN)
-    open_pipes, drain, tail = len(streams), None, ''
-    while open_pipes and (drain is None or drain > 0):
-        if drain is None and _exited(proc.pid):
-            drain = SHELL_DRAIN
-        events = pipes.poll(0 if drain is not None else SHELL_EXIT_CHECK * 1000)
-        if not events and drain is not None:
-            break
-        for fd, _ in events:
-            data = os.read(fd, READ_CHUNK)
-            if not data:
-                pipes.unregister(fd)
-                open_pipes -= 1
-            if drain is not None:
-                drain -= len(data)
-            name, decoder = streams[fd]
-            text = decoder.decode(data, final=not data)
-            if text:
-                getattr(sys, name).write(text)
-                if name == 'stderr':
-                    tail = (tail + text)[-SHELL_ERROR_TAIL:]
+    tail = ''
+
+    def copy(fd, data):
+        nonlocal tail
+        name, decoder = streams[fd]
+        text = decoder.decode(data, final=not data)
+        if text:
+            getattr(sys, name).write(text)
+            if name == 'stderr':
+                tail = (tail + text)[-SHELL_ERROR_TAIL:]
+
+    pump_pipes(proc, copy)
     return tail

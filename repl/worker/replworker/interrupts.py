@@ -9,16 +9,17 @@ import threading
 import time
 
 from .bridge import await_reply
-from .children import shell_capture, stream_output
+from .children import pump_pipes, shell_capture, stream_output
 from .common import is_worker_module, module_name
 from .limits import INTERRUPT_RETRY
 from .output import INTERRUPTIBLE_CODE as OUTPUT_CODE
 
 # Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
 # prints through (output.INTERRUPTIBLE_CODE), sh()'s and a !cmd line's wait for its
-# process, and mcp's wait for a reply.
+# process (pump_pipes, and the callbacks it calls, whose caller it is), and mcp's wait
+# for a reply.
 INTERRUPTIBLE_WORKER_CODE = frozenset({
-    *OUTPUT_CODE, shell_capture.__code__, stream_output.__code__, await_reply.__code__,
+    *OUTPUT_CODE, pump_pipes.__code__, shell_capture.__code__, stream_output.__code__, await_reply.__code__,
 })
 
 # Library code that runs on behalf of its caller: a SIGINT caught inside it is judged by the
