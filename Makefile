@@ -14,7 +14,7 @@ BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor test vet fmt-check staticcheck verify wheel sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
+.PHONY: build doctor test vet fmt-check staticcheck verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
 
 build:
 	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
@@ -89,7 +89,7 @@ INTEROP_PYTHON ?= python3
 UV             := UV_CACHE_DIR=$(CURDIR)/interop/.cache/uv interop/.venv-uv/bin/uv
 UV_STAMP       := interop/.venv-uv/.interop-uv-$(UV_VERSION)
 
-interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp data-deps
+interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp data-deps wheelhouse-deps
 
 interop/node_modules/.interop-stamp: interop/package.json interop/package-lock.json
 	@command -v npm >/dev/null || { echo "interop-deps: npm not found: install Node.js >= 20 with npm"; exit 1; }
@@ -116,6 +116,31 @@ interop/.venv-data/.interop-stamp: interop/requirements-data.txt | $(UV_STAMP)
 	test -x interop/.venv-data/bin/python || $(UV) venv --no-python-downloads \
 		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" interop/.venv-data
 	$(UV) pip sync --python interop/.venv-data/bin/python interop/requirements-data.txt
+	touch $@
+
+# A directory for offline installs: this host's wheel of the checkout (BUILD_VERSION)
+# and the wheels of every pinned dependency, for any Python (make wheelhouse DIR=...):
+#   REPL_MCP_WHEEL_BASE_URL=DIR UV_FIND_LINKS=DIR UV_OFFLINE=1 sh plugin/scripts/repl-mcp-launch.sh
+# The dependency wheels come from PyPI through the pip of the pinned uv's venv, and are
+# kept in WHEELHOUSE_DEPS (redone only when pyproject.toml changes), which the plugin
+# tests use too.
+WHEELHOUSE_DEPS := interop/.wheelhouse
+wheelhouse: wheelhouse-deps
+	@test -n "$(DIR)" || { echo "wheelhouse: say where: make wheelhouse DIR=/path/to/dir"; exit 1; }
+	mkdir -p "$(DIR)"
+	$(GO) build -o bin/pywheel ./pywheel
+	v=$$(bin/pywheel version) || exit 1; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o bin/wheelhouse/repl-mcp . && \
+	bin/pywheel build --binary bin/wheelhouse/repl-mcp --version "$$v" --out "$(DIR)"
+	cp $(WHEELHOUSE_DEPS)/*.whl "$(DIR)/"
+	bin/pywheel verify "$(DIR)"/repl_mcp-*.whl
+
+wheelhouse-deps: $(WHEELHOUSE_DEPS)/.stamp
+
+$(WHEELHOUSE_DEPS)/.stamp: pyproject.toml | $(UV_STAMP)
+	rm -rf $(WHEELHOUSE_DEPS) && mkdir -p $(WHEELHOUSE_DEPS)
+	interop/.venv-uv/bin/pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+		--dest $(WHEELHOUSE_DEPS) $$($(GO) run ./pywheel deps)
 	touch $@
 
 data-lock: | $(UV_STAMP)
