@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ func isolated(t *testing.T) []string {
 		defer cancel()
 		var out []byte
 		if out, err = exec.CommandContext(ctx, unshare, "-n", "true").CombinedOutput(); err != nil {
-			err = &exec.Error{Name: "unshare -n true", Err: errorString(strings.TrimSpace(string(out)) + ": " + err.Error())}
+			err = fmt.Errorf("unshare -n true: %v: %s", err, bytes.TrimSpace(out))
 		}
 	}
 	if err != nil {
@@ -92,10 +93,6 @@ func isolated(t *testing.T) []string {
 	}
 	return []string{unshare, "-n"}
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
 
 // cliEnv is the CLI's whole environment: PATH, the scratch HOME, nothing of the
 // user's, no update checks, telemetry or other traffic, and extra.
