@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
@@ -39,5 +44,36 @@ func TestUnstampedVersion(t *testing.T) {
 	}
 	if _, err := buildversion.Release("v" + got); err == nil {
 		t.Errorf("buildVersion() = %q looks like a release", got)
+	}
+}
+
+// TestMakeBuildVersion: `make build` stamps the version internal/buildversion gives this
+// checkout, the one `make wheel` names its wheels by and `go install` at the same commit
+// reports (internal/buildversion's tests compare those forms).
+func TestMakeBuildVersion(t *testing.T) {
+	makeCmd, err := exec.LookPath("make")
+	if err != nil {
+		t.Fatalf("make not found: %v", err)
+	}
+	p, err := wheel.LoadProject("pyproject.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := buildversion.Checkout(".", p.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "repl-mcp")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, makeCmd, "-s", "build", "BIN="+bin).CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "repl-mcp "+want {
+		t.Errorf("make build gives %q, want repl-mcp %s", got, want)
 	}
 }
