@@ -2,8 +2,9 @@ package plugin
 
 // The plugin as a newcomer meets it, in the real Claude Code CLI (pinned in
 // interop/package.json, installed by make interop-deps): validate, add the checkout as
-// a marketplace, install, look at the details, and list the MCP servers, once with uvx
-// and a local wheelhouse (the server connects) and once without uvx (the CLI says why).
+// a marketplace, install, look at the details, and list the MCP servers: with uvx and a
+// local wheelhouse (the server connects), without uvx, and with a mirror that lacks the
+// wheel (the CLI says why, each time).
 // The CLI runs with HOME in a scratch directory, an environment made from nothing, and
 // inside a network namespace whose only interface is loopback (unshare -n): none of
 // these commands needs the network, and uv installs from the wheelhouse offline.
@@ -243,6 +244,18 @@ func TestClaudeCodePlugin(t *testing.T) {
 	}
 	out = claudeRun(withoutUvx, "mcp", "get", mcpListName)
 	has(out, "claude mcp get", reason)
+
+	// With uvx but a mirror that has no wheel: uv's own reason, in one line.
+	empty := filepath.Join(scratch, "empty mirror")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noWheel := append(slices.Clone(withUvx), "REPL_MCP_WHEEL_BASE_URL="+empty) // the later value wins
+	uvFailed := mcpListLine(t, claudeRun(noWheel, "mcp", "list"))
+	if m := mcpListLineRE.FindStringSubmatch(uvFailed); m == nil || !strings.HasPrefix(m[2], "✘ Failed to connect — -32000: repl-mcp: uvx could not run "+empty+"/repl_mcp-") ||
+		!strings.Contains(m[2], "Distribution not found") {
+		t.Errorf("claude mcp list shows %q, want ✘ Failed to connect with uv's reason for %s", uvFailed, empty)
+	}
 
 	readmeShows(t, connected, failed)
 }
