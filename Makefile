@@ -1,19 +1,23 @@
 # repl-mcp: build, check and measure. `make test` is what CI runs.
 GO      ?= go
 BIN     := bin/repl-mcp
-# The version's one source of truth: [project] version in pyproject.toml.
+# The release's one source of truth: [project] version in pyproject.toml.
 VERSION ?= $(shell awk -F'"' '/^\[/ { p = ($$0 == "[project]") } p && /^version *=/ { print $$2; exit }' pyproject.toml)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# What a build of this checkout calls itself (internal/buildversion): the release on a
+# clean checkout of its tag, else <VERSION>.dev<commit time>+g<commit>[.dirty], as
+# `go install` at the same commit does. Outside a git checkout it is empty, and the
+# binary reads Go's build information instead. Evaluated in recipes only.
+BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 
 # Go tools pinned in their own modfile, so go.mod stays small (the first run compiles
 # goreleaser: minutes; after that it is cached).
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor test vet fmt-check staticcheck verify wheel sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
+.PHONY: build doctor test vet fmt-check staticcheck verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
 
 # Build, then run the real server in-process with a real cell on this machine's Python.
 doctor: build
@@ -39,10 +43,11 @@ verify: fmt-check vet staticcheck test
 
 # Wheels for every shipped platform, in dist/: goreleaser cross-compiles the static
 # binaries (.goreleaser.yaml), pywheel wraps each into a wheel (platform read from the
-# binary, version from goreleaser) and verifies them all. A snapshot by default: a
-# development build of pyproject.toml's version (X.dev0, before the X release); `make wheel
-# SNAPSHOT=` on a clean checkout of a release tag builds that release, whose version must
-# equal pyproject.toml's. goreleaser reads tags only when the repository has a remote: a
+# binary) and verifies them all; binaries and wheels carry BUILD_VERSION. A snapshot by
+# default: on any commit, a development build of pyproject.toml's version
+# (X.dev<commit time>+g<commit>, before the X release); `make wheel SNAPSHOT=` on a clean
+# checkout of a release tag builds that release, whose version must equal
+# pyproject.toml's. goreleaser reads tags only when the repository has a remote: a
 # clone without one gets a placeholder origin through git's environment (nothing is
 # written to .git/config, and nothing is fetched). Works offline once the module cache
 # holds tools.mod's modules.
@@ -57,11 +62,12 @@ sdist:
 	$(GO) run ./packaging/sdist -out sdist
 
 wheel:
-	REPL_MCP_VERSION=$(VERSION) $(GIT_ORIGIN_ENV) $(GORELEASER) build $(SNAPSHOT) --clean
 	$(GO) build -o bin/pywheel ./pywheel
-	@v=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
-	if [ -z "$(SNAPSHOT)" ] && [ "$$(bin/pywheel pep440 "$$v")" != "$(VERSION)" ]; then \
-		echo "wheel: the tag's version $$v is not pyproject.toml's $(VERSION)"; exit 1; fi; \
+	@v=$$(bin/pywheel version) || exit 1; \
+	if [ -z "$(SNAPSHOT)" ] && [ "$$v" != "$(VERSION)" ]; then \
+		echo "wheel: this checkout is $$v, not the release $(VERSION): build a release from a clean checkout of tag v$(VERSION)"; exit 1; fi; \
+	echo "wheel: version $$v"; \
+	REPL_MCP_VERSION=$$v $(GIT_ORIGIN_ENV) $(GORELEASER) build $(SNAPSHOT) --clean || exit 1; \
 	for b in dist/*/repl-mcp; do bin/pywheel build --binary "$$b" --version "$$v" --out dist || exit 1; done
 	bin/pywheel verify dist/*.whl
 
@@ -83,7 +89,7 @@ INTEROP_PYTHON ?= python3
 UV             := UV_CACHE_DIR=$(CURDIR)/interop/.cache/uv interop/.venv-uv/bin/uv
 UV_STAMP       := interop/.venv-uv/.interop-uv-$(UV_VERSION)
 
-interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp data-deps
+interop-deps: interop/node_modules/.interop-stamp interop/.venv/.interop-stamp data-deps wheelhouse-deps
 
 interop/node_modules/.interop-stamp: interop/package.json interop/package-lock.json
 	@command -v npm >/dev/null || { echo "interop-deps: npm not found: install Node.js >= 20 with npm"; exit 1; }
@@ -110,6 +116,31 @@ interop/.venv-data/.interop-stamp: interop/requirements-data.txt | $(UV_STAMP)
 	test -x interop/.venv-data/bin/python || $(UV) venv --no-python-downloads \
 		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" interop/.venv-data
 	$(UV) pip sync --python interop/.venv-data/bin/python interop/requirements-data.txt
+	touch $@
+
+# A directory for offline installs: this host's wheel of the checkout (BUILD_VERSION)
+# and the wheels of every pinned dependency, for any Python (make wheelhouse DIR=...):
+#   REPL_MCP_WHEEL_BASE_URL=DIR UV_FIND_LINKS=DIR UV_OFFLINE=1 sh plugin/scripts/repl-mcp-launch.sh
+# The dependency wheels come from PyPI through the pip of the pinned uv's venv, and are
+# kept in WHEELHOUSE_DEPS (redone only when pyproject.toml changes), which the plugin
+# tests use too.
+WHEELHOUSE_DEPS := interop/.wheelhouse
+wheelhouse: wheelhouse-deps
+	@test -n "$(DIR)" || { echo "wheelhouse: say where: make wheelhouse DIR=/path/to/dir"; exit 1; }
+	mkdir -p "$(DIR)"
+	$(GO) build -o bin/pywheel ./pywheel
+	v=$$(bin/pywheel version) || exit 1; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o bin/wheelhouse/repl-mcp . && \
+	bin/pywheel build --binary bin/wheelhouse/repl-mcp --version "$$v" --out "$(DIR)"
+	cp $(WHEELHOUSE_DEPS)/*.whl "$(DIR)/"
+	bin/pywheel verify "$(DIR)"/repl_mcp-*.whl
+
+wheelhouse-deps: $(WHEELHOUSE_DEPS)/.stamp
+
+$(WHEELHOUSE_DEPS)/.stamp: pyproject.toml | $(UV_STAMP)
+	rm -rf $(WHEELHOUSE_DEPS) && mkdir -p $(WHEELHOUSE_DEPS)
+	interop/.venv-uv/bin/pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+		--dest $(WHEELHOUSE_DEPS) $$($(GO) run ./pywheel deps)
 	touch $@
 
 data-lock: | $(UV_STAMP)

@@ -27,7 +27,7 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *ar
 	start := time.Now()
 	manager := repl.NewManager(ctx, cfg)
 	defer manager.Close(time.Second)
-	fmt.Fprintf(out, "repl-mcp %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(out, "repl-mcp %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	// The default session's choice, as python_health reports it: the project's .venv
 	// can override the server default.
 	fmt.Fprintf(out, "python:   %s\n", manager.Default().Health().Environment.ChosenBy)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,13 +25,28 @@ import (
 	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
 )
 
-// version is the release version, in PEP 440 form: pyproject.toml's by default
-// (version_test.go keeps them equal), set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0"
+// releaseVersion is the release this source is, or will be once tagged:
+// pyproject.toml's version (version_test.go keeps them equal).
+const releaseVersion = "0.1.0"
+
+// version is the version this build reports, in PEP 440 form (internal/buildversion
+// says which): stamped with -ldflags "-X main.version=..." by `make build` and `make
+// wheel`; left empty by `go install`, so that Go's build information decides.
+var version string
+
+// buildVersion is the version this build reports.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	bi, _ := debug.ReadBuildInfo()
+	return buildversion.FromBuildInfo(releaseVersion, bi)
+}
 
 func main() { os.Exit(mainExit()) }
 
@@ -182,7 +198,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err != nil:
 		return err
 	case o.showVersion:
-		fmt.Fprintln(stdout, "repl-mcp", version)
+		fmt.Fprintln(stdout, "repl-mcp", buildVersion())
 		return nil
 	}
 	var httpCfg server.HTTPConfig
@@ -211,7 +227,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store,
+	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
 		ResultFormat: o.resultFormat, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
@@ -325,7 +341,7 @@ func brokerSet(o options, cfg repl.Config) (*broker.Set, func(), error) {
 		},
 		Journal:    effects,
 		Executable: exe,
-		Version:    version,
+		Version:    buildVersion(),
 		Env:        cfg.Env,
 		Logger:     cfg.Logger,
 	})
@@ -392,7 +408,7 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		Env:          scrubEnv(os.Environ()),
 		MaxMemoryMiB: o.maxMemoryMiB,
 		CodeCache:    cache,
-		Version:      version,
+		Version:      buildVersion(),
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil
 }

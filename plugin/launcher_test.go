@@ -31,12 +31,20 @@ var supportedHosts = []struct{ os, arch, goos, goarch string }{
 	{"Darwin", "x86_64", "darwin", "amd64"},
 }
 
+// launcherTools are the POSIX utilities the launcher runs besides uname and uvx.
+var launcherTools = []string{"sed", "awk"}
+
 // stubDir makes a directory for PATH holding a stub uname that answers unameS and
-// unameM (none when both are empty) and, if uvx is set, a stub uvx: this test binary,
-// which prints its arguments and cwd as JSON when stubEnv=uvx.
+// unameM (none when both are empty), links to the launcherTools and, if uvx is set, a
+// stub uvx: this test binary, which acts as stubEnv says.
 func stubDir(t *testing.T, unameS, unameM string, uvx bool) string {
 	t.Helper()
 	dir := t.TempDir()
+	for _, tool := range launcherTools {
+		if err := os.Symlink(lookPath(t, tool), filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if unameS != "" || unameM != "" {
 		script := "#!/bin/sh\ncase \"$1\" in\n-s) echo '" + unameS + "' ;;\n-m) echo '" + unameM + "' ;;\n" +
 			"*) echo \"stub uname: unexpected arguments: $*\" >&2; exit 2 ;;\nesac\n"
@@ -239,15 +247,20 @@ func TestLauncherWithoutUvx(t *testing.T) {
 	}
 }
 
-// TestManifestLaunch: the manifest's command, as Claude Code runs it and without
-// CLAUDE_PLUGIN_ROOT, reaches uvx with the wheel, repl-mcp and --transport stdio.
+// TestManifestLaunch: the .mcp.json command, run as Claude Code runs it (with
+// ${CLAUDE_PLUGIN_ROOT} the plugin's directory), reaches uvx with the wheel, repl-mcp
+// and --transport stdio.
 func TestManifestLaunch(t *testing.T) {
 	version, _ := launcherVersions(t)
-	srv := readManifest(t).MCPServers[serverName]
-	command := lookPath(t, srv.Command) // before PATH holds only the stubs
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, args := launchArgs(t, root)
+	command := lookPath(t, name) // before PATH holds only the stubs
 	dir := workDir(t)
 	env := environ("PATH="+stubDir(t, "Darwin", "arm64", true), stubEnv+"=uvx")
-	stdout, stderr, code := run(t, dir, env, "", command, srv.Args...)
+	stdout, stderr, code := run(t, dir, env, "", command, args...)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -258,10 +271,147 @@ func TestManifestLaunch(t *testing.T) {
 	}
 }
 
+// handshake is what Claude Code 2.1.332 sends a new stdio server first: a
+// server/discover probe (string id), then initialize (number id), with a notification
+// between them that needs no answer.
+const handshake = `{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":{}}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}
+{"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}},"jsonrpc":"2.0","id":0}
+`
+
+// rpcErrors decodes the launcher's stdout as JSON-RPC error responses and returns their
+// ids and messages.
+func rpcErrors(t *testing.T, stdout string) (ids []string, messages []string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		var r struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.JSONRPC != "2.0" || r.Error.Code == 0 {
+			t.Fatalf("stdout line %q is not a JSON-RPC error response (%v)", line, err)
+		}
+		ids = append(ids, string(r.ID))
+		messages = append(messages, r.Error.Message)
+	}
+	return ids, messages
+}
+
+// TestLauncherTellsTheClient: when the server cannot start and a client is talking on
+// stdin, the launcher's one stderr line also answers each request of the handshake as a
+// JSON-RPC error (which Claude Code shows in `claude mcp list`), notifications get
+// nothing, and it exits 1. With --version it only writes the line.
+func TestLauncherTellsTheClient(t *testing.T) {
+	for _, sh := range shells(t) {
+		for _, tc := range []struct {
+			name, uname string
+			uvx         bool
+			prefix      string
+		}{
+			{"no uvx", "Linux", false, "repl-mcp: uvx is required;"},
+			{"unsupported host", "FreeBSD", true, "repl-mcp: unsupported host FreeBSD/x86_64; "},
+		} {
+			env := environ("PATH="+stubDir(t, tc.uname, "x86_64", tc.uvx), stubEnv+"=uvx")
+			stdout, stderr, code := run(t, t.TempDir(), env, handshake, sh, launcherPath(t), "--transport", "stdio")
+			line := oneLine(t, stderr)
+			if code != 1 || !strings.HasPrefix(line, tc.prefix) {
+				t.Errorf("%s, %s: exit %d, stderr %q; want 1 and %q...", sh, tc.name, code, stderr, tc.prefix)
+			}
+			ids, messages := rpcErrors(t, stdout)
+			if !slices.Equal(ids, []string{`"server-discover-probe-1"`, "0"}) {
+				t.Errorf("%s, %s: answered ids %q, want the discover probe's and initialize's", sh, tc.name, ids)
+			}
+			for _, m := range messages {
+				if m != line {
+					t.Errorf("%s, %s: error message %q, want the stderr line %q", sh, tc.name, m, line)
+				}
+			}
+			stdout, _, code = run(t, t.TempDir(), env, handshake, sh, launcherPath(t), "--version")
+			if code != 1 || stdout != "" {
+				t.Errorf("%s, %s, --version: exit %d, stdout %q; want 1 and nothing", sh, tc.name, code, stdout)
+			}
+		}
+	}
+}
+
+// TestLauncherUvxFails: when uvx cannot install the wheel, a client is told uv's reason
+// in one line (uv's several lines joined), instead of a closed connection.
+func TestLauncherUvxFails(t *testing.T) {
+	env := environ("PATH="+stubDir(t, "Linux", "x86_64", true), stubEnv+"=uvx-fails", "REPL_MCP_WHEEL_BASE_URL=/nowhere")
+	stdout, stderr, code := run(t, t.TempDir(), env, handshake, lookPath(t, "sh"), launcherPath(t), "--transport", "stdio")
+	line := oneLine(t, stderr)
+	_, wheelVersion := launcherVersions(t)
+	want := "repl-mcp: uvx could not run /nowhere/repl_mcp-" + wheelVersion + "-py3-none-manylinux_2_17_x86_64.musllinux_1_1_x86_64.whl: " +
+		"Failed to resolve tool requirement: Distribution not found at: file:///nowhere/repl_mcp.whl"
+	if code != 1 || line != want {
+		t.Errorf("exit %d, stderr %q\nwant exit 1 and %q", code, line, want)
+	}
+	if _, messages := rpcErrors(t, stdout); len(messages) != 2 || messages[1] != want {
+		t.Errorf("client was told %q, want %q twice", messages, want)
+	}
+}
+
+// TestLauncherSnapshot: a mirror directory without the release's wheel gives the newest
+// development build of the plugin's version for this host (make wheel, make wheelhouse);
+// with the release's wheel there, the release; a URL mirror, which cannot be listed, the
+// release's name.
+func TestLauncherSnapshot(t *testing.T) {
+	version, wheelVersion := launcherVersions(t)
+	platform := "manylinux_2_17_x86_64.musllinux_1_1_x86_64"
+	name := func(v, plat string) string { return "repl_mcp-" + v + "-py3-none-" + plat + ".whl" }
+	dir := filepath.Join(t.TempDir(), "mirror dir")
+	newest := name(wheelVersion+".dev20261201135254+ge0c66b0d7aaf", platform)
+	for _, f := range []string{
+		name(wheelVersion+".dev0", platform),
+		name(wheelVersion+".dev20251231235959+g0123456789ab", platform),
+		newest,
+		name(wheelVersion+".dev20271231235959+g0123456789ab", "macosx_12_0_arm64"), // another host
+		name(wheelVersion+"1.dev20271231235959+g0123456789ab", platform),           // another version
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := func(base string) string {
+		t.Helper()
+		env := environ("PATH="+stubDir(t, "Linux", "x86_64", true), stubEnv+"=uvx", "REPL_MCP_WHEEL_BASE_URL="+base)
+		stdout, stderr, code := run(t, t.TempDir(), env, "", lookPath(t, "sh"), launcherPath(t), "--version")
+		if code != 0 || stderr != "" {
+			t.Fatalf("base %q: exit %d, stderr %q", base, code, stderr)
+		}
+		return decodeCall(t, stdout).Args[1]
+	}
+	if got := from(dir); got != dir+"/"+newest {
+		t.Errorf("directory mirror: uvx got %q, want the newest snapshot %q", got, newest)
+	}
+	if got := from("file://" + dir + "/"); got != "file://"+dir+"/"+newest {
+		t.Errorf("file:// mirror: uvx got %q, want the newest snapshot %q", got, newest)
+	}
+	if got := from("https://mirror.example/x"); got != "https://mirror.example/x/"+name(wheelVersion, platform) {
+		t.Errorf("URL mirror: uvx got %q, want the release's wheel", got)
+	}
+	release := name(wheelVersion, platform)
+	if err := os.WriteFile(filepath.Join(dir, release), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := from(dir); got != dir+"/"+release {
+		t.Errorf("directory mirror with release %s: uvx got %q, want the release's wheel", version, got)
+	}
+}
+
 // TestLauncherEndToEnd runs the launcher with the pinned real uvx against a wheel of
 // this checkout for this host, served from a local directory through
-// REPL_MCP_WHEEL_BASE_URL, once as a file:// URL and once as a plain path. uv resolves
-// the wheel's pinned dependencies from PyPI into a cache private to the test.
+// REPL_MCP_WHEEL_BASE_URL, as a file:// URL and as a plain path. It is the README's
+// offline recipe: the dependency wheels beside repl-mcp's (from interop/.wheelhouse,
+// which make interop-deps fills), UV_FIND_LINKS to them and UV_OFFLINE=1, with a uv
+// cache private to each case, so nothing is fetched.
 func TestLauncherEndToEnd(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -297,22 +447,16 @@ func TestLauncherEndToEnd(t *testing.T) {
 	}
 	t.Logf("wheel %s", whl)
 
-	// Each case has its own uv cache, so each one resolves and installs on its own.
-	// "offline" is the air-gapped recipe of the README: the dependency wheels beside
-	// repl-mcp's (fetched here with pip from PyPI, without their dependencies, which
-	// also proves the pinned closure complete), UV_FIND_LINKS to them and UV_OFFLINE=1.
+	copyDependencies(t, root, wheels)
+	offline := []string{"UV_OFFLINE=1", "UV_FIND_LINKS=" + wheels}
 	for _, tc := range []struct {
 		name, base string
 		env        []string
 	}{
-		{"file URL", "file://" + wheels, nil},
-		{"plain path", wheels, nil},
-		{"offline", wheels, []string{"UV_OFFLINE=1", "UV_FIND_LINKS=" + wheels}},
+		{"file URL", "file://" + wheels, offline},
+		{"plain path", wheels, offline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "offline" {
-				downloadDependencies(t, root, wheels)
-			}
 			env := environ(append([]string{
 				"PATH=" + uvBin + string(os.PathListSeparator) + os.Getenv("PATH"),
 				"REPL_MCP_WHEEL_BASE_URL=" + tc.base,
@@ -336,22 +480,28 @@ func TestLauncherEndToEnd(t *testing.T) {
 	}
 }
 
-// downloadDependencies puts the wheels of pyproject.toml's pinned dependencies into dir,
-// with the pip of the pinned uv's venv, from PyPI.
-func downloadDependencies(t *testing.T, root, dir string) {
+// copyDependencies copies the wheels of pyproject.toml's pinned dependencies from
+// interop/.wheelhouse (make wheelhouse-deps, part of make interop-deps) into dir.
+func copyDependencies(t *testing.T, root, dir string) {
 	t.Helper()
+	src := filepath.Join(root, "interop", ".wheelhouse")
+	if _, err := os.Stat(filepath.Join(src, ".stamp")); err != nil {
+		t.Fatalf("the dependency wheels are missing in %s (%v): run `make interop-deps` at the repository root", src, err)
+	}
 	p, err := wheel.LoadProject(filepath.Join(root, "pyproject.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"download", "--quiet", "--disable-pip-version-check", "--no-cache-dir", "--no-deps", "--only-binary", ":all:", "--dest", dir}
-	for _, dep := range p.Dependencies {
-		req, _, _ := strings.Cut(dep, ";") // every pin, whatever its marker
-		args = append(args, strings.TrimSpace(req))
+	whls, err := filepath.Glob(filepath.Join(src, "*.whl"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pip := filepath.Join(root, "interop", ".venv-uv", "bin", "pip")
-	_, stderr, code := runFor(t, 5*time.Minute, root, environ("PATH="+os.Getenv("PATH")), "", pip, args...)
-	if code != 0 {
-		t.Fatalf("%s %s: exit %d\n%s", pip, strings.Join(args, " "), code, stderr)
+	if len(whls) != len(p.Dependencies) {
+		t.Fatalf("%s holds %d wheels, pyproject.toml pins %d dependencies: run `make interop-deps`", src, len(whls), len(p.Dependencies))
+	}
+	for _, w := range whls {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(w)), readFile(t, w), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

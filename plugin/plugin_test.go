@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +20,14 @@ import (
 )
 
 // stubEnv makes this test binary act as a stub command instead of running tests: with
-// stubEnv=uvx it prints its arguments and working directory as JSON and exits 0. The
-// launcher tests put a symlink named uvx to this binary first on PATH.
+// stubEnv=uvx it prints its arguments and working directory as JSON and exits 0; with
+// stubEnv=uvx-fails it writes uv's kind of error to stderr and exits 2, as uv does when it
+// cannot install the wheel. The launcher tests put a symlink named uvx to this binary
+// first on PATH.
 const stubEnv = "REPL_MCP_PLUGIN_TEST_STUB"
 
-var update = flag.Bool("update", false, "inline scripts/repl-mcp-launch.sh into .claude-plugin/plugin.json again")
+// stubFailure is what the failing stub uvx writes to stderr.
+const stubFailure = "error: Failed to resolve tool requirement\n  Caused by: Distribution not found at: file:///nowhere/repl_mcp.whl\n"
 
 // stubCall is what the stub uvx prints.
 type stubCall struct {
@@ -33,6 +36,10 @@ type stubCall struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stubEnv) == "uvx-fails" {
+		fmt.Fprint(os.Stderr, stubFailure)
+		os.Exit(2)
+	}
 	if os.Getenv(stubEnv) == "uvx" {
 		cwd, err := os.Getwd()
 		if err != nil {
@@ -51,6 +58,7 @@ func TestMain(m *testing.M) {
 const (
 	launcherFile    = "scripts/repl-mcp-launch.sh"
 	manifestFile    = ".claude-plugin/plugin.json"
+	mcpFile         = ".mcp.json"
 	hooksFile       = "hooks/hooks.json"
 	hookScript      = "hooks/nudge-python-repl.sh"
 	skillFile       = "skills/python-repl/SKILL.md"
@@ -69,11 +77,36 @@ type manifest struct {
 	Repository  string   `json:"repository"`
 	License     string   `json:"license"`
 	Keywords    []string `json:"keywords"`
-	MCPServers  map[string]struct {
-		Type    string   `json:"type"`
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	} `json:"mcpServers"`
+	MCPServers  any      `json:"mcpServers"`
+}
+
+// mcpServer is a server of the plugin's .mcp.json.
+type mcpServer struct {
+	Type    string   `json:"type"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// readServers is the mcpServers of the plugin's .mcp.json.
+func readServers(t *testing.T) map[string]mcpServer {
+	t.Helper()
+	var f struct {
+		MCPServers map[string]mcpServer `json:"mcpServers"`
+	}
+	readJSON(t, mcpFile, &f)
+	return f.MCPServers
+}
+
+// launchArgs are the server's command and arguments as Claude Code runs them, with
+// ${CLAUDE_PLUGIN_ROOT} replaced by root.
+func launchArgs(t *testing.T, root string) (string, []string) {
+	t.Helper()
+	srv := readServers(t)[serverName]
+	args := make([]string, len(srv.Args))
+	for i, a := range srv.Args {
+		args[i] = strings.ReplaceAll(a, "${CLAUDE_PLUGIN_ROOT}", root)
+	}
+	return srv.Command, args
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -147,8 +180,11 @@ func TestVersionsAgree(t *testing.T) {
 	}
 }
 
-// TestManifest: plugin.json names the plugin and its server, and the server's command is
-// the launcher's exact text run by sh, with $0 repl-mcp-plugin and --transport stdio.
+// TestManifest: plugin.json names the plugin and declares no server itself; .mcp.json
+// at the plugin's root declares the one server, python-repl, as sh running the launcher
+// file under ${CLAUDE_PLUGIN_ROOT} with --transport stdio: one short command line in
+// `claude mcp list`, and no text of the launcher in a place where Claude Code expands
+// ${VAR:-default} itself (it did, in the inlined form this replaces).
 func TestManifest(t *testing.T) {
 	m := readManifest(t)
 	for field, got := range map[string]string{
@@ -162,65 +198,21 @@ func TestManifest(t *testing.T) {
 	if m.Name != serverName || m.License != "MIT" {
 		t.Errorf("%s: name %q, license %q; want %q, MIT", manifestFile, m.Name, m.License, serverName)
 	}
-	srv, ok := m.MCPServers[serverName]
-	if !ok || len(m.MCPServers) != 1 {
-		t.Fatalf("%s: mcpServers must hold exactly %q, has %v", manifestFile, serverName, m.MCPServers)
+	if m.MCPServers != nil {
+		t.Errorf("%s declares mcpServers; the server is declared once, in %s", manifestFile, mcpFile)
 	}
-	if srv.Type != "stdio" || srv.Command != "sh" {
-		t.Errorf("%s: server type %q command %q, want stdio and sh", manifestFile, srv.Type, srv.Command)
+	servers := readServers(t)
+	srv, ok := servers[serverName]
+	if !ok || len(servers) != 1 {
+		t.Fatalf("%s: mcpServers must hold exactly %q, has %v", mcpFile, serverName, servers)
 	}
-	want := []string{"-c", string(readFile(t, launcherFile)), "repl-mcp-plugin", "--transport", "stdio"}
-	if len(srv.Args) != len(want) {
-		t.Fatalf("%s: %d args, want %d: -c, the launcher text, repl-mcp-plugin, --transport, stdio", manifestFile, len(srv.Args), len(want))
+	want := []string{"${CLAUDE_PLUGIN_ROOT}/" + launcherFile, "--transport", "stdio"}
+	if srv.Type != "stdio" || srv.Command != "sh" || !slices.Equal(srv.Args, want) {
+		t.Errorf("%s: %s is %+v; want type stdio, command sh, args %q", mcpFile, serverName, srv, want)
 	}
-	if srv.Args[1] != want[1] {
-		if *update {
-			inlineLauncher(t, srv.Args[1], want[1])
-		} else {
-			t.Errorf("%s: the inlined launcher differs from %s at byte %d; run go test ./plugin/ -run TestManifest -update", manifestFile, launcherFile, firstDiff(srv.Args[1], want[1]))
-		}
+	if info, err := os.Stat(launcherFile); err != nil || info.Mode()&0o111 == 0 {
+		t.Errorf("%s must exist and be executable (%v)", launcherFile, err)
 	}
-	for i := range want {
-		if i != 1 && srv.Args[i] != want[i] {
-			t.Errorf("%s: args[%d] = %q, want %q", manifestFile, i, srv.Args[i], want[i])
-		}
-	}
-}
-
-// inlineLauncher replaces the launcher text inlined in plugin.json, leaving the rest of
-// the file as it is.
-func inlineLauncher(t *testing.T, old, text string) {
-	t.Helper()
-	raw := readFile(t, manifestFile)
-	from, to := jsonString(t, old), jsonString(t, text)
-	if n := bytes.Count(raw, from); n != 1 {
-		t.Fatalf("%s: found the inlined launcher %d times as Go encodes it; edit the file by hand", manifestFile, n)
-	}
-	if err := os.WriteFile(manifestFile, bytes.Replace(raw, from, to, 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: inlined %s again", manifestFile, launcherFile)
-}
-
-// jsonString is s as a JSON string, without HTML escaping.
-func jsonString(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-func firstDiff(a, b string) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
 
 // TestMarketplace: the repository root is a marketplace whose one plugin entry resolves
@@ -442,7 +434,7 @@ func TestReadmeInstall(t *testing.T) {
 			t.Errorf("README.md Install downloads release v%s, want v%s", tag[1], version)
 		}
 	}
-	for _, must := range []string{"claude mcp add", "[mcp_servers.python-repl]", "/plugin marketplace add iota-uz/repl-mcp", "/plugin install python-repl@repl-mcp", "repl-mcp-launch.sh --help", "REPL_MCP_WHEEL_BASE_URL"} {
+	for _, must := range []string{"claude mcp add", "[mcp_servers.python-repl]", "/plugin marketplace add iota-uz/repl-mcp", "/plugin install python-repl@repl-mcp", "repl-mcp-launch.sh --help", "REPL_MCP_WHEEL_BASE_URL", "make wheelhouse DIR=", "UV_FIND_LINKS=", "UV_OFFLINE=1"} {
 		if !strings.Contains(section, must) {
 			t.Errorf("README.md Install does not say %q", must)
 		}

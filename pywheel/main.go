@@ -8,12 +8,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
 const usage = `usage: pywheel build --binary FILE [--platform TAG|GOOS/GOARCH] [--version V] [--out DIR] [--pyproject FILE]
        pywheel verify WHEEL...
-       pywheel pep440 VERSION`
+       pywheel pep440 VERSION
+       pywheel version [--dir DIR] [--pyproject FILE]
+       pywheel deps [--pyproject FILE]`
 
 // errUsage is a command line that cannot be parsed: exit status 2.
 var errUsage = errors.New("bad usage")
@@ -51,6 +54,10 @@ func run(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, v)
 		return nil
+	case "version":
+		return checkoutVersion(args[1:], stdout)
+	case "deps":
+		return deps(args[1:], stdout)
 	default:
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
@@ -93,6 +100,55 @@ func build(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\t%.1f MiB\n", path, float64(st.Size())/(1<<20))
+	return nil
+}
+
+// checkoutVersion prints the version a build of the checkout reports
+// (internal/buildversion): what `make build` and `make wheel` stamp.
+func checkoutVersion(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("pywheel version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("dir", ".", "the git checkout")
+	pyproject := fs.String("pyproject", "pyproject.toml", "pyproject.toml, whose version is the next release")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	p, err := wheel.LoadProject(*pyproject)
+	if err != nil {
+		return err
+	}
+	v, err := buildversion.Checkout(*dir, p.Version)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, v)
+	return nil
+}
+
+// deps prints pyproject.toml's dependencies one a line, without their environment
+// markers: every wheel an installation of repl-mcp may need on any Python, for a
+// wheelhouse.
+func deps(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("pywheel deps", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	pyproject := fs.String("pyproject", "pyproject.toml", "pyproject.toml")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	p, err := wheel.LoadProject(*pyproject)
+	if err != nil {
+		return err
+	}
+	for _, d := range p.Dependencies {
+		req, _, _ := strings.Cut(d, ";")
+		fmt.Fprintln(stdout, strings.TrimSpace(req))
+	}
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
 // hello builds a small static linux/amd64 program: a real ELF file for pywheel to wrap.
@@ -89,6 +91,47 @@ func TestPEP440Command(t *testing.T) {
 	}
 }
 
+// TestVersionCommand: the checkout's version is pyproject.toml's, as a release or as a
+// development build of it, and is what Checkout computes (its own tests cover the forms).
+func TestVersionCommand(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run([]string{"version", "--dir", "..", "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	p, err := wheel.LoadProject("../pyproject.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.TrimSpace(stdout.String())
+	if got != p.Version && !strings.HasPrefix(got, p.Version+".dev") {
+		t.Errorf("version printed %q, want %s or %s.dev...", got, p.Version, p.Version)
+	}
+	if v, err := wheel.PEP440(got); err != nil || v != got {
+		t.Errorf("version printed %q, not normalized PEP 440 (%q, %v)", got, v, err)
+	}
+}
+
+// TestDepsCommand: every pinned dependency, markers dropped.
+func TestDepsCommand(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run([]string{"deps", "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	p, err := wheel.LoadProject("../pyproject.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != len(p.Dependencies) {
+		t.Fatalf("deps printed %d lines, pyproject.toml has %d dependencies", len(lines), len(p.Dependencies))
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "==") || strings.ContainsAny(l, "; ") {
+			t.Errorf("deps line %q is not a bare pin", l)
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
@@ -98,6 +141,8 @@ func TestUsage(t *testing.T) {
 		{"build", "--nope"},
 		{"verify"},
 		{"pep440"},
+		{"version", "extra"},
+		{"deps", "--nope"},
 	} {
 		if err := run(args, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)

@@ -191,7 +191,8 @@ func TestBuildDeterministic(t *testing.T) {
 }
 
 func TestBuildVersion(t *testing.T) {
-	for in, want := range map[string]string{"v3.2.0-rc.1": "3.2.0rc1", "0.1.1.dev0": "0.1.1.dev0", "3.2.0-beta.2": "3.2.0b2"} {
+	for in, want := range map[string]string{"v3.2.0-rc.1": "3.2.0rc1", "0.1.1.dev0": "0.1.1.dev0", "3.2.0-beta.2": "3.2.0b2",
+		"0.1.0.dev20261201135254+ge0c66b0d7aaf.dirty": "0.1.0.dev20261201135254+ge0c66b0d7aaf.dirty"} {
 		w := buildFor(t, "darwin/arm64", in)
 		if !strings.HasPrefix(filepath.Base(w), "repl_mcp-"+want+"-py3-none-macosx_12_0_arm64.whl") {
 			t.Errorf("version %q: wheel %s", in, filepath.Base(w))

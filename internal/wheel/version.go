@@ -8,8 +8,8 @@ import (
 )
 
 // versionRE is PEP 440's permissive version pattern (as in the packaging library), less
-// the local part, after an optional leading v: it takes tag-style versions such as
-// 3.2.0-rc.1 and every spelling that PEP 440 normalizes.
+// the local part (localRE), after an optional leading v: it takes tag-style versions such
+// as 3.2.0-rc.1 and every spelling that PEP 440 normalizes.
 var versionRE = regexp.MustCompile(`^v?` +
 	`(?:(?P<epoch>[0-9]+)!)?` +
 	`(?P<release>[0-9]+(?:\.[0-9]+)*)` +
@@ -17,15 +17,25 @@ var versionRE = regexp.MustCompile(`^v?` +
 	`(?:-(?P<postn1>[0-9]+)|[-_.]?(?:post|rev|r)[-_.]?(?P<postn2>[0-9]+)?(?P<post>))?` +
 	`(?:[-_.]?(?P<dev>dev)[-_.]?(?P<devn>[0-9]+)?)?$`)
 
+// localRE is a PEP 440 local version label, after the +: segments of letters and digits
+// separated by dots, dashes or underscores.
+var localRE = regexp.MustCompile(`^[a-z0-9]+(?:[-_.][a-z0-9]+)*$`)
+
 // snapshotRE is goreleaser's default snapshot suffix, -SNAPSHOT-<commit>.
 var snapshotRE = regexp.MustCompile(`^(.+)-snapshot(?:-[0-9a-f]+)?$`)
 
 // PEP440 returns the normalized PEP 440 form of a release version written either way:
 // 3.2.0-rc.1 becomes 3.2.0rc1, 3.2.0-beta.2 3.2.0b2, 3.2.0-alpha.3 3.2.0a3, 0.1.0-dev
-// and goreleaser's 0.1.0-SNAPSHOT-abc123 0.1.0.dev0, v1.02 1.2. A local version
-// (+...) or anything else that is not PEP 440 is an error.
+// and goreleaser's 0.1.0-SNAPSHOT-abc123 0.1.0.dev0, v1.02 1.2. A local version label is
+// kept, its separators made dots: 0.1.0.dev20261201135254+ge0c66b0d7aaf.dirty, the form
+// of a development build (internal/buildversion). Anything that is not PEP 440 is an
+// error.
 func PEP440(version string) (string, error) {
 	v := strings.ToLower(strings.TrimSpace(version))
+	v, local, hasLocal := strings.Cut(v, "+")
+	if hasLocal && !localRE.MatchString(local) {
+		return "", fmt.Errorf("version %q has a local part that is not PEP 440 (letters and digits separated by dots)", version)
+	}
 	snapshot := false
 	if m := snapshotRE.FindStringSubmatch(v); m != nil {
 		v, snapshot = m[1], true
@@ -73,6 +83,9 @@ func PEP440(version string) (string, error) {
 		b.WriteString(".dev" + num(g("devn")))
 	} else if snapshot {
 		b.WriteString(".dev0")
+	}
+	if hasLocal {
+		b.WriteString("+" + strings.NewReplacer("-", ".", "_", ".").Replace(local))
 	}
 	return b.String(), nil
 }

@@ -32,6 +32,9 @@ func TestPEP440(t *testing.T) {
 		"0!1.0":                   "1.0",
 		"2!1.0":                   "2!1.0",
 		" 1.0\n":                  "1.0",
+		"1.0+local":               "1.0+local",
+		"0.1.0.dev20261201135254+gE0C66B0D7AAF.dirty": "0.1.0.dev20261201135254+ge0c66b0d7aaf.dirty",
+		"1.0+ubuntu-1_2": "1.0+ubuntu.1.2",
 	} {
 		got, err := PEP440(in)
 		if err != nil || got != want {
@@ -44,7 +47,7 @@ func TestPEP440(t *testing.T) {
 }
 
 func TestPEP440Rejects(t *testing.T) {
-	for _, in := range []string{"", "dev", "latest", "1.0+local", "0.1.0-3-gabcdef0", "0.1.0-3-gabcdef0-dirty", "1..0", "1.0-", "1.0 rc1"} {
+	for _, in := range []string{"", "dev", "latest", "1.0+", "1.0+a..b", "1.0+a+b", "0.1.0-3-gabcdef0", "0.1.0-3-gabcdef0-dirty", "1..0", "1.0-", "1.0 rc1"} {
 		if got, err := PEP440(in); err == nil {
 			t.Errorf("PEP440(%q) = %q, want an error", in, got)
 		} else if !strings.Contains(err.Error(), "PEP 440") {
