@@ -14,7 +14,7 @@ BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor test vet fmt-check staticcheck verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench clean
+.PHONY: build doctor test vet fmt-check staticcheck verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-peers peers-deps peers-lock clean
 
 build:
 	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
@@ -154,6 +154,30 @@ interop-lock: | $(UV_STAMP)
 
 bench: build
 	$(GO) run ./bench -binary ./$(BIN)
+
+# The peers measured beside repl-mcp (not part of `make test`): each in a venv of its
+# own, made by the pinned uv from its lock file in bench/ (mcp-python-interpreter needs
+# mcp<2, jupyter-mcp-server mcp 2.x). bench/peers drives every server with the same
+# lean client and cells, in interleaved rounds, and starts and stops the Jupyter server
+# jupyter-mcp-server needs, on 127.0.0.1. PEERS_OUT names the report file.
+PEERS       := interpreter jupyter
+PEERS_OUT   ?= bench/peers-report.txt
+PEER_STAMPS := $(foreach p,$(PEERS),bench/.venv-peers-$(p)/.bench-stamp)
+
+peers-deps: $(PEER_STAMPS)
+
+bench/.venv-peers-%/.bench-stamp: bench/requirements-peers-%.txt | $(UV_STAMP)
+	test -x bench/.venv-peers-$*/bin/python || $(UV) venv --no-python-downloads \
+		--python "$$($(INTEROP_PYTHON) -c 'import sys; print(sys.executable)')" bench/.venv-peers-$*
+	$(UV) pip sync --python bench/.venv-peers-$*/bin/python bench/requirements-peers-$*.txt
+	touch $@
+
+peers-lock: | $(UV_STAMP)
+	for p in $(PEERS); do $(UV) pip compile --generate-hashes --python-version 3.11 \
+		--custom-compile-command "make peers-lock" bench/requirements-peers-$$p.in -o bench/requirements-peers-$$p.txt || exit 1; done
+
+bench-peers: build peers-deps
+	$(GO) run ./bench -peers -binary ./$(BIN) -venvs bench -budget 20m -out $(PEERS_OUT)
 
 clean:
 	rm -rf bin dist

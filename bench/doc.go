@@ -25,6 +25,8 @@
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
 //	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts]
+//	go run ./bench -peers -binary ./bin/repl-mcp [-venvs bench] [-rounds 10] [-round-cells 30]
+//	               [-slow-cells 2] [-peer-cold-runs 3] [-out bench/peers-report.txt]
 //
 // The downstream server of the broker figure is internal/mcpfixture, served by the
 // bench executable itself: run with REPL_MCP_BENCH_FIXTURE=1, it is that fixture over
@@ -33,6 +35,18 @@
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm
 // cell's cost between Python and Go.
+//
+// With -peers (`make bench-peers`, not part of `make test`) it measures repl-mcp beside
+// the comparable MCP Python servers instead: mcp-python-interpreter and
+// jupyter-mcp-server, each installed by `make peers-deps` into a venv of its own under
+// -venvs from the lock files bench/requirements-peers-*.txt. One lean synchronous
+// client (the same minimal stdio client as the targets) sends every server the same
+// cell in interleaved rounds, beside the bare pipe floor in the same run, and reports
+// p50 and p90, cold start, and the RSS of each server's process tree idle and after
+// the cells, as the markdown table README.md carries. It starts the Jupyter server
+// jupyter-mcp-server needs (on 127.0.0.1, with a token of its own and its files in the
+// scratch directory), shuts down the kernels each start leaves, and stops it at the
+// end. A peer that cannot run is reported with the reason, never skipped silently.
 //
 // The targets and why they are ratios are in docs/design.md ("Performance targets").
 package main

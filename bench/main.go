@@ -30,6 +30,9 @@ type config struct {
 	Out      string // report file, if any
 	Budget   time.Duration
 	Figures  figureSet // the figure groups to measure; empty is all
+
+	PeersMode bool // -peers: the peers figure instead of the targets
+	Peers     peerConfig
 }
 
 // usageError is a command line that cannot be parsed: exit status 2.
@@ -68,6 +71,12 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.ColdRuns, "cold-runs", 7, "cold starts to time, and bare Python starts for their baseline")
 	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	fs.DurationVar(&cfg.Budget, "budget", 115*time.Second, "upper bound on the whole run")
+	fs.BoolVar(&cfg.PeersMode, "peers", false, "measure repl-mcp beside its peers (make bench-peers) instead of the targets")
+	fs.StringVar(&cfg.Peers.Venvs, "venvs", "bench", "with -peers: the directory of the peers' venvs (.venv-peers-*)")
+	fs.IntVar(&cfg.Peers.Rounds, "rounds", 10, "with -peers: interleaved rounds")
+	fs.IntVar(&cfg.Peers.RoundCells, "round-cells", 30, "with -peers: cells of each server per round")
+	fs.IntVar(&cfg.Peers.SlowCells, "slow-cells", 2, "with -peers: cells per round at jupyter-mcp-server's default interval")
+	fs.IntVar(&cfg.Peers.PeerColdRun, "peer-cold-runs", 3, "with -peers: cold starts of each server")
 	figures := fs.String("figures", "all", "figure groups to measure: all, or a comma list of "+strings.Join(figureGroups, ", "))
 	if err := fs.Parse(args); err != nil {
 		return cfg, usageError{err}
@@ -79,10 +88,15 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return cfg, usageError{errors.New("-n must be at least 1")}
 	case cfg.ColdRuns < 1:
 		return cfg, usageError{errors.New("-cold-runs must be at least 1")}
+	case cfg.Peers.Rounds < 1 || cfg.Peers.RoundCells < 1 || cfg.Peers.SlowCells < 0 || cfg.Peers.PeerColdRun < 1:
+		return cfg, usageError{errors.New("-rounds, -round-cells and -peer-cold-runs must be at least 1, -slow-cells at least 0")}
 	case cfg.Budget <= 0:
 		return cfg, usageError{errors.New("-budget must be positive")}
 	}
 	var err error
+	if cfg.Peers.Venvs, err = filepath.Abs(cfg.Peers.Venvs); err != nil {
+		return cfg, usageError{err}
+	}
 	if cfg.Figures, err = parseFigures(*figures); err != nil {
 		return cfg, usageError{err}
 	}
@@ -114,6 +128,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	b := &bench{cfg: cfg, dir: dir, progress: stderr, notes: &notes{}}
+	if cfg.PeersMode {
+		return runPeersReport(ctx, b, cfg, env, stdout)
+	}
 	m := b.run(ctx)
 	env.loadEnd = loadText()
 	if busy(env.loadStart) || busy(env.loadEnd) {
@@ -232,4 +249,32 @@ func output(ctx context.Context, program string, args ...string) (string, error)
 		return "", err
 	}
 	return stdout.String(), nil
+}
+
+// runPeersReport is the -peers command: measure, print the markdown report and write it
+// if asked; it fails only when repl-mcp itself or the floor could not be measured.
+func runPeersReport(ctx context.Context, b *bench, cfg config, env environment, stdout io.Writer) error {
+	pm := b.runPeers(ctx)
+	env.loadEnd = loadText()
+	if busy(env.loadStart) || busy(env.loadEnd) {
+		b.notes.add(fmt.Sprintf("the machine was busy (load %s at start, %s at end, %d CPUs): the ratios, measured side by side in interleaved rounds, are more telling than the absolute times",
+			env.loadStart, env.loadEnd, runtime.NumCPU()))
+	}
+	if ctx.Err() != nil {
+		b.notes.add(fmt.Sprintf("the run was cut short: %v (budget %v)", context.Cause(ctx), cfg.Budget))
+	}
+	text := peersReport(cfg, env, pm, b.notes.lines())
+	fmt.Fprint(stdout, text)
+	if cfg.Out != "" {
+		if err := atomicfile.WriteFile(cfg.Out, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	switch {
+	case pm.floorErr != nil:
+		return fmt.Errorf("could not measure the floor: %w", pm.floorErr)
+	case len(pm.peers[0].warm) == 0:
+		return fmt.Errorf("could not measure repl-mcp: %w", pm.peers[0].warmErr)
+	}
+	return nil
 }

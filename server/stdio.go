@@ -108,7 +108,7 @@ const msgLineTooLong = "Message exceeds the 1 MiB line limit; it was discarded a
 // accept decodes one line and hands it to the session; false once the connection
 // is closed.
 func (c *stdioConn) accept(line []byte) bool {
-	msg, err := jsonrpc.DecodeMessage(line)
+	msg, err := decodeLine(line)
 	if err != nil {
 		// The decoder's message may quote the line; keep the reply short.
 		c.writeError(nil, jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
@@ -124,6 +124,70 @@ func (c *stdioConn) accept(line []byte) bool {
 		return false
 	}
 }
+
+// decodeLine is jsonrpc.DecodeMessage, with the lines clients send most (requests
+// and notifications) decoded by encoding/json into go-sdk's own Request: go-sdk's
+// decoder allocates a 32 KiB buffer for each of the two passes it makes over every
+// message, which made it the largest allocation of a warm cell and most of the
+// server's garbage (the profile in docs/design.md, "Performance targets"). Anything
+// else, a response or a line that is not plainly a request, goes through go-sdk's
+// decoder, so what it accepts and how it fails are go-sdk's.
+func decodeLine(line []byte) (jsonrpc.Message, error) {
+	if req, ok := decodeRequest(line); ok {
+		return req, nil
+	}
+	return jsonrpc.DecodeMessage(line)
+}
+
+// decodeRequest decodes a request with exactly go-sdk's keys ("jsonrpc": "2.0",
+// "method", optional "id" and "params", matched case-sensitively), or says no. It
+// leaves deep nesting to go-sdk, whose decoder refuses more than 1000 levels: a line
+// with more than that many brackets is never decoded here.
+func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
+	if bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil {
+		return nil, false
+	}
+	var version, method string
+	var rawID any
+	for key, value := range fields {
+		var err error
+		switch key {
+		case "jsonrpc":
+			err = json.Unmarshal(value, &version)
+		case "method":
+			err = json.Unmarshal(value, &method)
+		case "id":
+			err = json.Unmarshal(value, &rawID)
+		case "params":
+		default:
+			return nil, false
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
+	if version != "2.0" || fields["method"] == nil {
+		return nil, false
+	}
+	switch rawID.(type) {
+	case nil, float64, string:
+	default:
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: fields["params"]}, true
+}
+
+// maxFastBrackets is the most brackets a line decoded by decodeRequest may hold:
+// below go-sdk's nesting limit of 1000, however they nest.
+const maxFastBrackets = 999
 
 // track records calls that need a reply, and forgets those the client cancels
 // (a cancelled request may get no reply).
