@@ -72,11 +72,8 @@ func build(args []string, stdout io.Writer) error {
 	fs.StringVar(&cfg.Version, "version", "", "version, tag-style or PEP 440 (default: pyproject.toml's)")
 	fs.StringVar(&cfg.OutDir, "out", "dist", "output directory")
 	fs.StringVar(&cfg.Pyproject, "pyproject", "pyproject.toml", "pyproject.toml for METADATA")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
 	}
 	if cfg.Binary == "" {
 		return fmt.Errorf("%w: --binary is required", errUsage)
@@ -110,11 +107,8 @@ func checkoutVersion(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", ".", "the git checkout")
 	pyproject := fs.String("pyproject", "pyproject.toml", "pyproject.toml, whose version is the next release")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
 	}
 	p, err := wheel.LoadProject(*pyproject)
 	if err != nil {
@@ -135,11 +129,8 @@ func deps(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pywheel deps", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	pyproject := fs.String("pyproject", "pyproject.toml", "pyproject.toml")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
 	}
 	p, err := wheel.LoadProject(*pyproject)
 	if err != nil {
@@ -168,6 +159,18 @@ func verify(args []string, stdout io.Writer) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d wheels failed verification:\n%w", failed, len(args), errors.Join(errs...))
+	}
+	return nil
+}
+
+// parseFlagsOnly parses args into fs for a command that takes flags and no other
+// argument; either mistake is a usage error.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	return nil
 }
