@@ -45,6 +45,14 @@ type child struct {
 // stderr kept in a bounded buffer. A cancelled ctx interrupts any blocked read or
 // write; the caller must still call stop.
 func startChild(ctx context.Context, name, dir, program string, args ...string) (*child, error) {
+	cmd := exec.Command(program, args...)
+	cmd.Dir = dir
+	return startPiped(ctx, name, cmd)
+}
+
+// startPiped is startChild for a command already set up (its directory, its
+// environment): stdin and stdout become pipes to the bench.
+func startPiped(ctx context.Context, name string, cmd *exec.Cmd) (*child, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -54,8 +62,6 @@ func startChild(ctx context.Context, name, dir, program string, args ...string) 
 		closeFiles(inR, inW)
 		return nil, err
 	}
-	cmd := exec.Command(program, args...)
-	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout = inR, outW
 	return startCmd(ctx, name, cmd, inW, outR, inR, outW)
 }

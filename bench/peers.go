@@ -107,18 +107,8 @@ func startJupyter(ctx context.Context, venv, dir string) (*jupyter, error) {
 	// Its configuration and runtime files in the scratch directory, not the user's.
 	cmd.Env = append(os.Environ(), "JUPYTER_CONFIG_DIR="+filepath.Join(dir, "jupyter-config"),
 		"JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "jupyter-runtime"))
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeFiles(inR, inW)
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
 	start := time.Now()
-	c, err := startCmd(ctx, "jupyter lab", cmd, inW, outR, inR, outW)
+	c, err := startPiped(ctx, "jupyter lab", cmd)
 	if err != nil {
 		return nil, err
 	}
