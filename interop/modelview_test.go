@@ -262,32 +262,6 @@ func checkTinyImage(c *checker, r records) {
 	}
 }
 
-// checkAgentPackage fails unless npm ci installed the pinned version of an agent CLI.
-func (s *suite) checkAgentPackage(t *testing.T, name string) {
-	t.Helper()
-	var pins struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	readJSON(t, s.path("package.json"), &pins)
-	want := pins.Dependencies[name]
-	if want == "" {
-		t.Fatalf("interop/package.json does not pin %s", name)
-	}
-	var installed struct {
-		Version string `json:"version"`
-	}
-	data, err := os.ReadFile(s.path("node_modules", name, "package.json"))
-	if err == nil {
-		err = json.Unmarshal(data, &installed)
-	}
-	if err != nil {
-		t.Fatalf("%s is not installed in interop/node_modules (%v): %s (npm ci in interop/)", name, err, setupStep)
-	}
-	if installed.Version != want {
-		t.Fatalf("interop/node_modules has %s %s but package.json pins %s: %s (npm ci in interop/)", name, installed.Version, want, setupStep)
-	}
-}
-
 // statSize says what os.Stat found, for a failure message.
 func statSize(fi os.FileInfo, err error) string {
 	if err != nil {
@@ -310,7 +284,7 @@ func agentEnv(home string, extra ...string) []string {
 
 // runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API.
 func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRun {
-	s.checkAgentPackage(t, claudeCodePackage)
+	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
 	// the platform's native binary (hundreds of MB) over it; allowScripts in
@@ -369,7 +343,7 @@ func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRu
 // features.code_mode is off. gpt-5.5 keeps Codex's real tool_search deferral (and its
 // real truncation policy), which a made-up model name would not.
 func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
-	s.checkAgentPackage(t, codexPackage)
+	s.checkNpmPackage(t, codexPackage)
 	codexJS := s.path("node_modules", "@openai", "codex", "bin", "codex.js")
 	// codex.js runs the native binary of the platform package npm ci picked from the
 	// optional dependencies (@openai/codex-linux-x64 here, an alias of

@@ -72,30 +72,37 @@ func findNode(t *testing.T) string {
 // checkNodeModules fails unless npm ci installed exactly what package.json pins.
 func (s *suite) checkNodeModules(t *testing.T) {
 	t.Helper()
+	for _, name := range npmPackages {
+		t.Logf("npm %s %s", name, s.checkNpmPackage(t, name))
+	}
+}
+
+// checkNpmPackage fails unless npm ci installed the version of name that
+// interop/package.json pins, and returns it.
+func (s *suite) checkNpmPackage(t *testing.T, name string) string {
+	t.Helper()
 	var pins struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
 	readJSON(t, s.path("package.json"), &pins)
-	for _, name := range npmPackages {
-		want := pins.Dependencies[name]
-		if want == "" {
-			t.Fatalf("interop/package.json does not pin %s", name)
-		}
-		var installed struct {
-			Version string `json:"version"`
-		}
-		data, err := os.ReadFile(s.path("node_modules", name, "package.json"))
-		if err == nil {
-			err = json.Unmarshal(data, &installed)
-		}
-		if err != nil {
-			t.Fatalf("%s is not installed in interop/node_modules (%v): %s (npm ci in interop/)", name, err, setupStep)
-		}
-		if installed.Version != want {
-			t.Fatalf("interop/node_modules has %s %s but package.json pins %s: %s (npm ci in interop/)", name, installed.Version, want, setupStep)
-		}
-		t.Logf("npm %s %s", name, installed.Version)
+	want := pins.Dependencies[name]
+	if want == "" {
+		t.Fatalf("interop/package.json does not pin %s", name)
 	}
+	var installed struct {
+		Version string `json:"version"`
+	}
+	data, err := os.ReadFile(s.path("node_modules", name, "package.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &installed)
+	}
+	if err != nil {
+		t.Fatalf("%s is not installed in interop/node_modules (%v): %s (npm ci in interop/)", name, err, setupStep)
+	}
+	if installed.Version != want {
+		t.Fatalf("interop/node_modules has %s %s but package.json pins %s: %s (npm ci in interop/)", name, installed.Version, want, setupStep)
+	}
+	return installed.Version
 }
 
 // checkVenv fails unless interop/.venv holds the mcp version requirements.in pins.
