@@ -80,7 +80,7 @@ var workerLimitTwins = map[string]twin{
 	"SHELL_CAPTURE": workerOnly, "SHELL_PROCESSES": workerOnly, "SHELL_TIMEOUT": workerOnly,
 	"SHELL_EXIT_CHECK": workerOnly, "SHELL_DRAIN": workerOnly, "REAP_INTERVAL": workerOnly,
 	"CHILD_EXIT_WAIT": workerOnly, "TASK_CANCEL_GRACE": workerOnly, "BACKGROUND_EXIT_GRACE": workerOnly,
-	"INTERRUPT_RETRY": workerOnly, "EXECUTOR_PENDING_JOBS": workerOnly, "MCP_REPLY_SLACK": workerOnly,
+	"INTERRUPT_RETRY": workerOnly, "STRAY_SIGINT_WAIT": workerOnly, "EXECUTOR_PENDING_JOBS": workerOnly, "MCP_REPLY_SLACK": workerOnly,
 	"MCP_OP_WAIT": workerOnly, "TOOL_ERROR_CHARS": workerOnly, "ARTIFACT_JSON_NODES": workerOnly,
 	"ARTIFACT_STRING_BUDGET": workerOnly, "ARTIFACT_TEXT_SLICE": workerOnly, "ARTIFACT_ABORT_WAIT": workerOnly,
 	"LINE_CHARS": workerOnly, "LIVE_PENDING_CHARS": workerOnly, "SPOOL_BUFFER": workerOnly,

@@ -7,6 +7,7 @@ Every wait is bounded (select with deadlines).
 modules a fresh worker has loaded, one a line."""
 
 import atexit
+import ctypes
 import hashlib
 import json
 import os
@@ -99,6 +100,19 @@ def process_state(pid):
             return stat.read().rsplit(')', 1)[1].split()[0]
     except FileNotFoundError:
         return None
+
+
+def signal_other_thread(pid, signum):
+    """Send `signum` to a thread of process `pid` other than its main thread, as the kernel
+    may deliver the signal the server sends the worker's process group. Linux (tgkill);
+    elsewhere the process itself is signalled."""
+    if not sys.platform.startswith('linux'):
+        os.kill(pid, signum)
+        return
+    others = sorted(int(tid) for tid in os.listdir(f'/proc/{pid}/task') if int(tid) != pid)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.tgkill(pid, others[0], signum) != 0:
+        raise OSError(ctypes.get_errno(), f'tgkill {pid} {others[0]}')
 
 
 def wait_gone(pid, timeout=3.0):

@@ -6,20 +6,20 @@ import os
 import signal
 import time
 
-from harness import INTERRUPTED, THREADS_INTERRUPTED, WorkerTestCase, read_text, wait_gone
+from harness import INTERRUPTED, THREADS_INTERRUPTED, WorkerTestCase, read_text, signal_other_thread, wait_gone
 
 
 class InterruptTests(WorkerTestCase):
-    def interrupt_when_printed(self, code):
+    def interrupt_when_printed(self, code, send=os.kill):
         run_id = self.worker.start(code)
         self.worker.wait_for_output(run_id, 'started')
         time.sleep(0.05)
-        os.kill(self.worker.proc.pid, signal.SIGINT)
+        send(self.worker.proc.pid, signal.SIGINT)
         result, _ = self.worker.collect(run_id)
         return run_id, result
 
-    def check_interrupt(self, code):
-        run_id, result = self.interrupt_when_printed(code)
+    def check_interrupt(self, code, send=os.kill):
+        run_id, result = self.interrupt_when_printed(code, send)
         self.assertFalse(result['success'])
         self.assertEqual(result['state'], 'preserved')
         self.assertEqual(result['error'], INTERRUPTED.format(run_id))
@@ -33,6 +33,18 @@ class InterruptTests(WorkerTestCase):
     def test_sigint_interrupts_sleep(self):
         self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
         self.check_interrupt('import time\nx = 10\nprint("started")\ntime.sleep(30)')
+
+    def test_sigint_another_thread_takes_interrupts_a_blocked_main_thread(self):
+        # The kernel may hand the group's SIGINT to any thread; Python only marks it there,
+        # and a main thread blocked in time.sleep would not run the handler for 30 s.
+        self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))
+        self.check_interrupt('import time\nx = 10\nprint("started")\ntime.sleep(30)', send=signal_other_thread)
+
+    def test_sigint_another_thread_takes_between_cells_is_ignored(self):
+        self.assert_ok(self.worker.run('x = 10'))
+        signal_other_thread(self.worker.proc.pid, signal.SIGINT)
+        time.sleep(0.2)  # the stray wait and the main thread's handler, which ignores it
+        self.assertEqual(self.worker.value('import time\ntime.sleep(0.1)\nx'), 10)
 
     def test_sigint_interrupts_awaiting_cell(self):
         self.assert_ok(self.worker.run('import asyncio\nloop = asyncio.get_event_loop()'))

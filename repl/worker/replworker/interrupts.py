@@ -3,7 +3,9 @@ at the current await, then, if the cell keeps running, by raising KeyboardInterr
 that is as safe as in plain Python; it is kept for a command on its way, and ignored
 between cells."""
 
+import os
 import queue
+import select
 import signal
 import threading
 import time
@@ -11,7 +13,7 @@ import time
 from .bridge import await_reply
 from .children import pump_pipes, shell_capture, stream_output
 from .common import is_worker_module, module_name
-from .limits import INTERRUPT_RETRY
+from .limits import INTERRUPT_RETRY, STRAY_SIGINT_WAIT
 from .output import INTERRUPTIBLE_CODE as OUTPUT_CODE
 
 # Worker code where a KeyboardInterrupt is as safe as in user code: the sinks user code
@@ -74,6 +76,63 @@ class _InterruptRetry:
             self._deliver(task)
 
 
+class _StraySignals:
+    """Brings a SIGINT that another thread took to the main thread. The server signals the
+    worker's process group, and the kernel may hand a process-directed signal to any
+    thread; Python's C handler then only marks it, and the Python handler runs when the
+    main thread next executes bytecode. A cell blocked in time.sleep or a C call would
+    not see its interrupt until that returned (its run timed out, and the worker with its
+    state was lost). Seen under load with a cell's threads starting threads.
+
+    The C handler, in whichever thread took the signal, also writes its number to the
+    wakeup fd (signal.set_wakeup_fd). The main thread's handler drains that pipe
+    (`handled`); a byte still there STRAY_SIGINT_WAIT after it came is a signal no
+    handler ran for, and this thread sends SIGINT to the main thread itself, which wakes
+    its blocking call. A cell that installs a wakeup fd of its own (loop.add_signal_handler
+    does) replaces this one: interrupts then work as in plain Python."""
+
+    def __init__(self, main_thread_id):
+        self._main_thread_id = main_thread_id
+        self._read_fd, write_fd = os.pipe()  # close-on-exec: no child or exec'd program holds it
+        os.set_blocking(self._read_fd, False)
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        # A fork's child shares the pipe: its signals are not the worker's, and it must not
+        # drain what the worker's main thread has yet to handle.
+        os.register_at_fork(after_in_child=self._forget)
+        threading.Thread(target=self._run, name='repl-mcp-stray-sigint', daemon=True).start()
+
+    def handled(self):
+        """Called by the main thread's handler: the signals written so far have been seen."""
+        if self._read_fd < 0:
+            return
+        try:
+            while len(os.read(self._read_fd, 512)) == 512:
+                pass
+        except OSError:
+            pass  # BlockingIOError: nothing left; anything else: nothing to drain
+
+    def _forget(self):
+        self._read_fd = -1
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:
+            pass  # not the main thread of the child: its wakeup fd is then not ours to touch
+
+    def _run(self):
+        ready = select.poll()
+        ready.register(self._read_fd, select.POLLIN)
+        while True:
+            ready.poll()
+            time.sleep(STRAY_SIGINT_WAIT)
+            try:
+                data = os.read(self._read_fd, 512)
+            except BlockingIOError:
+                continue  # the main thread's handler ran
+            if signal.SIGINT in data:
+                signal.pthread_kill(self._main_thread_id, signal.SIGINT)
+
+
 class Interrupts:
     """The SIGINT handler and what it needs to know: whether a command is taken or on its
     way, and which cell task may be interrupted now. Made on the main thread, which it
@@ -90,6 +149,7 @@ class Interrupts:
         self._main_thread_id = threading.main_thread().ident
         self._retry = _InterruptRetry(self._redeliver)
         signal.signal(signal.SIGINT, self._on_sigint)
+        self._strays = _StraySignals(self._main_thread_id)
 
     def command_taken(self):
         """Called before a command leaves the queue: a SIGINT always finds it somewhere."""
@@ -124,6 +184,7 @@ class Interrupts:
         return task is not None and not task.done()
 
     def _on_sigint(self, signum, frame):
+        self._strays.handled()
         if not self._cell_running():
             # The server interrupts only a run it has dispatched: with a command taken or
             # incoming, the SIGINT is for that one and stops its cell as soon as it starts.

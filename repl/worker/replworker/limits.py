@@ -91,6 +91,7 @@ BACKGROUND_EXIT_GRACE = 0.1  # seconds for threads and executor jobs that are ju
 BACKGROUND_THREAD_NAMES = 64  # thread names a result lists in background_threads (Go: repl.maxBackgroundThreads)
 THREAD_NAME_BYTES = 200  # UTF-8 bytes of one name in background_threads (Go: repl.maxThreadNameBytes)
 INTERRUPT_RETRY = 0.05  # seconds before SIGINT is delivered again to a cell it did not stop
+STRAY_SIGINT_WAIT = 0.02  # seconds a SIGINT another thread took waits for the main thread's handler
 EXECUTOR_PENDING_JOBS = 64  # unfinished jobs of the default executor
 
 # The mcp bridge (bridge.py).
