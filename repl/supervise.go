@@ -402,21 +402,27 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 			if rf.id != r.id {
 				continue
 			}
-			res := s.complete(p, r, rf.result)
-			if !res.Success {
-				res.Error = strPtr(interruptedError(reason, res.Error))
-			}
-			return res
+			return s.answered(p, r, rf.result, reason)
 		case <-p.dead:
-			return s.crashed(p, r, reason+msgExited)
+			return s.crashed(p, r, reason)
 		case <-p.proc.Exited():
-			return s.crashed(p, r, reason+msgExited)
+			return s.crashed(p, r, reason)
 		case <-s.lifetime.Done():
 			return s.lost(p, r, msgAbandoned)
 		case <-grace.C:
 			return s.lost(p, r, reason+msgDidNotStop)
 		}
 	}
+}
+
+// answered is the result the worker sent for a run; reason, when the run was being
+// interrupted, says why, before the worker's own error.
+func (s *Session) answered(p *process, r *run, wr *workerResult, reason string) *Result {
+	res := s.complete(p, r, wr)
+	if reason != "" && !res.Success {
+		res.Error = strPtr(interruptedError(reason, res.Error))
+	}
+	return res
 }
 
 // interruptedError is the error of a run the worker stopped on our interrupt: the
@@ -428,9 +434,11 @@ func interruptedError(reason string, workerErr *string) string {
 	return reason + "\n" + *workerErr
 }
 
-// crashed reports a worker that died under a run. A result the worker managed to
-// send before it exited still wins.
-func (s *Session) crashed(p *process, r *run, msg string) *Result {
+// crashed reports a worker that died under a run; reason is why the run was being
+// interrupted, "" when it was not. A result the worker managed to send before it
+// exited still wins: a worker that stops itself (state cleared) may be seen gone
+// before its last result is read.
+func (s *Session) crashed(p *process, r *run, reason string) *Result {
 	select {
 	case <-p.dead:
 	case <-time.After(barrierWait / 2):
@@ -438,11 +446,14 @@ func (s *Session) crashed(p *process, r *run, msg string) *Result {
 	select {
 	case rf := <-p.results:
 		if rf.id == r.id {
-			return s.complete(p, r, rf.result)
+			return s.answered(p, r, rf.result, reason)
 		}
 	default:
 	}
-	if msg == "" {
+	var msg string
+	if reason != "" {
+		msg = reason + msgExited
+	} else {
 		msg = msgCrashed + " (" + p.proc.ExitStatus().String() + ")"
 		if p.deathErr != nil {
 			msg = msgCrashed + " (" + p.deathErr.Error() + ")"
