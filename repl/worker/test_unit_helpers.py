@@ -200,6 +200,13 @@ class CompileCellTests(unittest.TestCase):
         lines, body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
         self.assertTrue(tail.co_flags & inspect.CO_COROUTINE)  # top-level await: a coroutine to await
 
+    def test_a_lone_expression_has_no_body(self):
+        # Compiled once: nothing but the expression to evaluate.
+        lines, body, tail = cells.compile_cell('1 + 1  # comment', '<repl:c>')
+        self.assertEqual([lines, body, eval(tail, {})], [[], None, 2])
+        lines, body, tail = cells.compile_cell('!echo hi\nx', '<repl:c>', commands=True)
+        self.assertEqual([len(lines), body], [1, None])
+
     def test_leading_shell_lines(self):
         source = '# setup\n!echo hi\n\n  %pip install -q x\n!  ls  \nimport os\n!not a command here'
         commands, python = cells.split_commands(source)

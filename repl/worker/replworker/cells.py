@@ -197,7 +197,8 @@ def compile_command(lineno, command, pip, filename):
 def compile_cell(source, filename, commands=False):
     """Code for the leading shell lines (with `commands`, see split_commands), the body and,
     when the cell ends with an expression, for that expression; compiled apart so its value
-    is kept as an object (no implicit repr)."""
+    is kept as an object (no implicit repr). The body is None when the expression is all
+    there is: a cell like `df.shape` is parsed once and compiled once."""
     lines = ()
     if commands:
         lines, source = split_commands(source)
@@ -207,17 +208,20 @@ def compile_cell(source, filename, commands=False):
         expression = ast.Expression(module.body.pop().value)
         tail = compile(expression, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
     lines = [compile_command(lineno, command, pip, filename) for lineno, command, pip in lines]
+    if tail is not None and not module.body:
+        return lines, None, tail
     return lines, compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
 
 
 async def cell_main(lines, body, tail, namespace):
-    """The cell task: run the leading shell lines, the body, then evaluate the trailing
-    expression, awaiting either when it uses top-level await."""
+    """The cell task: run the leading shell lines, the body (if any), then evaluate the
+    trailing expression, awaiting either when it uses top-level await."""
     for line in lines:
         eval(line, {'run_line': run_line})
-    result = eval(body, namespace)
-    if body.co_flags & inspect.CO_COROUTINE:
-        await result
+    if body is not None:
+        result = eval(body, namespace)
+        if body.co_flags & inspect.CO_COROUTINE:
+            await result
     if tail is None:
         return MISSING
     value = eval(tail, namespace)
