@@ -63,7 +63,7 @@ var workerLimitTwins = map[string]twin{
 	"MCP_CALL_TIMEOUT":      seconds(broker.DefaultCallTimeout),
 	"MCP_CATALOGUE_TIMEOUT": seconds(broker.DefaultListTimeout),
 
-	"INBOX_SLOTS": workerOnly, "READ_CHUNK": workerOnly, "FLUSH_INTERVAL": workerOnly,
+	"INBOX_SLOTS": workerOnly, "READ_CHUNK": workerOnly, "FLUSH_INTERVAL": workerOnly, "PUMP_LINGER": workerOnly,
 	"PREVIEW_NODES": workerOnly, "PREVIEW_DEPTH": workerOnly, "PREVIEW_ITEMS": workerOnly,
 	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly,
 	"PREVIEW_NESTING": workerOnly, "PREVIEW_SORT_ITEMS": workerOnly, "FRAME_ROWS": workerOnly,

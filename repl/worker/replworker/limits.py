@@ -18,6 +18,7 @@ STREAM_MARKER = 256  # UTF-8 bytes kept for the marker between a cut stream's he
 LINE_CHARS = 65_536  # characters of a line still rewritable by \r; a longer one is kept as written
 LIVE_PENDING_CHARS = 16_384  # characters waiting for the next output frames, both streams (older ones dropped)
 FLUSH_INTERVAL = 0.05  # seconds between output frames while a cell runs (protocol: <= 0.1)
+PUMP_LINGER = 1.0  # seconds the output pump keeps ticking after a cell, so back-to-back cells never wake it
 SPOOL_HEAD = 8_388_608  # bytes of a cut stream's complete output kept from its start past the artifact bound
 SPOOL_BUFFER = 65_536  # bytes of complete output buffered before a write to its spool file
 BACKGROUND_BUDGET = 16_384  # UTF-8 bytes per stream of what threads of earlier cells printed (Go: repl.backgroundLimit)

@@ -16,7 +16,7 @@ import time
 
 from .common import type_name, utf8_prefix
 from .limits import (
-    ARTIFACT_CHUNK, ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, BACKGROUND_HEAD, FLUSH_INTERVAL, LINE_CHARS,
+    ARTIFACT_CHUNK, ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, BACKGROUND_HEAD, FLUSH_INTERVAL, LINE_CHARS, PUMP_LINGER,
     LIVE_PENDING_CHARS, SPOOL_BUFFER, SPOOL_HEAD, STREAM_BUDGET, STREAM_HEAD, STREAM_MARKER,
 )
 from .messages import (
@@ -616,21 +616,27 @@ class Output:
         self.cell = None  # Capture of the running cell
         self.background = background_capture()
         self._channel = channel
+        # Set while the pump ticks: from a cell's start until PUMP_LINGER after the last
+        # cell ended. Cleared only by the pump, under _arm_lock, and only with no cell set:
+        # a cell never runs with the pump parked, and back-to-back cells never wake it (a
+        # thread switch each).
         self._active = threading.Event()
+        self._arm_lock = threading.Lock()
         self._send_lock = threading.Lock()
         threading.Thread(target=self._pump, name='repl-mcp-output', daemon=True).start()
 
     def begin(self, run_id):
-        self.cell = cell_capture(run_id)
-        THREADS.active = run_id
-        self._active.set()
+        with self._arm_lock:
+            self.cell = cell_capture(run_id)
+            THREADS.active = run_id
+            if not self._active.is_set():
+                self._active.set()
 
     def end(self):
         """Stop capturing the cell; every piece of its live output has been sent when this
         returns its capture."""
         THREADS.active = None
         cell, self.cell = self.cell, None
-        self._active.clear()
         cell.finish()
         self._flush(cell)
         return cell
@@ -665,10 +671,22 @@ class Output:
         }
 
     def _pump(self):
+        idle_ticks = 0
+        linger = max(int(PUMP_LINGER / FLUSH_INTERVAL), 1)
         while True:
             self._active.wait()
             time.sleep(FLUSH_INTERVAL)
-            self._flush(self.cell)
+            cell = self.cell
+            if cell is not None:
+                idle_ticks = 0
+                self._flush(cell)
+                continue
+            idle_ticks += 1
+            if idle_ticks >= linger:
+                with self._arm_lock:
+                    if self.cell is None:
+                        self._active.clear()
+                        idle_ticks = 0
 
     def _flush(self, cell):
         if cell is None:
