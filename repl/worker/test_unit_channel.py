@@ -3,6 +3,8 @@ The modules are imported directly; protocol_error, which would end the process, 
 
 import math
 import os
+import threading
+import time
 import unittest
 from unittest import mock
 
@@ -123,3 +125,42 @@ class ReaderQueueTests(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class ReadingTests(unittest.TestCase):
+    """Who reads the command pipe: the main thread between cells, the reader thread while
+    a cell runs and asks for it; a frame is never lost or split between them."""
+
+    def setUp(self):
+        self.command_r, self.command_w = os.pipe()
+        self.event_r, self.event_w = os.pipe()
+        self.addCleanup(lambda: [os.close(fd) for fd in (self.command_w, self.event_r)])
+        self.results = []
+        with mock.patch.dict(os.environ, {'REPL_MCP_WORKER_FDS': f'{self.command_r},{self.event_w}'}):
+            self.channel = channel.Channel(self.results.append)
+
+    def execute(self, run_id):
+        return ('{"type":"execute","id":"%s","code":"1","barrier":"b"}\n' % run_id).encode()
+
+    def test_the_main_thread_reads_a_command_itself(self):
+        os.write(self.command_w, self.execute('a')[:10])
+        threading.Timer(0.05, os.write, (self.command_w, self.execute('a')[10:])).start()
+        self.channel.wait_for_command()  # no reader thread started
+        self.assertEqual(self.channel.take_command()['id'], 'a')
+        self.assertFalse(self.channel.command_incoming())
+
+    def test_the_reader_routes_replies_and_wakes_the_main_thread(self):
+        self.channel.start_reader()
+        self.channel.need_reader()
+        os.write(self.command_w, b'{"type":"rpc_result","id":"x","result":1}\n' + self.execute('b')[:20])
+        deadline = time.monotonic() + 10
+        while not self.results and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual([r['id'] for r in self.results], ['x'])  # routed with no main thread reading
+        threading.Timer(0.05, os.write, (self.command_w, self.execute('b')[20:])).start()
+        self.channel.wait_for_command()
+        self.assertEqual(self.channel.take_command()['id'], 'b')
+        self.channel.park_reader()
+        os.write(self.command_w, self.execute('c'))
+        self.channel.wait_for_command()
+        self.assertEqual(self.channel.take_command()['id'], 'c')

@@ -206,6 +206,7 @@ class _Rpcs:
         except BaseException:
             self._slots.give_back()
             raise
+        self._channel.need_reader()  # before the send: the reply may come at once
         self._channel.send_encoded(data)
         return future
 

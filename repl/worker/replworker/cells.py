@@ -623,6 +623,7 @@ class Worker:
     def _deliver(self, run_id, barrier, result):
         # From here on a SIGINT can only be for a command still incoming.
         self._interrupts.result_due()
+        self._channel.park_reader()  # the main thread reads the next command itself
         # One write: once the server sees it, it holds every native byte of the run.
         self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
         self._channel.send({'type': 'result', 'id': run_id, 'result': result})

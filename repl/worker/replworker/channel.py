@@ -61,8 +61,16 @@ def _valid_execute(frame):
 
 
 class Channel:
-    """The two protocol fds. `on_rpc_result` is called by the reader thread with each
-    `rpc_result` frame, which is never queued: the main thread may be waiting for it.
+    """The two protocol fds. `on_rpc_result` is called with each `rpc_result` frame, which
+    is never queued: the main thread may be waiting for it.
+
+    Who reads the command pipe: between cells the main thread itself, in
+    wait_for_command, so a command reaches the cell loop with one wake-up and no hand-off
+    between threads. While a cell runs, the reader thread, once something asks for it
+    (need_reader: an rpc about to be sent, or the output pump's first tick of a running
+    cell); a trivial cell never wakes it. Either reads only under _read_lock, from a
+    non-blocking pipe, into one buffer, so frames are never split or reordered between
+    them. park_reader, called before each result, sends the reader back to waiting.
 
     A command is always somewhere command_incoming() looks, from the moment its first byte is
     in the pipe until the main thread takes it: a SIGINT the server sends right after a
@@ -75,6 +83,8 @@ class Channel:
             # User subprocesses must never hold the protocol pipes.
             os.set_inheritable(read_fd, False)
             os.set_inheritable(write_fd, False)
+            # Two threads may find it readable and only one gets the bytes.
+            os.set_blocking(read_fd, False)
         except (ValueError, OSError) as exc:
             protocol_error(BAD_FDS.format(spec, exc))
         self._on_rpc_result = on_rpc_result
@@ -82,8 +92,16 @@ class Channel:
         self._writer = open(write_fd, 'wb', buffering=0)
         self._write_lock = threading.Lock()
         self._commands = collections.deque()  # parsed and not yet taken; at most INBOX_SLOTS
-        self._arrived = threading.Condition(threading.Lock())
-        self._receiving = False  # the reader holds bytes of a command it has not queued yet
+        self._arrived = threading.Lock()  # guards _commands and _main_waiting together
+        self._main_waiting = False  # the main thread is (about to be) polling for a command
+        self._receiving = False  # a reader holds bytes of a command it has not queued yet
+        self._read_lock = threading.Lock()  # held by whichever thread reads and parses
+        self._received = bytearray()  # read and not yet a whole frame; under _read_lock
+        self._reader_on = threading.Event()  # the reader thread reads while this is set
+        # Wake-up pipes: one tells the main thread that the reader queued a command, the
+        # other tells the reader to stop polling (park_reader).
+        self._main_wake_r, self._main_wake_w = _wake_pipe()
+        self._reader_wake_r, self._reader_wake_w = _wake_pipe()
 
     def send(self, frame):
         self.send_encoded(encode_frame(frame))
@@ -100,10 +118,38 @@ class Channel:
     def start_reader(self):
         threading.Thread(target=self._read_forever, name='repl-mcp-reader', daemon=True).start()
 
+    def need_reader(self):
+        """Have the reader thread read while the main thread cannot: from any thread, before
+        anything waits for a frame from the server during a cell."""
+        if not self._reader_on.is_set():
+            self._reader_on.set()
+
+    def park_reader(self):
+        """The main thread reads again from here on (called before a result): the reader
+        thread, if it was woken, goes back to waiting."""
+        if self._reader_on.is_set():
+            self._reader_on.clear()
+            _kick(self._reader_wake_w)
+
     def wait_for_command(self):
-        with self._arrived:
-            while not self._commands:
-                self._arrived.wait()
+        """Until a command is queued: read the pipe on the main thread, or be told the reader
+        thread queued one."""
+        ready = select.poll()
+        ready.register(self._read_fd, select.POLLIN)
+        ready.register(self._main_wake_r, select.POLLIN)
+        while True:
+            with self._arrived:
+                if self._commands:
+                    self._main_waiting = False
+                    return
+                self._main_waiting = True
+            with self._read_lock:
+                self._read_available()
+            if self._commands:
+                continue
+            for fd, _ in ready.poll():
+                if fd == self._main_wake_r:
+                    _drain(fd)
 
     def take_command(self):
         return self._commands.popleft()
@@ -118,21 +164,35 @@ class Channel:
     def _read_forever(self):
         ready = select.poll()
         ready.register(self._read_fd, select.POLLIN)
-        received = bytearray()
+        ready.register(self._reader_wake_r, select.POLLIN)
         while True:
-            ready.poll()
-            # Set while the bytes are still in the pipe, and cleared only once they are
-            # queued (see command_incoming).
-            self._receiving = True
-            try:
-                data = os.read(self._read_fd, READ_CHUNK)
-            except OSError:
-                data = b''
-            if not data:
-                exit_now(0)  # EOF, even in the middle of a cell: the server is gone or stopping us
-            received += data
-            self.queue_frames(received)
-            self._receiving = bool(received)
+            self._reader_on.wait()
+            for fd, _ in ready.poll():
+                if fd == self._reader_wake_r:
+                    _drain(fd)
+                else:
+                    with self._read_lock:
+                        self._read_available()
+
+    def _read_available(self):
+        """Read what the pipe holds and queue or route every whole frame in it; the caller
+        holds _read_lock. EOF, even in the middle of a cell, ends the worker: the server is
+        gone or stopping us."""
+        # Set while the bytes are still in the pipe, and cleared only once they are queued
+        # (see command_incoming).
+        self._receiving = True
+        try:
+            data = os.read(self._read_fd, READ_CHUNK)
+        except BlockingIOError:
+            data = None  # the other reader took them
+        except OSError:
+            data = b''
+        if data == b'':
+            exit_now(0)
+        if data:
+            self._received += data
+            self.queue_frames(self._received)
+        self._receiving = bool(self._received)
 
     def queue_frames(self, received):
         """Queue every complete frame of `received`, leaving a partial one in it."""
@@ -157,4 +217,32 @@ class Channel:
             if len(self._commands) >= INBOX_SLOTS:
                 protocol_error(INBOX_FULL)
             self._commands.append(command)
-            self._arrived.notify()
+            wake = self._main_waiting and threading.get_ident() != _MAIN_THREAD
+        if wake:
+            _kick(self._main_wake_w)
+
+
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def _wake_pipe():
+    """A private, non-blocking pipe whose only use is to end a poll() in another thread."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    return read_end, write_end
+
+
+def _kick(fd):
+    try:
+        os.write(fd, b'.')
+    except BlockingIOError:
+        pass  # full: the other side has plenty of wake-ups to read
+
+
+def _drain(fd):
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass

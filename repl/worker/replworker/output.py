@@ -673,14 +673,21 @@ class Output:
     def _pump(self):
         idle_ticks = 0
         linger = max(int(PUMP_LINGER / FLUSH_INTERVAL), 1)
+        previous = None  # the cell of the last tick
         while True:
             self._active.wait()
             time.sleep(FLUSH_INTERVAL)
             cell = self.cell
             if cell is not None:
                 idle_ticks = 0
+                if cell is previous:
+                    # Running for a whole interval: it may outlast a server that goes
+                    # away or sends a bad frame, so the reader thread reads from now on.
+                    self._channel.need_reader()
+                previous = cell
                 self._flush(cell)
                 continue
+            previous = None
             idle_ticks += 1
             if idle_ticks >= linger:
                 with self._arm_lock:
