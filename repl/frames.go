@@ -39,7 +39,7 @@ type inFrame struct {
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
 	Offset int    `json:"offset"`
-	Data   []byte `json:"data"`
+	Data   []byte `json:"data"` // also an rpc's payload (RPC.Data)
 
 	// rpc and rpc_cancel: ID is the rpc id
 	RunID  string          `json:"run_id"`

@@ -345,6 +345,7 @@ class ArtifactTests(WorkerTestCase):
         (uploaded bytes, [(offset, raw length)] of the appends, the reference sent)."""
         begin = self.worker.next_rpc(run_id)
         self.assertEqual([begin['op'], begin['params']], ['artifact.begin', {'format': fmt}])
+        self.assertNotIn('data', begin)
         self.worker.reply(begin['id'], {'upload_id': upload_id, 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
         data, appends = bytearray(), []
         while True:
@@ -352,13 +353,14 @@ class ArtifactTests(WorkerTestCase):
             if rpc['op'] != 'artifact.append':
                 break
             params = rpc['params']
-            self.assertEqual(sorted(params), ['data', 'offset', 'upload_id'])
+            self.assertEqual(sorted(params), ['offset', 'upload_id'])
             self.assertEqual([params['upload_id'], params['offset']], [upload_id, len(data)])
-            chunk = base64.b64decode(params['data'], validate=True)
+            chunk = base64.b64decode(rpc['data'], validate=True)  # the chunk is the frame's data
             appends.append((params['offset'], len(chunk)))
             data += chunk
             self.worker.reply(rpc['id'], {'upload_id': upload_id, 'size': len(data)})
         self.assertEqual([rpc['op'], rpc['params']], ['artifact.commit', {'upload_id': upload_id}])
+        self.assertNotIn('data', rpc)
         ref = reference(bytes(data), fmt)
         self.worker.reply(rpc['id'], ref)
         return bytes(data), appends, ref
