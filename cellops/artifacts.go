@@ -13,7 +13,7 @@ import (
 // Limits of the artifact ops (docs/contract.md §9.2).
 const (
 	maxReadBytes    = 65536 // one range read
-	msgChunkTooLong = "Artifact upload chunk exceeds 32 KiB; send smaller appends"
+	msgChunkTooLong = "Artifact upload chunk exceeds 256 KiB; send smaller appends"
 )
 
 // The params of the artifact ops, as the worker's helpers send them.

@@ -12,7 +12,7 @@ import (
 )
 
 // TestUploadChunksAreTheFramesData: artifact.append takes its chunk from the rpc
-// frame's data (repl.RPC.Data), at most 32 KiB of it, and the committed artifact
+// frame's data (repl.RPC.Data), at most 256 KiB of it, and the committed artifact
 // is those bytes, in order.
 func TestUploadChunksAreTheFramesData(t *testing.T) {
 	store := artifacts.New(artifacts.Config{Dir: t.TempDir()})
@@ -37,7 +37,7 @@ func TestUploadChunksAreTheFramesData(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := begun["upload_id"].(string)
-	data := bytes.Repeat([]byte{0, 1, 0xfe, 0xff, '"', '\\'}, 10000)
+	data := bytes.Repeat([]byte{0, 1, 0xfe, 0xff, '"', '\\'}, 100000)
 	for off := 0; off < len(data); off += artifacts.ChunkBytes {
 		chunk := data[off:min(off+artifacts.ChunkBytes, len(data))]
 		got, err := serve("artifact.append", map[string]any{"upload_id": id, "offset": off}, chunk)
@@ -47,7 +47,7 @@ func TestUploadChunksAreTheFramesData(t *testing.T) {
 	}
 	_, err = serve("artifact.append", map[string]any{"upload_id": id, "offset": len(data)}, make([]byte, artifacts.ChunkBytes+1))
 	if err == nil || err.Error() != msgChunkTooLong {
-		t.Errorf("an append of 32 KiB and a byte: %v, want %q", err, msgChunkTooLong)
+		t.Errorf("an append of 256 KiB and a byte: %v, want %q", err, msgChunkTooLong)
 	}
 	ref, err := serve("artifact.commit", map[string]any{"upload_id": id}, nil)
 	sum := sha256.Sum256(data)
