@@ -23,7 +23,7 @@
 //
 // Everything is bounded (docs/contract.md §9.2): 64 entries and 64 MiB in the whole store, 16 MiB
 // per artifact, 64 KiB per range read, 512 KiB per forward, 4 concurrent I/O jobs taken
-// by try-acquire, 4 unfinished uploads, 32 KiB upload chunks, 256 owners and 256 active
+// by try-acquire, 4 unfinished uploads, 256 KiB upload chunks, 256 owners and 256 active
 // runs. Only a successful create or commit evicts, oldest first across all owners, and
 // each eviction is logged. An artifact is visible to its owner only: an id that belongs
 // to another owner fails exactly like an unknown, deleted or evicted one.

@@ -57,7 +57,7 @@ var (
 	ErrRunFinished    = errors.New("Artifact originating run is finished or cancelled")
 	ErrUnknownUpload  = errors.New("Artifact upload unknown, committed or aborted")
 	ErrOffsetMismatch = errors.New("Artifact upload offset mismatch; do not replay an append")
-	ErrChunkTooLarge  = errors.New("Artifact upload chunk exceeds 32768 bytes")
+	ErrChunkTooLarge  = errors.New("Artifact upload chunk exceeds 262144 bytes")
 )
 
 // sysCause strips the path from an *os.PathError or *os.LinkError so that a message

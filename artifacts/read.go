@@ -29,40 +29,51 @@ func (s *Store) Read(ctx context.Context, owner, id string, offset, length int64
 	if encoding != "text" && encoding != "hex" && encoding != "base64" {
 		return Range{}, ErrEncoding
 	}
-	if err := ctx.Err(); err != nil {
+	r, data, err := s.ReadBytes(ctx, owner, id, offset, length)
+	if err != nil {
 		return Range{}, err
+	}
+	r.Encoding = encoding
+	switch encoding {
+	case "text":
+		if !utf8.Valid(data) {
+			return Range{}, ErrRangeUTF8
+		}
+		r.Content = string(data)
+	case "hex":
+		r.Content = hex.EncodeToString(data)
+	case "base64":
+		r.Content = base64.StdEncoding.EncodeToString(data)
+	}
+	return r, nil
+}
+
+// ReadBytes is [Store.Read] without the encoding: it returns the range, with neither
+// Encoding nor Content set, and its bytes, for a caller that writes them out itself
+// (artifact_read's base64 ranges, which encoding/json writes from the bytes).
+func (s *Store) ReadBytes(ctx context.Context, owner, id string, offset, length int64) (Range, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return Range{}, nil, err
 	}
 	e, err := s.acquire(owner, id)
 	if err != nil {
-		return Range{}, err
+		return Range{}, nil, err
 	}
 	defer s.release(e)
 	size := e.ref.Size
 	if offset < 0 || offset > size || length < 0 || length > MaxReadLength {
-		return Range{}, ErrRange
+		return Range{}, nil, ErrRange
 	}
 	length = min(length, size-offset)
 	done, err := s.tryIO()
 	if err != nil {
-		return Range{}, err
+		return Range{}, nil, err
 	}
 	defer done()
 
 	buf := make([]byte, length)
 	if _, err := e.f.ReadAt(buf, offset); err != nil && !(err == io.EOF && length == 0) {
-		return Range{}, fmt.Errorf("%w: %w", ErrStorage, sysCause(err))
+		return Range{}, nil, fmt.Errorf("%w: %w", ErrStorage, sysCause(err))
 	}
-	r := Range{Artifact: e.ref, Offset: offset, Length: length, Encoding: encoding, HasMore: offset+length < size}
-	switch encoding {
-	case "text":
-		if !utf8.Valid(buf) {
-			return Range{}, ErrRangeUTF8
-		}
-		r.Content = string(buf)
-	case "hex":
-		r.Content = hex.EncodeToString(buf)
-	case "base64":
-		r.Content = base64.StdEncoding.EncodeToString(buf)
-	}
-	return r, nil
+	return Range{Artifact: e.ref, Offset: offset, Length: length, HasMore: offset+length < size}, buf, nil
 }

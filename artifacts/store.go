@@ -21,7 +21,7 @@ const (
 	MaxForwardBytes  = 512 << 10 // size of an artifact that may be forwarded
 	MaxIOJobs        = 4         // concurrent create, commit, read, save and forward jobs
 	MaxUploads       = 4         // unfinished uploads in the whole store
-	ChunkBytes       = 32768     // raw bytes of one upload append
+	ChunkBytes       = 262144    // raw bytes of one upload append
 	MaxOwners        = 256       // registered owners (sessions)
 	MaxRuns          = 256       // active runs, all owners
 	MaxJSONDepth     = 128       // nesting of arrays and objects a JSON artifact may have

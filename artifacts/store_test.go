@@ -240,6 +240,40 @@ func TestReadRangeBounds(t *testing.T) {
 	}
 }
 
+// TestReadBytes: the bytes of a range, with the range Read gives for it (less its
+// encoding and content), and Read's refusals: bounds, another owner's id. A range
+// need not be whole UTF-8: it is not encoded.
+func TestReadBytes(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	data := []byte(strings.Repeat("Ж", 50000))
+	ref := createBytes(t, s, ownerA, data, artifacts.FormatText)
+	for _, c := range []struct{ off, n int64 }{{0, 65536}, {65536, 65536}, {1, 9}, {99990, 65536}, {100000, 5}} {
+		r, got, err := s.ReadBytes(ctx, ownerA, ref.ID, c.off, c.n)
+		end := min(c.off+c.n, ref.Size)
+		if err != nil || !bytes.Equal(got, data[c.off:end]) {
+			t.Fatalf("ReadBytes(%d, %d) = %d bytes, %v; want bytes %d to %d", c.off, c.n, len(got), err, c.off, end)
+		}
+		want, err := s.Read(ctx, ownerA, ref.ID, c.off, c.n, "base64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Encoding, want.Content = "", ""
+		if r != want {
+			t.Errorf("ReadBytes(%d, %d) range = %+v, want %+v", c.off, c.n, r, want)
+		}
+	}
+	for _, c := range []struct{ off, n int64 }{{100001, 0}, {0, 65537}, {-1, 1}, {0, -1}} {
+		_, got, err := s.ReadBytes(ctx, ownerA, ref.ID, c.off, c.n)
+		wantErr(t, err, artifacts.ErrRange)
+		if got != nil {
+			t.Errorf("ReadBytes(%d, %d) refused with %d bytes", c.off, c.n, len(got))
+		}
+	}
+	_, _, err := s.ReadBytes(ctx, ownerB, ref.ID, 0, 1)
+	wantErr(t, err, artifacts.ErrUnknown)
+}
+
 func TestCountEvictionOldestFirst(t *testing.T) {
 	s, _ := newStore(t)
 	src := t.TempDir()

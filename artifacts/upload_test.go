@@ -44,7 +44,7 @@ func TestUploadTwoChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up.ChunkBytes != 32768 || up.MaxBytes != 16<<20 || !uuidRE.MatchString(up.UploadID) {
+	if up.ChunkBytes != 262144 || up.MaxBytes != 16<<20 || !uuidRE.MatchString(up.UploadID) {
 		t.Errorf("upload = %+v", up)
 	}
 	noTemps(t, dir)

@@ -19,13 +19,13 @@ import (
 // decoded and hashed. Both are against the same server and session, one stdio
 // connection. The baseline is the same bytes through a plain file in the same cell,
 // on the same file system as the store (both under the temporary directory): os.write
-// in 32 KiB chunks (the upload's append size), then os.read in 64 KiB chunks (the
+// in 256 KiB chunks (the upload's append size), then os.read in 64 KiB chunks (the
 // read's range size), each timed with time.perf_counter.
 const (
 	// artifactBytes stays under the store's 16 MiB per-artifact limit.
 	artifactBytes = 16<<20 - 1024
-	artifactRange = 65536 // artifact_read's largest range
-	artifactChunk = 32768 // the worker's append size
+	artifactRange = 65536  // artifact_read's largest range
+	artifactChunk = 262144 // the worker's append size
 	artifactRuns  = 3
 	// artifactBudget: no further run once this much is spent; each run deletes its
 	// artifact, so the store (64 MiB) never holds more than one of them.

@@ -272,7 +272,7 @@ func (r *report) artifactRows(f artifactFigure) {
 		return
 	}
 	upload, read, fileWrite, fileRead := f.medians()
-	up.value, up.baseline = fmtDur(upload), fmtDur(fileWrite)+" file write, 32 KiB chunks"
+	up.value, up.baseline = fmtDur(upload), fmt.Sprintf("%s file write, %d KiB chunks", fmtDur(fileWrite), artifactChunk>>10)
 	up.ratio, up.met = fmtRatio(durRatio(upload, fileWrite)), yesNo(upload <= targetArtifact)
 	rd.value, rd.baseline = fmtDur(read), fmtDur(fileRead)+" file read, 64 KiB chunks"
 	rd.ratio, rd.met = fmtRatio(durRatio(read, fileRead)), yesNo(read <= targetArtifact)

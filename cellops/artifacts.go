@@ -2,10 +2,8 @@ package cellops
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -14,9 +12,8 @@ import (
 
 // Limits of the artifact ops (docs/contract.md §9.2).
 const (
-	maxChunkBase64  = 43692 // base64 of one 32 KiB chunk
 	maxReadBytes    = 65536 // one range read
-	msgChunkTooLong = "Artifact upload chunk exceeds 32 KiB; send smaller appends"
+	msgChunkTooLong = "Artifact upload chunk exceeds 256 KiB; send smaller appends"
 )
 
 // The params of the artifact ops, as the worker's helpers send them.
@@ -25,10 +22,10 @@ type (
 		Format   string `json:"format"`
 		UploadID string `json:"upload_id"`
 	}
+	// appendParams: the chunk is the rpc's Data, not a param.
 	appendParams struct {
 		UploadID string `json:"upload_id"`
 		Offset   int64  `json:"offset"`
-		Data     string `json:"data"` // standard base64
 	}
 	createParams struct {
 		Path   string `json:"path"`
@@ -98,14 +95,10 @@ func (o *Ops) begin(_ context.Context, rpc repl.RPC, p uploadParams) (any, error
 }
 
 func (o *Ops) appendChunk(_ context.Context, rpc repl.RPC, p appendParams) (any, error) {
-	if len(p.Data) > maxChunkBase64 {
+	if len(rpc.Data) > artifacts.ChunkBytes {
 		return nil, errors.New(msgChunkTooLong)
 	}
-	data, err := base64.StdEncoding.DecodeString(p.Data)
-	if err != nil {
-		return nil, fmt.Errorf(msgBadParams, "data is not standard base64")
-	}
-	size, err := o.store.Append(rpc.SessionID, p.UploadID, p.Offset, data)
+	size, err := o.store.Append(rpc.SessionID, p.UploadID, p.Offset, rpc.Data)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package repl
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +41,7 @@ type inFrame struct {
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
 	Offset int    `json:"offset"`
-	Data   []byte `json:"data"`
+	Data   []byte `json:"data"` // also an rpc's payload (RPC.Data)
 
 	// rpc and rpc_cancel: ID is the rpc id
 	RunID  string          `json:"run_id"`
@@ -91,12 +93,63 @@ func (fr *frameReader) next() (inFrame, error) {
 			return inFrame{}, err
 		}
 	}
-	var f inFrame
-	if err := json.Unmarshal(line, &f); err != nil {
+	f, err := decodeFrame(line)
+	if err != nil {
 		return inFrame{}, fmt.Errorf("worker sent a frame that is not JSON: %w", err)
 	}
 	if f.Type == "" {
 		return inFrame{}, errors.New("worker sent a frame without a type")
 	}
 	return f, nil
+}
+
+// decodeFrame decodes one frame, as json.Unmarshal would.
+func decodeFrame(line []byte) (inFrame, error) {
+	if f, ok := decodeDataFrame(line); ok {
+		return f, nil
+	}
+	var f inFrame
+	err := json.Unmarshal(line, &f)
+	return f, err
+}
+
+// dataMember starts the data member as the worker writes it, last in its frame.
+var dataMember = []byte(`,"data":"`)
+
+// minDataScan is the base64 below which decodeDataFrame leaves a frame to
+// json.Unmarshal: scanning a short string costs less than looking for it.
+const minDataScan = 4096
+
+// decodeDataFrame decodes a frame that ends with a long data member (the base64 of
+// an image or upload chunk: `{...,"data":"<base64>"}`) without scanning the base64
+// as JSON, which would be three passes over it (validate, find its end, unquote)
+// before it is decoded. Let the line be H + `,"data":"` + D + `"}`. When H + "}" is
+// a JSON object with at least one member and D is standard padded base64 with no
+// line breaks (no byte of it is a quote, a backslash or a control character), the
+// line is that object with one member more, "data": D, the last, which wins over an
+// earlier one as in json.Unmarshal; so decoding H + "}" and then D gives what
+// decoding the line does, wherever the split was made. Any other line is left to
+// json.Unmarshal (ok false), which also gives the error of a line that is not a
+// frame.
+func decodeDataFrame(line []byte) (f inFrame, ok bool) {
+	body := bytes.TrimSuffix(line, []byte("\n"))
+	at := bytes.Index(body, dataMember) // the first: if it is not the last member, D holds a quote
+	if at < 1 || !bytes.HasSuffix(body, []byte(`"}`)) || len(body)-2-(at+len(dataMember)) < minDataScan {
+		return inFrame{}, false
+	}
+	encoded := body[at+len(dataMember) : len(body)-2]
+	if body[0] != '{' || len(bytes.TrimSpace(body[1:at])) == 0 || bytes.IndexByte(encoded, '\r') >= 0 || bytes.IndexByte(encoded, '\n') >= 0 {
+		return inFrame{}, false
+	}
+	head := append(body[:at:at], '}') // a copy: the line stays as it was for json.Unmarshal
+	if json.Unmarshal(head, &f) != nil {
+		return inFrame{}, false
+	}
+	data := make([]byte, base64.StdEncoding.DecodedLen(len(encoded)))
+	n, err := base64.StdEncoding.Decode(data, encoded)
+	if err != nil {
+		return inFrame{}, false
+	}
+	f.Data = data[:n]
+	return f, true
 }

@@ -31,6 +31,10 @@ type RPC struct {
 	RunID     string
 	Op        string
 	Params    json.RawMessage
+	// Data is the frame's data, bytes the op carries beside its params (an
+	// artifact.append chunk): sent as base64 and decoded with the frame, so that
+	// they are never a JSON string to scan again.
+	Data []byte
 }
 
 // rpcResultFrame answers one rpc.
@@ -59,7 +63,7 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	s.rpcs.Add(1)
 	go func() {
 		defer s.rpcs.Done()
-		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params})
+		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params, Data: f.Data})
 		abandoned := ctx.Err() != nil
 		// The call leaves the run's count before its reply goes out: the worker queues
 		// calls beyond the bound and sends the next one as soon as it reads this reply,

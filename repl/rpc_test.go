@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -59,6 +60,9 @@ func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
 	req := <-services.seen
 	if req.RunID != res.RunID || req.SessionID != res.SessionID || req.Project != project || req.Op != "servers" {
 		t.Fatalf("services saw %+v", req)
+	}
+	if !bytes.Equal(req.Data, []byte{0, 1, 2, 0xff}) {
+		t.Errorf("the frame's data reached the services as %v, want its base64 decoded", req.Data)
 	}
 	m.Close(time.Second)
 	var events []string

@@ -29,6 +29,9 @@ const (
 // from the value's type (see encodeValue) and is the same in both forms. sess is
 // the routed session, nil for tools that are not routed.
 func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value any) *mcp.CallToolResult {
+	if r, ok := value.(artifactRange); ok {
+		return presentRange(f, r) // up to 64 KiB of content, written once (tool_artifact_read.go)
+	}
 	structured, failed := encodeValue(value)
 	if f == formText {
 		return withImages(&mcp.CallToolResult{

@@ -144,20 +144,21 @@ func (s *Server) toolOrder(next mcp.MethodHandler) mcp.MethodHandler {
 
 // explicitIsError puts isError on every tools/call result, false on success:
 // go-sdk's CallToolResult drops a false isError (omitempty), and clients that read
-// the raw JSON index result.isError. It wraps the result in a type that encodes it
-// with the flag, whatever transport writes it.
+// the raw JSON index result.isError. It replaces the result by one that encodes it
+// with the flag, whatever transport writes it (wireResult, result_wire.go).
 func explicitIsError(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && method == "tools/call" {
-			return flaggedResult{r}, nil
+			return wireResult(r), nil
 		}
 		return res, err
 	}
 }
 
-// flaggedResult is a CallToolResult that always encodes isError. Embedding the
-// pointer keeps every method go-sdk calls on a result (its _meta, its result type).
+// flaggedResult is a CallToolResult that always encodes isError, for a result that
+// a toolResult cannot write. Embedding the pointer keeps every method go-sdk calls
+// on a result (its _meta, its result type).
 type flaggedResult struct{ *mcp.CallToolResult }
 
 func (r flaggedResult) MarshalJSON() ([]byte, error) {

@@ -260,19 +260,22 @@ func snapshotText(s *repl.Snapshot) string {
 func rangeText(r artifactRange) string {
 	room := modelTextLimit - 400
 	content, length := r.Content, r.Length
-	if len(content) > room {
-		switch r.Encoding {
-		case "hex":
-			content = content[:room&^1]
-			length = int64(len(content) / 2)
-		case "base64":
-			content = content[:room/4*4]
-			decoded, _ := base64.StdEncoding.DecodeString(content)
-			length = int64(len(decoded))
-		default:
-			content = repl.CutUTF8(content, room)
-			length = int64(len(content))
+	switch {
+	case r.Encoding == "base64":
+		// The range's bytes, not its base64 (artifactRange): as many whole groups of
+		// three as fit, which encode without padding.
+		data := r.data
+		if base64.StdEncoding.EncodedLen(len(data)) > room {
+			data = data[:room/4*3]
 		}
+		content, length = base64.StdEncoding.EncodeToString(data), int64(len(data))
+	case len(content) <= room:
+	case r.Encoding == "hex":
+		content = content[:room&^1]
+		length = int64(len(content) / 2)
+	default:
+		content = repl.CutUTF8(content, room)
+		length = int64(len(content))
 	}
 	end := r.Offset + length
 	next := "the end"

@@ -24,7 +24,7 @@ send({"type": "ready", "protocol": 1, "pid": os.getpid(), "python_version": "3",
 for line in commands:
     command = json.loads(line)
     run_id = command["id"]
-    send({"type": "rpc", "id": "mine", "run_id": run_id, "op": "servers", "params": {}})
+    send({"type": "rpc", "id": "mine", "run_id": run_id, "op": "servers", "params": {}, "data": "AAEC/w=="})
     send({"type": "rpc", "id": "foreign", "run_id": "another-run", "op": "servers", "params": {}})
     replies = {}
     while len(replies) < 2:

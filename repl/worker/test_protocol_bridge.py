@@ -340,25 +340,28 @@ def reference(data, fmt, artifact_id=None):
 class ArtifactTests(WorkerTestCase):
     """The test plays the server's artifact store: it answers the artifact.* rpc frames."""
 
-    def serve_upload(self, run_id, fmt, upload_id='upload-1'):
-        """Answer one upload: begin, every append (checking its offset), commit. Returns
-        (uploaded bytes, [(offset, raw length)] of the appends, the reference sent)."""
+    def serve_upload(self, run_id, fmt, upload_id='upload-1', chunk=CHUNK):
+        """Answer one upload: begin (offering `chunk` bytes per append), every append
+        (checking its offset), commit. Returns (uploaded bytes, [(offset, raw length)] of
+        the appends, the reference sent)."""
         begin = self.worker.next_rpc(run_id)
         self.assertEqual([begin['op'], begin['params']], ['artifact.begin', {'format': fmt}])
-        self.worker.reply(begin['id'], {'upload_id': upload_id, 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
+        self.assertNotIn('data', begin)
+        self.worker.reply(begin['id'], {'upload_id': upload_id, 'chunk_bytes': chunk, 'max_bytes': 16_777_216})
         data, appends = bytearray(), []
         while True:
             rpc = self.worker.next_rpc(run_id)
             if rpc['op'] != 'artifact.append':
                 break
             params = rpc['params']
-            self.assertEqual(sorted(params), ['data', 'offset', 'upload_id'])
+            self.assertEqual(sorted(params), ['offset', 'upload_id'])
             self.assertEqual([params['upload_id'], params['offset']], [upload_id, len(data)])
-            chunk = base64.b64decode(params['data'], validate=True)
+            chunk = base64.b64decode(rpc['data'], validate=True)  # the chunk is the frame's data
             appends.append((params['offset'], len(chunk)))
             data += chunk
             self.worker.reply(rpc['id'], {'upload_id': upload_id, 'size': len(data)})
         self.assertEqual([rpc['op'], rpc['params']], ['artifact.commit', {'upload_id': upload_id}])
+        self.assertNotIn('data', rpc)
         ref = reference(bytes(data), fmt)
         self.worker.reply(rpc['id'], ref)
         return bytes(data), appends, ref
@@ -416,6 +419,18 @@ class ArtifactTests(WorkerTestCase):
         self.assert_ok(result)
         self.assertEqual(data, bytes(range(256)) * 300)
         self.assert_chunked(appends, 76_800)
+        self.assertEqual(result['value'], ref)
+
+    def test_chunks_are_at_most_the_workers_own(self):
+        # A server that offers more gets chunks of the worker's 256 KiB, the frame's
+        # data; a bytes value goes a whole chunk at a time.
+        run_id = self.worker.start('artifact(bytes(range(256)) * 3000)')
+        data, appends, ref = self.serve_upload(run_id, 'binary', chunk=1 << 20)
+        result, events = self.worker.events_until_result(run_id)
+        self.assertEqual(events, [])
+        self.assert_ok(result)
+        self.assertEqual(data, bytes(range(256)) * 3000)
+        self.assertEqual(appends, [(0, 262_144), (262_144, 262_144), (524_288, 243_712)])
         self.assertEqual(result['value'], ref)
 
     def test_unsupported_values_refused_without_user_code_or_rpc(self):

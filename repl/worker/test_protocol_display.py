@@ -48,7 +48,7 @@ class ServedRun:
                 upload = bytearray()
                 worker.reply(frame['id'], {'upload_id': 'u', 'chunk_bytes': CHUNK, 'max_bytes': 16_777_216})
             elif kind == 'rpc' and frame['op'] == 'artifact.append':
-                upload += base64.b64decode(frame['params']['data'])
+                upload += base64.b64decode(frame['data'], validate=True)
                 worker.reply(frame['id'], {'upload_id': 'u', 'size': len(upload)})
             elif kind == 'rpc' and frame['op'] == 'artifact.commit':
                 self.uploads.append(bytes(upload))

@@ -2,10 +2,9 @@
 (docs/contract.md §7.7, §9), and the cell helpers that make, read, save, delete and forward them.
 
 A value is streamed in ARTIFACT_CHUNK raw chunks (artifact.begin, artifact.append with the
-running offset, artifact.commit) and never copied whole: memory stays bounded by about one
-chunk beyond the value itself."""
+running offset and the chunk as its frame's base64 `data`, artifact.commit) and never copied
+whole: memory stays bounded by about one chunk beyond the value itself."""
 
-import base64
 import json
 import math
 import os
@@ -158,9 +157,9 @@ def _value_pieces(value, format):
     return _json_pieces(value)
 
 
-def _artifact_call(op, params, wait=MCP_OP_WAIT):
+def _artifact_call(op, params, wait=MCP_OP_WAIT, data=None):
     """One artifact op from the running cell's code path; its result must be an object."""
-    result = RPCS.call(op, params, wait)
+    result = RPCS.call(op, params, wait, data)
     if type(result) is not dict:
         raise ToolError(MCP_MALFORMED.format(op))
     return result
@@ -188,6 +187,9 @@ def upload_pieces(pieces, format):
         chunk = min(chunk, ARTIFACT_CHUNK)
         offset, pending = 0, bytearray()
         for piece in pieces:
+            if not pending and len(piece) == chunk:  # a whole chunk as it is: no copy
+                offset = _append_chunk(upload_id, offset, piece, limit)
+                continue
             pending += piece
             while len(pending) >= chunk:
                 offset = _append_chunk(upload_id, offset, pending[:chunk], limit)
@@ -218,8 +220,7 @@ def _append_chunk(upload_id, offset, data, limit):
     end = offset + len(data)
     if end > limit:
         raise ValueError(ARTIFACT_TOO_LARGE)
-    params = {'upload_id': upload_id, 'offset': offset, 'data': base64.b64encode(data).decode('ascii')}
-    size = _artifact_call('artifact.append', params).get('size', end)
+    size = _artifact_call('artifact.append', {'upload_id': upload_id, 'offset': offset}, data=data).get('size', end)
     if size != end:
         raise ToolError(MCP_MALFORMED.format('artifact.append'))
     return end

@@ -2,6 +2,7 @@
 repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
 
 import asyncio
+import binascii
 import collections
 import os
 import threading
@@ -143,9 +144,10 @@ class _Rpcs:
             future.cancel()  # its callback sends the rpc_cancel
         self._slots.drop_waiters()
 
-    def call(self, op, params, wait):
+    def call(self, op, params, wait, data=None):
         """The result of `op`, waiting at most `wait` seconds once it is sent (and before that
-        for a slot, as long as the cell runs); blocks the cell."""
+        for a slot, as long as the cell runs); blocks the cell. `data`, bytes-like, goes as
+        the frame's `data` (an artifact.append chunk)."""
         run_id = self._check_caller()
         waiter = self._slots.take()
         if waiter is not None:
@@ -154,7 +156,7 @@ class _Rpcs:
             except BaseException:
                 self._slots.leave(waiter)
                 raise
-        future = self._request(run_id, op, params)
+        future = self._request(run_id, op, params, data)
         try:
             return await_reply(future, wait)
         except futures.TimeoutError:
@@ -189,7 +191,7 @@ class _Rpcs:
             raise RuntimeError(MCP_FOREIGN)
         return run_id
 
-    def _request(self, run_id, op, params):
+    def _request(self, run_id, op, params, payload=None):
         """Send one `rpc` frame in the slot the caller holds and return its pending future.
         Every refusal comes before anything is sent or registered, and gives the slot back."""
         try:
@@ -197,6 +199,10 @@ class _Rpcs:
                 raise RuntimeError(MCP_FOREIGN)  # the cell ended while the call waited
             rpc_id = new_rpc_id()
             data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
+            if payload is not None:
+                # Base64 needs no JSON escaping: it goes in as it is, after the object's
+                # other members, never through json.dumps.
+                data = b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
             if len(data) > MAX_FRAME:
                 raise ValueError(MCP_FRAME_TOO_LARGE)
             future = futures.Future()

@@ -107,7 +107,7 @@ MCP_OP_WAIT = 35.0  # seconds to wait for ops without a timeout of their own
 TOOL_ERROR_CHARS = 2_000  # characters of a tool's text in a ToolError message
 
 # Artifacts (artifacts.py).
-ARTIFACT_CHUNK = 32_768  # raw bytes per artifact.append, base64 in the frame (Go: artifacts.ChunkBytes)
+ARTIFACT_CHUNK = 262_144  # raw bytes per artifact.append, base64 in the frame (Go: artifacts.ChunkBytes)
 ARTIFACT_MAX_BYTES = 16_777_216  # bytes of one artifact (Go: artifacts.MaxArtifactBytes)
 ARTIFACT_READ_MAX = 65_536  # bytes of one artifact_read (Go: artifacts.MaxReadLength)
 ARTIFACT_JSON_DEPTH = 32  # containers a JSON artifact value may nest (Go: at most artifacts.MaxJSONDepth)
