@@ -137,7 +137,9 @@ class ExecutionTests(WorkerTestCase):
         self.assertTrue(stdout.startswith('0\n1\n2\n'))
         self.assertTrue(stdout.endswith('\n299998\n299999\n'))  # the end of a long run is kept
         self.assertTrue(result['truncated']['stdout'])
-        self.assertLess(time.monotonic() - started, 15)
+        # Generous: four interpreters run this suite at once beside the Go tests; a cost
+        # that grew with the output kept (quadratic) would take minutes, not seconds.
+        self.assertLess(time.monotonic() - started, 60)
 
 
 class TracebackTests(WorkerTestCase):
