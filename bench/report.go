@@ -16,9 +16,9 @@ const (
 	targetColdRatio  = 1.3
 	targetIdleRSS    = 12 << 20
 	targetFloodRatio = 2.0
-	// targetBrokerOverhead: "broker call from a cell: p50 overhead at most 0.3 ms over
-	// a direct go-sdk client call to the same server".
-	targetBrokerOverhead = 300 * time.Microsecond
+	// targetBrokerOverhead: issue 17's "broker call overhead: at most +0.2 ms over a
+	// direct go-sdk client call" (p50), to the same server.
+	targetBrokerOverhead = 200 * time.Microsecond
 	// flatGrowth is what "server memory flat" allows across the flood.
 	flatGrowth = 2 << 20
 )

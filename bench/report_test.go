@@ -58,7 +58,7 @@ func TestBrokerRowsAndSkippedFigures(t *testing.T) {
 		}
 		return out
 	}
-	m := &measurements{broker: brokerFigure{direct: ms(0.5, 0.4, 0.6), cell: ms(0.6, 0.7, 0.8)}, artifacts: artifactFigure{err: errSkipped}}
+	m := &measurements{broker: brokerFigure{direct: ms(0.5, 0.4, 0.6), cell: ms(0.55, 0.65, 0.75)}, artifacts: artifactFigure{err: errSkipped}}
 	for _, p := range []*error{&m.floorErr, &m.workerAloneErr, &m.bareErr, &m.importsErr, &m.importsExitErr, &m.coldErr,
 		&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodBaseErr, &m.floodMemErr} {
 		*p = errSkipped
@@ -71,13 +71,13 @@ func TestBrokerRowsAndSkippedFigures(t *testing.T) {
 	if len(rep.unmeasured) != 0 || len(rep.rows) != 2 {
 		t.Fatalf("rows %q, unmeasured %q", rep.rows, rep.unmeasured)
 	}
-	want := row{figure: "broker call from a cell (mcp.call echo), p50", value: "0.700 ms (+0.200 ms)",
-		baseline: "0.500 ms direct go-sdk call p50", ratio: "1.40x", target: "<= +0.300 ms overhead", met: "yes"}
+	want := row{figure: "broker call from a cell (mcp.call echo), p50", value: "0.650 ms (+0.150 ms)",
+		baseline: "0.500 ms direct go-sdk call p50", ratio: "1.30x", target: "<= +0.200 ms overhead", met: "yes"}
 	if rep.rows[0] != want {
 		t.Errorf("p50 row = %q, want %q", rep.rows[0], want)
 	}
-	m.broker.cell = ms(0.9, 1.0, 1.1)
-	if got := buildReport(config{Figures: figures}, environment{}, m, nil).rows[0]; got.met != "no" || got.value != "1.000 ms (+0.500 ms)" {
+	m.broker.cell = ms(0.65, 0.75, 0.85)
+	if got := buildReport(config{Figures: figures}, environment{}, m, nil).rows[0]; got.met != "no" || got.value != "0.750 ms (+0.250 ms)" {
 		t.Errorf("p50 row over target = %q", got)
 	}
 	if _, err := parseFigures("warm,nope"); err == nil {
