@@ -308,11 +308,23 @@ func valCompileSchema(data []byte) *valCompiled {
 
 var errValSyntax = errors.New("not valid JSON")
 
-// valScanBudget streams data token by token, stopping as soon as the depth or
-// node budget is exceeded, so no tree is built for oversized input. It also
-// rejects duplicate object keys, which would let the validator and the
-// downstream server see different values.
+// valScanBudget checks data against the depth and node budgets without building
+// a tree, and rejects duplicate object keys, which would let the validator and
+// the downstream server see different values. Valid JSON, which every call
+// sends, is walked byte by byte (valScanValid); anything else is streamed token
+// by token (valScanStream), which reports the first problem in document order,
+// syntax errors included. Both report the same problem for the same input: the
+// walk meets the budgets and keys in the order the stream does.
 func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
+	if json.Valid(data) {
+		return valScanValid(data, what, maxDepth, maxNodes)
+	}
+	return valScanStream(data, what, maxDepth, maxNodes)
+}
+
+// valScanStream streams data token by token, stopping at the first syntax error,
+// duplicate key or exceeded budget.
+func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
 	type frame struct {
 		obj       bool
 		expectKey bool
@@ -361,10 +373,7 @@ func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
 		if top != nil && top.obj && top.expectKey {
 			key := tok.(string)
 			if _, dup := top.keys[key]; dup {
-				if what == "arguments" {
-					return &ArgumentsError{Pointer: pointer(valEscapePointer(key)), Rule: "duplicate object key"}
-				}
-				return fmt.Errorf("duplicate object key at %s", valShortPointer(pointer(valEscapePointer(key))))
+				return valDuplicateKey(what, pointer(valEscapePointer(key)))
 			}
 			top.keys[key] = struct{}{}
 			top.key = valEscapePointer(key)
@@ -373,7 +382,7 @@ func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
 		}
 		nodes++
 		if nodes > maxNodes {
-			return fmt.Errorf("%w: %s have more than %d nodes, limit %d", ErrDepthNodeBudget, what, maxNodes, maxNodes)
+			return valTooManyNodes(what, maxNodes)
 		}
 		seg := ""
 		if top != nil && !top.obj {
@@ -384,7 +393,7 @@ func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
 		}
 		if d, ok := tok.(json.Delim); ok {
 			if len(stack)+1 > maxDepth {
-				return fmt.Errorf("%w: %s nest deeper than %d levels, limit %d", ErrDepthNodeBudget, what, maxDepth, maxDepth)
+				return valTooDeep(what, maxDepth)
 			}
 			f := &frame{obj: d == '{', seg: seg}
 			if f.obj {
@@ -398,6 +407,177 @@ func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
 			top.expectKey = true
 		}
 	}
+}
+
+// valScanValid is valScanStream for data that json.Valid accepts: the same
+// checks in the same order, on the bytes, with no token values made but the keys.
+func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
+	var stack []valScanFrame
+	pointer := func(last string) string {
+		var b strings.Builder
+		for _, f := range stack[1:] {
+			b.WriteString("/" + f.seg)
+		}
+		b.WriteString("/" + last)
+		return b.String()
+	}
+	nodes := 0
+	for i := 0; i < len(data); {
+		c := data[i]
+		switch c {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			i++
+			continue
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].obj {
+				stack[len(stack)-1].expectKey = true
+			}
+			i++
+			continue
+		}
+		var top *valScanFrame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.expectKey {
+			end := valStringEnd(data, i)
+			key := valDecodeKey(data[i:end])
+			if top.hasKey(key) {
+				return valDuplicateKey(what, pointer(valEscapePointer(key)))
+			}
+			top.addKey(key)
+			top.key = key
+			top.expectKey = false
+			i = end
+			continue
+		}
+		nodes++
+		if nodes > maxNodes {
+			return valTooManyNodes(what, maxNodes)
+		}
+		seg := ""
+		if top != nil && !top.obj {
+			seg = strconv.Itoa(top.next)
+			top.next++
+		} else if top != nil {
+			seg = valEscapePointer(top.key)
+		}
+		if c == '{' || c == '[' {
+			if len(stack)+1 > maxDepth {
+				return valTooDeep(what, maxDepth)
+			}
+			stack = append(stack, valScanFrame{obj: c == '{', expectKey: c == '{', seg: seg})
+			i++
+			continue
+		}
+		if c == '"' {
+			i = valStringEnd(data, i)
+		} else {
+			i = valScalarEnd(data, i)
+		}
+		if top != nil && top.obj {
+			top.expectKey = true
+		}
+	}
+	return nil
+}
+
+// valScanFrame is one open container of valScanValid.
+type valScanFrame struct {
+	obj       bool
+	expectKey bool
+	keys      []string            // the object's keys so far, while few
+	keySet    map[string]struct{} // then all of them
+	seg       string              // pointer segment of this container in its parent
+	key       string              // key of the member being read (objects), unescaped
+	next      int                 // next array index
+}
+
+// valFewKeys is how many keys an object's frame compares one by one before it
+// keeps them in a map.
+const valFewKeys = 16
+
+func (f *valScanFrame) hasKey(key string) bool {
+	if f.keySet != nil {
+		_, ok := f.keySet[key]
+		return ok
+	}
+	return slices.Contains(f.keys, key)
+}
+
+func (f *valScanFrame) addKey(key string) {
+	if f.keySet == nil && len(f.keys) < valFewKeys {
+		f.keys = append(f.keys, key)
+		return
+	}
+	if f.keySet == nil {
+		f.keySet = make(map[string]struct{}, 2*valFewKeys)
+		for _, k := range f.keys {
+			f.keySet[k] = struct{}{}
+		}
+		f.keys = nil
+	}
+	f.keySet[key] = struct{}{}
+}
+
+// valStringEnd is the index just past the string that opens at data[i], in
+// valid JSON.
+func valStringEnd(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(data)
+}
+
+// valScalarEnd is the index just past the number, true, false or null that
+// starts at data[i], in valid JSON.
+func valScalarEnd(data []byte, i int) int {
+	for j := i; j < len(data); j++ {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+	}
+	return len(data)
+}
+
+// valDecodeKey is the string a quoted key of valid JSON decodes to, as
+// encoding/json decodes it (escapes resolved, invalid UTF-8 replaced).
+func valDecodeKey(quoted []byte) string {
+	plain := true
+	for _, b := range quoted[1 : len(quoted)-1] {
+		if b == '\\' || b >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var key string
+	json.Unmarshal(quoted, &key) // cannot fail: the document is valid
+	return key
+}
+
+func valDuplicateKey(what, pointer string) error {
+	if what == "arguments" {
+		return &ArgumentsError{Pointer: pointer, Rule: "duplicate object key"}
+	}
+	return fmt.Errorf("duplicate object key at %s", valShortPointer(pointer))
+}
+
+func valTooManyNodes(what string, maxNodes int) error {
+	return fmt.Errorf("%w: %s have more than %d nodes, limit %d", ErrDepthNodeBudget, what, maxNodes, maxNodes)
+}
+
+func valTooDeep(what string, maxDepth int) error {
+	return fmt.Errorf("%w: %s nest deeper than %d levels, limit %d", ErrDepthNodeBudget, what, maxDepth, maxDepth)
 }
 
 // valSchemaChecker enforces the schema-content budgets on the generic tree, walking

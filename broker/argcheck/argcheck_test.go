@@ -364,3 +364,71 @@ func TestValidatorNeverEchoesValues(t *testing.T) {
 		}
 	}
 }
+
+// valScanCases are valid documents for the budget scan: duplicate keys (also
+// spelled with escapes, in nested containers, past valFewKeys), pointer
+// characters in keys, invalid UTF-8, whitespace everywhere, and containers at
+// and over small depth and node budgets.
+var valScanCases = []string{
+	`{}`, `{"a":1}`, ` { "a" : [ 1 , 2 , { } ] , "b" : null } `, "{\n\t\"a\":\r\n\"x\"}",
+	`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"ab":1,"a\u0062":{"c":[]}}`,
+	`{"x":[{"k":1},{"k":1,"k":2}]}`, `{"x":{"y":{"z":1,"z":2}}}`,
+	`{"a/b~c":{"d":1,"d":2}}`, `{"a/b~c":[0,{"~":1,"~":2}]}`,
+	"{\"\xff\":1,\"\xfe\":2}", "{\"\xff\":1,\"\\ufffd\":2}", `{"é":1,"\u00e9":2}`,
+	`{"s":"a\"b\\","t":"}{][,:","s":3}`, `{"n":-1.5e+10,"t":true,"f":false,"z":null}`,
+	`{"k0":0,"k1":0,"k2":0,"k3":0,"k4":0,"k5":0,"k6":0,"k7":0,"k8":0,"k9":0,"k10":0,"k11":0,"k12":0,"k13":0,"k14":0,"k15":0,"k16":0,"k17":0,"k3":1}`,
+	`[[[[1]]]]`, `[[[[[1]]]]]`, `{"a":{"b":{"c":{"d":{}}}}}`, `[1,2,3,4,5,6,7]`, `[1,2,3,4,5,6,7,8]`,
+	`{"a":[1,2],"b":[3,[4,5]]}`, `"x"`, `3`, `null`, `[]`,
+}
+
+func valScanAgree(t *testing.T, doc string, maxDepth, maxNodes int) {
+	t.Helper()
+	for _, what := range []string{"arguments", "schema"} {
+		want := valScanStream([]byte(doc), what, maxDepth, maxNodes)
+		got := valScanValid([]byte(doc), what, maxDepth, maxNodes)
+		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) && fmt.Sprint(got) != fmt.Sprint(want) ||
+			errors.Is(got, ErrDepthNodeBudget) != errors.Is(want, ErrDepthNodeBudget) {
+			t.Errorf("scan %s %q (depth %d, nodes %d): walk says %v, stream says %v", what, doc, maxDepth, maxNodes, got, want)
+		}
+		var gotArg, wantArg *ArgumentsError
+		if errors.As(got, &gotArg) != errors.As(want, &wantArg) || gotArg != nil && *gotArg != *wantArg {
+			t.Errorf("scan %s %q: walk says %#v, stream says %#v", what, doc, got, want)
+		}
+	}
+}
+
+func TestValidatorBudgetWalkAgreesWithStream(t *testing.T) {
+	for _, doc := range valScanCases {
+		if !json.Valid([]byte(doc)) {
+			t.Fatalf("case %q is not valid JSON", doc)
+		}
+		for _, budget := range [][2]int{{64, 16384}, {4, 16384}, {5, 16384}, {64, 7}, {64, 8}, {2, 3}} {
+			valScanAgree(t, doc, budget[0], budget[1])
+		}
+	}
+	// The walk is what valid input gets; the stream still answers for the rest,
+	// with whichever problem comes first in the document.
+	if err := valScanBudget([]byte(`{"a":1,,"a":2}`), "arguments", 64, 100); !errors.Is(err, errValSyntax) {
+		t.Errorf("scan of a syntax error before a duplicate key = %v, want the syntax error", err)
+	}
+	var early *ArgumentsError
+	if err := valScanBudget([]byte(`{"a":1,"a":2`), "arguments", 64, 100); !errors.As(err, &early) || early.Pointer != "/a" {
+		t.Errorf("scan of a duplicate key before the end of an unterminated object = %v, want the duplicate at /a", err)
+	}
+	var dup *ArgumentsError
+	if err := valScanBudget([]byte(`{"a":1,"a":2}`), "arguments", 64, 100); !errors.As(err, &dup) || dup.Pointer != "/a" {
+		t.Errorf("scan of a duplicate key = %v, want it at /a", err)
+	}
+}
+
+func FuzzValidatorBudgetWalk(f *testing.F) {
+	for _, doc := range valScanCases {
+		f.Add(doc, 3, 6)
+	}
+	f.Fuzz(func(t *testing.T, doc string, maxDepth, maxNodes int) {
+		if !json.Valid([]byte(doc)) || maxDepth < 1 || maxNodes < 1 {
+			return
+		}
+		valScanAgree(t, doc, maxDepth, maxNodes)
+	})
+}
