@@ -83,7 +83,7 @@ func (b *Broker) Call(ctx context.Context, req CallRequest) (json.RawMessage, er
 	if err != nil {
 		return nil, err
 	}
-	if err := b.opts.Validator.Check(ctx, tool.schema, args); err != nil {
+	if err := b.opts.Validator.CheckSchema(ctx, tool.check, args); err != nil {
 		return nil, validationError(ctx, err)
 	}
 	id, err := b.opts.Journal.Dispatch(ctx, journal.CallMeta{SessionID: req.SessionID, Project: req.Project, RunID: req.RunID, Server: req.Server, Tool: req.Tool})
@@ -260,6 +260,9 @@ type catalogueTool struct {
 	name   string
 	def    json.RawMessage // the definition as listed, complete schemas included
 	schema json.RawMessage // its inputSchema; nil when the server gave none
+	// check is schema as the Validator takes it, kept with the catalogue so that
+	// calls to the tool hash the schema once, not on every call.
+	check *argcheck.Schema
 }
 
 // view returns the tools e's allowlist admits, within the 1 MiB catalogue budget.
@@ -366,6 +369,7 @@ func newCatalogue(tools []*mcp.Tool) (*catalogue, error) {
 			if ct.schema, err = json.Marshal(tool.InputSchema); err != nil {
 				return nil, fmt.Errorf("%s: tool %q has an unusable inputSchema", msgCatalogueInvalid, tool.Name)
 			}
+			ct.check = argcheck.NewSchema(ct.schema)
 		}
 		c.index[tool.Name] = len(c.tools)
 		c.tools = append(c.tools, ct)

@@ -145,11 +145,42 @@ func New(cfg Config) *Validator {
 // or ErrDepthNodeBudget for arguments over budget; anything wrapping
 // ErrSchemaRejected when the schema itself is invalid or over budget.
 func (v *Validator) Check(ctx context.Context, schema json.RawMessage, arguments json.RawMessage) error {
+	return v.CheckSchema(ctx, NewSchema(schema), arguments)
+}
+
+// Schema is a tool's inputSchema as CheckSchema takes it: the key its compiled
+// form is cached under is computed on its first check and kept, so a caller that
+// checks many calls against one schema (the broker, for each tool of a
+// catalogue) hashes up to 64 KiB once rather than on every call. It is safe for
+// concurrent use.
+type Schema struct {
+	raw json.RawMessage
+
+	once    sync.Once
+	trimmed []byte
+	key     [32]byte
+}
+
+// NewSchema wraps a tool's inputSchema (empty or {} accepts any object); nothing
+// is hashed or compiled yet.
+func NewSchema(raw json.RawMessage) *Schema { return &Schema{raw: raw} }
+
+// prepared is the schema without surrounding space and its cache key.
+func (s *Schema) prepared() ([]byte, [32]byte) {
+	s.once.Do(func() {
+		s.trimmed = bytes.TrimSpace(s.raw)
+		s.key = sha256.Sum256(s.trimmed)
+	})
+	return s.trimmed, s.key
+}
+
+// CheckSchema is Check against a prepared schema.
+func (v *Validator) CheckSchema(ctx context.Context, schema *Schema, arguments json.RawMessage) error {
 	// Byte budgets first: they cost nothing and bound everything after.
 	if n := len(arguments); n > MaxArgumentBytes {
 		return fmt.Errorf("%w: arguments are %d bytes, limit %d", ErrByteBudget, n, MaxArgumentBytes)
 	}
-	if n := len(schema); n > MaxSchemaBytes {
+	if n := len(schema.raw); n > MaxSchemaBytes {
 		return fmt.Errorf("%w: %w: schema is %d bytes, limit %d", ErrSchemaRejected, ErrByteBudget, n, MaxSchemaBytes)
 	}
 
@@ -168,7 +199,7 @@ func (v *Validator) Check(ctx context.Context, schema json.RawMessage, arguments
 	return v.check(schema, arguments)
 }
 
-func (v *Validator) check(schema, arguments json.RawMessage) error {
+func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 	arguments = bytes.TrimSpace(arguments)
 	if len(arguments) == 0 {
 		arguments = json.RawMessage("{}")
@@ -183,11 +214,11 @@ func (v *Validator) check(schema, arguments json.RawMessage) error {
 		return err
 	}
 
-	schema = bytes.TrimSpace(schema)
-	if len(schema) == 0 || valIsEmptyObject(schema) {
+	trimmed, key := schema.prepared()
+	if len(trimmed) == 0 || valIsEmptyObject(trimmed) {
 		return nil // no constraints beyond being an object, checked above
 	}
-	c := v.compile(schema)
+	c := v.compile(key, trimmed)
 	if c.err != nil {
 		return c.err
 	}
@@ -236,10 +267,9 @@ func valSafeValidate(rs *jsonschema.Resolved, instance any) (err error) {
 	return rs.Validate(instance)
 }
 
-// compile returns the cached compiled schema for these bytes, compiling and
-// caching it (rejections included) on a miss.
-func (v *Validator) compile(schema []byte) *valCompiled {
-	key := sha256.Sum256(schema)
+// compile returns the cached compiled schema for these bytes (key is their
+// SHA-256), compiling and caching it (rejections included) on a miss.
+func (v *Validator) compile(key [32]byte, schema []byte) *valCompiled {
 	v.mu.Lock()
 	c, ok := v.cache[key]
 	v.mu.Unlock()

@@ -432,3 +432,40 @@ func FuzzValidatorBudgetWalk(f *testing.F) {
 		valScanAgree(t, doc, maxDepth, maxNodes)
 	})
 }
+
+func TestValidatorPreparedSchema(t *testing.T) {
+	v := New(Config{CacheSize: 1})
+	s := NewSchema(json.RawMessage(" \n" + valToolSchema + "\t"))
+	for range 3 {
+		if err := v.CheckSchema(t.Context(), s, json.RawMessage(`{"name":"ab"}`)); err != nil {
+			t.Fatalf("CheckSchema: %v", err)
+		}
+	}
+	if got := v.resolves.Load(); got != 1 {
+		t.Fatalf("resolves after three checks of one prepared schema = %d, want 1", got)
+	}
+	// It is the same schema as the bytes Check takes: one cache entry serves both.
+	if err := v.Check(t.Context(), json.RawMessage(valToolSchema), json.RawMessage(`{"name":"ab"}`)); err != nil || v.resolves.Load() != 1 {
+		t.Fatalf("Check of the same schema = %v after %d resolves, want nil after 1", err, v.resolves.Load())
+	}
+	// A prepared schema keeps its key, not its compiled form: evicted from the
+	// cache, it is compiled again and still checks.
+	if err := v.Check(t.Context(), json.RawMessage(`{"type":"object"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var argErr *ArgumentsError
+	if err := v.CheckSchema(t.Context(), s, json.RawMessage(`{"name":"toolongname"}`)); !errors.As(err, &argErr) || argErr.Pointer != "/name" {
+		t.Fatalf("CheckSchema after eviction = %v, want a violation at /name", err)
+	}
+	if got := v.resolves.Load(); got != 3 {
+		t.Fatalf("resolves = %d, want 3 (the prepared schema compiled again after its eviction)", got)
+	}
+	for _, empty := range []string{"", " {} ", "{ }"} {
+		if err := v.CheckSchema(t.Context(), NewSchema(json.RawMessage(empty)), json.RawMessage(`{"any":1}`)); err != nil {
+			t.Errorf("CheckSchema(%q) = %v, want any object accepted", empty, err)
+		}
+	}
+	if err := v.CheckSchema(t.Context(), NewSchema(nil), json.RawMessage(`[]`)); !errors.Is(err, ErrArgumentsNotObject) {
+		t.Errorf("CheckSchema of an array = %v, want ErrArgumentsNotObject", err)
+	}
+}
