@@ -8,8 +8,10 @@ import os
 import platform
 import sys
 import tempfile
+import threading
 import unittest
 import uuid
+from concurrent import futures
 
 from replworker import artifacts, bridge, cells, children, main, messages
 from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SHELL_ERROR_TAIL, SOURCE_FILE_BYTES
@@ -80,6 +82,58 @@ class BridgeArgumentTests(unittest.TestCase):
         with self.assertRaises(TypeError):
             bridge.envelope_text('text')
         self.assertEqual(repr(self.mcp), messages.MCP_REPR)
+
+
+class BridgeReplyTests(unittest.TestCase):
+    """The reply a blocking call waits for: settled once, by the reply from another
+    thread or by a cancel, which alone sends the rpc_cancel (on_cancel)."""
+
+    def setUp(self):
+        self.cancels = []
+        self.reply = bridge._Reply(lambda: self.cancels.append('rpc_cancel'))
+
+    def settle_from_thread(self, settle, *args):
+        thread = threading.Thread(target=settle, args=args)
+        thread.start()
+        self.addCleanup(thread.join)
+
+    def test_the_reply_from_another_thread(self):
+        self.settle_from_thread(self.reply.set_result, {'content': []})
+        self.assertEqual(bridge.await_reply(self.reply, 5), {'content': []})
+        self.assertFalse(self.reply.cancel(), 'a cancel after the reply')
+        self.assertEqual(self.cancels, [], 'a cancel after the reply sent an rpc_cancel')
+        with self.assertRaises(futures.InvalidStateError):
+            self.reply.set_result('a second reply')
+
+    def test_an_error_reply_raises_in_the_waiter(self):
+        error = bridge.ToolError('MCP transport unavailable')
+        self.settle_from_thread(self.reply.set_exception, error)
+        with self.assertRaises(bridge.ToolError) as caught:
+            bridge.await_reply(self.reply, None)
+        self.assertIs(caught.exception, error)
+        self.assertFalse(self.reply.cancel())
+        self.assertEqual(self.cancels, [])
+
+    def test_cancel_before_the_reply(self):
+        self.assertTrue(self.reply.cancel())
+        self.assertFalse(self.reply.cancel(), 'cancelled twice')
+        self.assertEqual(self.cancels, ['rpc_cancel'])
+        with self.assertRaises(futures.InvalidStateError):
+            self.reply.set_result('late')  # the reader thread drops it
+        with self.assertRaises(futures.CancelledError):
+            bridge.await_reply(self.reply, 5)
+
+    def test_a_wait_with_no_reply_times_out(self):
+        with self.assertRaises(futures.TimeoutError):
+            bridge.await_reply(self.reply, 0.01)
+        self.assertEqual(self.cancels, [], 'the timeout itself cancels nothing; the caller does')
+        self.settle_from_thread(self.reply.set_result, 'late but in time for the next wait')
+        self.assertEqual(bridge.await_reply(self.reply, 5), 'late but in time for the next wait')
+
+    def test_slot_waiters_are_still_futures(self):
+        waiter = futures.Future()
+        waiter.set_result(None)
+        self.assertIsNone(bridge.await_reply(waiter, None))
 
 
 class StartTests(unittest.TestCase):

@@ -4,11 +4,11 @@ repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
 import asyncio
 import binascii
 import collections
+import json
 import os
 import threading
 from concurrent import futures
 
-from .channel import encode_frame
 from .common import RUN_ID, type_name
 from .limits import (
     MAX_FRAME, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_REPLY_SLACK, MCP_TIMEOUT_MAX,
@@ -49,9 +49,79 @@ class McpResult(dict):
 
 
 def await_reply(future, wait):
-    """Block the cell until the reply or `wait` seconds; a SIGINT interrupts it like user
-    code (see interrupts.INTERRUPTIBLE_WORKER_CODE)."""
+    """Block the cell until the reply (a _Reply or a Future) or `wait` seconds; a SIGINT
+    interrupts it like user code (see interrupts.INTERRUPTIBLE_WORKER_CODE). A _Reply is
+    waited for here, in this frame, so that a SIGINT finds the cell waiting in it."""
+    if type(future) is _Reply:
+        if not future._arrived.acquire(True, -1 if wait is None else wait):
+            raise futures.TimeoutError
+        return future._outcome()
     return future.result(wait)
+
+
+_PENDING, _ANSWERED, _FAILED, _CANCELLED = 'pending', 'answered', 'failed', 'cancelled'
+
+
+class _Reply:
+    """The reply a blocking call waits for (await_reply): what a concurrent Future offers
+    the bridge, cheaper for the one waiter that blocks. The reader thread hands the reply
+    over by releasing a bare lock the cell waits on, which wakes the main thread once; a
+    Future's condition wakes it and then makes it wait for the condition's own lock, which
+    the reader thread still holds. Settled once: answered, failed or cancelled, whichever
+    comes first; cancelling calls on_cancel (the bridge's rpc_cancel) in the cancelling
+    thread, as a Future's done callback would."""
+
+    __slots__ = ('_arrived', '_settle_lock', '_state', '_value', '_on_cancel')
+
+    def __init__(self, on_cancel):
+        self._arrived = threading.Lock()
+        self._arrived.acquire()  # released once, when the reply is settled
+        self._settle_lock = threading.Lock()
+        self._state = _PENDING
+        self._value = None
+        self._on_cancel = on_cancel
+
+    def _settle(self, state, value):
+        with self._settle_lock:
+            if self._state is not _PENDING:
+                return False
+            self._state, self._value = state, value
+        self._arrived.release()
+        return True
+
+    def set_result(self, result):
+        if not self._settle(_ANSWERED, result):
+            raise futures.InvalidStateError(self._state)
+
+    def set_exception(self, exception):
+        if not self._settle(_FAILED, exception):
+            raise futures.InvalidStateError(self._state)
+
+    def cancel(self):
+        """Cancel a call not yet settled (a no-op once it is), as Future.cancel does."""
+        if not self._settle(_CANCELLED, None):
+            return False
+        self._on_cancel()
+        return True
+
+    def _outcome(self):
+        """The reply once settled: its result, or its exception raised (dropped here, so
+        that its traceback and this reply do not keep each other alive)."""
+        if self._state is _ANSWERED:
+            return self._value
+        if self._state is _FAILED:
+            exception, self._value = self._value, None
+            raise exception
+        raise futures.CancelledError
+
+
+# The encoder of rpc frames, made once: json.dumps with options makes a new one for every
+# frame. Its options and the encoding below are channel.encode_frame's.
+_RPC_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(',', ':'), allow_nan=False)
+
+
+def _encode_rpc(frame):
+    return _RPC_ENCODER.encode(frame).encode('utf-8', 'replace') + b'\n'
 
 
 class _Slots:
@@ -122,7 +192,7 @@ class _Rpcs:
 
     def __init__(self):
         self._channel = None
-        self._pending = {}  # rpc id -> (run id, future) until answered or abandoned
+        self._pending = {}  # rpc id -> (run id, _Reply or Future) until answered or abandoned
         self._lock = threading.Lock()  # the reader thread resolves while the main thread calls
         self._slots = _Slots()  # one for each entry of _pending
         self._active = None  # run id of the cell whose code may call now
@@ -156,13 +226,13 @@ class _Rpcs:
             except BaseException:
                 self._slots.leave(waiter)
                 raise
-        future = self._request(run_id, op, params, data)
+        reply = self._request(run_id, op, params, blocking=True, payload=data)
         try:
-            return await_reply(future, wait)
+            return await_reply(reply, wait)
         except futures.TimeoutError:
             raise ToolError(MCP_NO_REPLY.format(op, wait)) from None
         finally:
-            future.cancel()  # a no-op once answered; otherwise the server drops the call
+            reply.cancel()  # a no-op once answered; otherwise the server drops the call
 
     async def acall(self, op, params, wait):
         """The result of `op`, awaited; cancelling the awaiting task cancels this call only,
@@ -175,7 +245,7 @@ class _Rpcs:
             except BaseException:
                 self._slots.leave(waiter)
                 raise
-        future = self._request(run_id, op, params)
+        future = self._request(run_id, op, params, blocking=False)
         try:
             # Cancelling the wrapper cancels `future`, whose callback sends the rpc_cancel.
             return await asyncio.wait_for(asyncio.wrap_future(future), wait)
@@ -191,22 +261,27 @@ class _Rpcs:
             raise RuntimeError(MCP_FOREIGN)
         return run_id
 
-    def _request(self, run_id, op, params, payload=None):
-        """Send one `rpc` frame in the slot the caller holds and return its pending future.
-        Every refusal comes before anything is sent or registered, and gives the slot back."""
+    def _request(self, run_id, op, params, blocking, payload=None):
+        """Send one `rpc` frame in the slot the caller holds and return what its reply will
+        settle: a _Reply for a blocking call, a concurrent Future for an awaited one.
+        `payload`, bytes-like, goes as the frame's `data`. Every refusal comes before
+        anything is sent or registered, and gives the slot back."""
         try:
             if run_id != self._active:
                 raise RuntimeError(MCP_FOREIGN)  # the cell ended while the call waited
             rpc_id = new_rpc_id()
-            data = encode_frame({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
+            data = _encode_rpc({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
             if payload is not None:
                 # Base64 needs no JSON escaping: it goes in as it is, after the object's
                 # other members, never through json.dumps.
                 data = b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
             if len(data) > MAX_FRAME:
                 raise ValueError(MCP_FRAME_TOO_LARGE)
-            future = futures.Future()
-            future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
+            if blocking:
+                future = _Reply(lambda: self._abandon(rpc_id))
+            else:
+                future = futures.Future()
+                future.add_done_callback(lambda done: done.cancelled() and self._abandon(rpc_id))
             with self._lock:
                 self._pending[rpc_id] = (run_id, future)
         except BaseException:
