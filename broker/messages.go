@@ -42,5 +42,7 @@ const (
 	msgUnavailable      = "MCP transport unavailable; request was not retried"
 	msgHTTPInit         = "HTTP MCP initialization failed; configure explicit credentials or run --oauth-login SERVER for an independent broker grant"
 	msgHTTPBodyTooLarge = "MCP HTTP response exceeds 1MiB"
-	msgHTTPSSETooLarge  = "MCP HTTP SSE event exceeds 1MiB"
+	// msgPeerFrameTooLarge ends a stdio peer's connection: a line over peerLineLimit.
+	msgPeerFrameTooLarge = "MCP peer frame exceeds 1 MiB"
+	msgHTTPSSETooLarge   = "MCP HTTP SSE event exceeds 1MiB"
 )

@@ -94,7 +94,7 @@ func dialStdio(ctx context.Context, spec StdioSpec, exe, version string) (*peer,
 	client := mcp.NewClient(&mcp.Implementation{Name: "repl-mcp-broker", Version: version}, nil)
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin, MaxLineLength: peerLineLimit}, nil)
+	session, err := client.Connect(ctx, &stdioTransport{out: proc.Stdout, in: proc.Stdin}, nil)
 	if err != nil {
 		proc.Stop(peerStopGrace)
 		proc.CloseAll()

@@ -1,0 +1,261 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport is the MCP connection to a stdio peer: newline-delimited JSON-RPC
+// over the pipes of a child a guardian owns. It stands in for go-sdk's IOTransport,
+// which costs every call more than the call's own work: it reads each message on a
+// goroutine of its own and hands it over to jsonrpc2's reader, then decodes it twice
+// more (as a batch, then as a message), each time with a decoder that allocates a
+// 32 KiB buffer (in the profile of a cell's mcp.call echo, a tenth of the server's
+// time and most of its garbage). Here jsonrpc2's reader reads the pipe itself, and a
+// response, the one message every call gets back, is decoded once with
+// encoding/json; anything else goes through go-sdk's own decoder, so what it accepts
+// and how it fails stay go-sdk's.
+//
+// The framing is the MCP stdio transport's, as the reference SDKs read it: one
+// message a line, blank lines skipped, a line over peerLineLimit (its newline
+// included) an error that ends the connection, as any malformed line does. go-sdk
+// also accepted one message spread over several lines, which MCP forbids.
+type stdioTransport struct {
+	out io.ReadCloser  // the child's stdout
+	in  io.WriteCloser // the child's stdin
+}
+
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return &stdioConn{
+		r:      bufio.NewReaderSize(t.out, 64<<10),
+		out:    t.out,
+		in:     t.in,
+		closed: make(chan struct{}),
+	}, nil
+}
+
+// stdioConn is one connection. Read is called by jsonrpc2's one reader goroutine;
+// Write by any goroutine; Close by any, at any time, and it unblocks a Read.
+type stdioConn struct {
+	r     *bufio.Reader
+	out   io.Closer
+	in    io.WriteCloser
+	queue []jsonrpc.Message // the rest of a batch, for the next Reads
+
+	writeMu sync.Mutex
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+// errPeerFrame is a line from a peer over peerLineLimit.
+var errPeerFrame = errors.New(msgPeerFrameTooLarge)
+
+func (c *stdioConn) SessionID() string { return "" }
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		return msg, nil
+	}
+	for {
+		line, err := c.readLine()
+		if err != nil {
+			select {
+			case <-c.closed:
+				return nil, io.EOF // closed under a blocked read, as go-sdk reports it
+			default:
+			}
+			if errors.Is(err, os.ErrClosed) {
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		msgs, err := decodePeerLine(line)
+		if err != nil {
+			return nil, err
+		}
+		c.queue = msgs[1:]
+		return msgs[0], nil
+	}
+}
+
+// readLine reads one line without its newline; a last line without one counts.
+func (c *stdioConn) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		if len(line)+len(chunk) > peerLineLimit {
+			return nil, errPeerFrame
+		}
+		if err == nil && line == nil {
+			return chunk[:len(chunk)-1], nil // the common case: the line is in the buffer
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil
+		}
+		return nil, err
+	}
+}
+
+// decodePeerLine decodes one line: a response with a result by encoding/json, a
+// batch element by element, anything else as go-sdk decodes it. A line that is not
+// one JSON value is an error (go-sdk's decoder would take the first value of it).
+func decodePeerLine(line []byte) ([]jsonrpc.Message, error) {
+	if resp, ok := decodeResult(line); ok {
+		return []jsonrpc.Message{resp}, nil
+	}
+	if !json.Valid(line) {
+		return nil, errors.New("invalid JSON-RPC message from the MCP server: not one JSON value")
+	}
+	if line[0] != '[' {
+		// go-sdk's decoder may keep parts of what it decodes: not the read buffer.
+		msg, err := jsonrpc.DecodeMessage(bytes.Clone(line))
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(line, &batch); err != nil {
+		return nil, err
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("invalid JSON-RPC message from the MCP server: empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(batch))
+	for _, raw := range batch {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
+}
+
+// maxFastBrackets is the most brackets a line decodeResult decodes may hold: below
+// go-sdk's nesting limit of 1000, however they nest, so that a line go-sdk refuses
+// is refused by go-sdk.
+const maxFastBrackets = 999
+
+// decodeResult decodes a successful response with exactly go-sdk's keys
+// ("jsonrpc": "2.0", a number or string "id", an object "result", matched
+// case-sensitively) into the Response go-sdk's decoder would make, or says no.
+func decodeResult(line []byte) (*jsonrpc.Response, bool) {
+	if line[0] != '{' || bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil || len(fields) != 3 {
+		return nil, false
+	}
+	version, rawID, result := fields["jsonrpc"], fields["id"], fields["result"]
+	if string(version) != `"2.0"` || len(rawID) == 0 || len(result) == 0 || result[0] != '{' {
+		return nil, false
+	}
+	var id any
+	if json.Unmarshal(rawID, &id) != nil {
+		return nil, false
+	}
+	switch id.(type) {
+	case float64, string:
+	default:
+		return nil, false
+	}
+	jid, err := jsonrpc.MakeID(id)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Response{ID: jid, Result: result}, true
+}
+
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := encodePeerMessage(msg)
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.in.Write(data)
+	return err
+}
+
+// encodePeerMessage encodes msg as one line. A request (a call or a notification)
+// is assembled around its params, which go-sdk has just encoded compactly (with
+// encoding/json, newline trimmed): encoding the message again would scan the
+// arguments once more, and they reach 256 KiB. Anything else, and params with a
+// line break in them, are encoded by go-sdk.
+func encodePeerMessage(msg jsonrpc.Message) ([]byte, error) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || bytes.ContainsAny(req.Params, "\r\n") {
+		data, err := jsonrpc.EncodeMessage(msg)
+		return append(data, '\n'), err
+	}
+	method, err := json.Marshal(req.Method)
+	if err != nil {
+		return nil, err
+	}
+	line := make([]byte, 0, len(req.Params)+len(method)+64)
+	line = append(line, `{"jsonrpc":"2.0"`...)
+	if req.ID.IsValid() {
+		line = append(line, `,"id":`...)
+		switch id := req.ID.Raw().(type) {
+		case int64:
+			line = strconv.AppendInt(line, id, 10)
+		case string:
+			quoted, err := json.Marshal(id)
+			if err != nil {
+				return nil, err
+			}
+			line = append(line, quoted...)
+		default:
+			data, err := jsonrpc.EncodeMessage(msg)
+			return append(data, '\n'), err
+		}
+	}
+	line = append(line, `,"method":`...)
+	line = append(line, method...)
+	if len(req.Params) > 0 {
+		line = append(line, `,"params":`...)
+		line = append(line, req.Params...)
+	}
+	return append(line, '}', '\n'), nil
+}
+
+// Close closes both pipes; a Read blocked on the child's stdout returns io.EOF.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = errors.Join(c.out.Close(), c.in.Close())
+	})
+	return c.closeErr
+}
