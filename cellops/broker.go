@@ -1,10 +1,13 @@
 package cellops
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -110,9 +113,26 @@ func explain(b *broker.Broker, params json.RawMessage) (any, error) {
 // which the broker refuses with that name's message: to the cell, a name of the
 // wrong type and an invalid one are the same mistake.
 func name(raw json.RawMessage) string {
+	if plain, ok := plainString(raw); ok {
+		return plain
+	}
 	var s string
 	json.Unmarshal(raw, &s)
 	return s
+}
+
+// plainString is the JSON string raw (part of a document already checked to be
+// valid JSON) when it needs no decoding: no escapes, valid UTF-8. Names always
+// are, and decoding them the long way was a pass of encoding/json for each.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
 }
 
 // seconds decodes a timeout given in seconds: absent or null is def, anything
@@ -122,7 +142,14 @@ func seconds(raw json.RawMessage, def time.Duration) time.Duration {
 		return def
 	}
 	var secs float64
-	if json.Unmarshal(raw, &secs) != nil {
+	if c := raw[0]; c == '-' || '0' <= c && c <= '9' {
+		// A JSON number (raw is valid JSON): strconv is what encoding/json parses it
+		// with, and out of range is an error for both.
+		var err error
+		if secs, err = strconv.ParseFloat(string(raw), 64); err != nil {
+			return 0
+		}
+	} else if json.Unmarshal(raw, &secs) != nil {
 		return 0
 	}
 	return time.Duration(secs * float64(time.Second))

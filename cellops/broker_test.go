@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/broker/journal"
@@ -240,5 +241,30 @@ func TestRefreshFailsWhenTheReloadFails(t *testing.T) {
 	h := o.mustServe("refresh", `{}`)
 	if h["configuration_error"] != nil || h["configured_servers"] != float64(0) {
 		t.Fatalf("refresh after the repair = %v", h)
+	}
+}
+
+// TestNamesAndTimeoutsDecodeAsEncodingJSON holds the short ways of name and
+// seconds to what encoding/json makes of the same values.
+func TestNamesAndTimeoutsDecodeAsEncodingJSON(t *testing.T) {
+	for _, raw := range []string{`"fx"`, `"echo"`, `""`, `"é/ü"`, `"a\"b"`, `"\u0066x"`, "\"\xff\"", `"tab\t"`, `5`, `null`, `["fx"]`, `{}`, `true`} {
+		var want string
+		json.Unmarshal([]byte(raw), &want)
+		if got := name(json.RawMessage(raw)); got != want {
+			t.Errorf("name(%s) = %q, encoding/json decodes %q", raw, got, want)
+		}
+	}
+	for _, raw := range []string{`120`, `120.0`, `0.01`, `-1`, `-0`, `1e3`, `1E-2`, `3600.5`, `1e400`, `-1e400`, `"soon"`, `true`, `[1]`, `{}`} {
+		want := time.Duration(0)
+		var secs float64
+		if json.Unmarshal([]byte(raw), &secs) == nil {
+			want = time.Duration(secs * float64(time.Second))
+		}
+		if got := seconds(json.RawMessage(raw), time.Minute); got != want {
+			t.Errorf("seconds(%s) = %v, encoding/json decodes %v", raw, got, want)
+		}
+	}
+	if got := seconds(nil, time.Minute); got != time.Minute {
+		t.Errorf("seconds of an absent timeout = %v, want the default", got)
 	}
 }
