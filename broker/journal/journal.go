@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -315,7 +316,7 @@ func (j *Journal) Finish(id string, status Status) error {
 	rec := j.entries[i].rec
 	rec.Status = status
 	rec.FinishedMs = &now
-	line, err := json.Marshal(rec)
+	line, err := finishedLine(j.entries[i].line, rec)
 	if err != nil {
 		j.mu.Unlock()
 		return fmt.Errorf("journal: %v", err)
@@ -341,6 +342,27 @@ func (j *Journal) Finish(id string, status Status) error {
 		return fmt.Errorf("MCP call completed but %w; do not retry blindly (%w)", ErrPersist, err)
 	}
 	return nil
+}
+
+// dispatchedTail ends the line of every dispatched record: finished_ms and status
+// are a Record's last fields.
+const dispatchedTail = `"finished_ms":null,"status":"dispatched"}`
+
+// finishedLine is rec's line, json.Marshal's encoding of it, made from the line of
+// the dispatched record it finishes: only its last two fields change, so they are
+// written in place of the old ones instead of encoding every field again.
+func finishedLine(dispatched []byte, rec Record) ([]byte, error) {
+	if !bytes.HasSuffix(dispatched, []byte(dispatchedTail)) || rec.FinishedMs == nil || !rec.Status.terminal() {
+		return json.Marshal(rec)
+	}
+	head := dispatched[:len(dispatched)-len(dispatchedTail)]
+	line := make([]byte, 0, len(dispatched)+16)
+	line = append(line, head...)
+	line = append(line, `"finished_ms":`...)
+	line = strconv.AppendInt(line, *rec.FinishedMs, 10)
+	line = append(line, `,"status":"`...)
+	line = append(line, rec.Status...)
+	return append(line, `"}`...), nil
 }
 
 // Records returns a copy of the records, oldest first, including those of

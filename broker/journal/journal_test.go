@@ -883,3 +883,34 @@ func TestJournalHelperProcess(t *testing.T) {
 	}
 	os.Exit(0)
 }
+
+// TestJournalFinishedLineIsTheRecordsEncoding: the line a finished record keeps
+// (what the byte budget counts and the file holds) is json.Marshal's encoding of
+// the record, for every terminal status and for strings that need escaping.
+func TestJournalFinishedLineIsTheRecordsEncoding(t *testing.T) {
+	j := openTestJournal(t, "")
+	for i, status := range []Status{StatusCompleted, StatusToolError, StatusOutcomeUnknown} {
+		meta := journalTestMeta(i)
+		meta.Tool = `t"<é>\` + string(rune('a'+i))
+		id, err := j.Dispatch(t.Context(), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Finish(id, status); err != nil {
+			t.Fatal(err)
+		}
+		j.mu.Lock()
+		e := j.entries[j.indexLocked(id)]
+		j.mu.Unlock()
+		want, err := json.Marshal(e.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(e.line) != string(want) {
+			t.Errorf("finished line\n%s\nwant json.Marshal's\n%s", e.line, want)
+		}
+	}
+	if got, err := finishedLine([]byte(`{"id":"x"}`), Record{ID: "x", Status: StatusCompleted}); err != nil || !strings.Contains(string(got), `"finished_ms":null,"status":"completed"`) {
+		t.Errorf("a line without the dispatched tail is encoded whole: %s, %v", got, err)
+	}
+}
