@@ -508,6 +508,14 @@ func (j *Journal) evictLocked(i int) {
 
 func (j *Journal) removeLocked(i int) {
 	j.bytes -= j.entries[i].size()
+	if i == 0 {
+		// The oldest record is the one eviction takes, on every call once the journal
+		// is full: drop it off the front instead of moving the 255 after it down
+		// (with a write barrier per pointer); append reallocates once that room runs out.
+		j.entries[0] = journalEntry{}
+		j.entries = j.entries[1:]
+		return
+	}
 	j.entries = append(j.entries[:i], j.entries[i+1:]...)
 }
 
