@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -165,26 +166,47 @@ func decodePeerLine(line []byte) ([]jsonrpc.Message, error) {
 const maxFastBrackets = 999
 
 // decodeResult decodes a successful response with exactly go-sdk's keys
-// ("jsonrpc": "2.0", a number or string "id", an object "result", matched
-// case-sensitively) into the Response go-sdk's decoder would make, or says no.
+// ("jsonrpc": "2.0", a number or a plain string "id", an object "result", each
+// once, spelled without escapes) into the Response go-sdk's decoder would make, or
+// says no. It walks the line's top-level members rather than decoding them: most
+// of the time go-sdk's decoder and a map of raw values took was spent allocating.
 func decodeResult(line []byte) (*jsonrpc.Response, bool) {
-	if line[0] != '{' || bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets {
+	if line[0] != '{' || bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets || !json.Valid(line) {
 		return nil, false
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(line, &fields) != nil || len(fields) != 3 {
-		return nil, false
-	}
-	version, rawID, result := fields["jsonrpc"], fields["id"], fields["result"]
-	if string(version) != `"2.0"` || len(rawID) == 0 || len(result) == 0 || result[0] != '{' {
+	var version, rawID, result []byte
+	ok := true
+	objectMembers(line, func(key, value []byte) bool {
+		var slot *[]byte
+		switch string(key) {
+		case `"jsonrpc"`:
+			slot = &version
+		case `"id"`:
+			slot = &rawID
+		case `"result"`:
+			slot = &result
+		}
+		if slot == nil || *slot != nil {
+			ok = false // another member, or one given twice: go-sdk's to judge
+			return false
+		}
+		*slot = value
+		return true
+	})
+	if !ok || string(version) != `"2.0"` || len(rawID) == 0 || len(result) == 0 || result[0] != '{' {
 		return nil, false
 	}
 	var id any
-	if json.Unmarshal(rawID, &id) != nil {
-		return nil, false
-	}
-	switch id.(type) {
-	case float64, string:
+	switch c := rawID[0]; {
+	case c == '-' || '0' <= c && c <= '9':
+		// go-sdk's decoder makes a float64 of a number id, as encoding/json does.
+		f, err := strconv.ParseFloat(string(rawID), 64)
+		if err != nil {
+			return nil, false
+		}
+		id = f
+	case c == '"' && bytes.IndexByte(rawID, '\\') < 0 && utf8.Valid(rawID):
+		id = string(rawID[1 : len(rawID)-1])
 	default:
 		return nil, false
 	}
@@ -192,7 +214,71 @@ func decodeResult(line []byte) (*jsonrpc.Response, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return &jsonrpc.Response{ID: jid, Result: result}, true
+	// The line is the read buffer's: the result must outlive it.
+	return &jsonrpc.Response{ID: jid, Result: bytes.Clone(result)}, true
+}
+
+// objectMembers calls f with the raw key (quotes included) and raw value of each
+// member of the object data, which must be valid JSON, until f says false.
+func objectMembers(data []byte, f func(key, value []byte) bool) {
+	i := 1 // past '{'
+	for {
+		i = skipJSONSpace(data, i)
+		switch data[i] {
+		case '}':
+			return
+		case ',':
+			i = skipJSONSpace(data, i+1)
+		}
+		keyEnd := jsonValueEnd(data, i)
+		valueStart := skipJSONSpace(data, skipJSONSpace(data, keyEnd)+1) // past the ':'
+		valueEnd := jsonValueEnd(data, valueStart)
+		if !f(data[i:keyEnd], data[valueStart:valueEnd]) {
+			return
+		}
+		i = valueEnd
+	}
+}
+
+func skipJSONSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// jsonValueEnd is the index just past the value that starts at data[i], in valid
+// JSON.
+func jsonValueEnd(data []byte, i int) int {
+	depth := 0
+	for j := i; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			for j++; data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j // the end of a scalar that closes its container
+			}
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(data)
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -25,6 +25,10 @@ func TestStdioResultDecodedAsGoSDKDoes(t *testing.T) {
 		`{"result":{},"id":"abc","jsonrpc":"2.0"}`,
 		`{"jsonrpc":"2.0","id":12345678901,"result":{"a":{"b":[1,2,{"c":"\u00e9\n"}]}}}`,
 		`{"jsonrpc":"2.0","id":1.0,"result":{"structuredContent":{"text":"x"}}}`,
+		`{ "id" : -3 , "jsonrpc" : "2.0" , "result" : { "s" : "}]\"{[,:" , "n" : [ 1 , { } ] } }`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1e2,"result":{"a":"b\\"}}`,
+		`{"jsonrpc":"2.0","id":"é-1","result":{"é":"\u00e9"}}`,
 	}
 	for _, line := range fast {
 		got, ok := decodeResult([]byte(line))
@@ -52,6 +56,12 @@ func TestStdioResultDecodedAsGoSDKDoes(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
 		`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(`{"a":`, 999) + `{}` + strings.Repeat(`}`, 999) + `}`,
 		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,
+		`{"jsonrpc":"2.0","id":1,"result":{},"result":{}}`,
+		`{"jsonrpc":"2.0","\u0069d":1,"result":{}}`,
+		`{"jsonrpc":"2\u002e0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}} {}`,
 	}
 	for _, line := range slow {
 		if resp, ok := decodeResult([]byte(line)); ok {
@@ -237,4 +247,23 @@ func compact(t *testing.T, raw []byte) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+func FuzzStdioResultDecodedAsGoSDKDoes(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`)
+	f.Add(`{ "id" : "s" , "jsonrpc" : "2.0" , "result" : { "s" : "}]\"{[,:" } }`)
+	f.Add(`{"jsonrpc":"2.0","id":-1.5e3,"result":{"a":[{},[]]}}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		if len(line) == 0 {
+			return
+		}
+		got, ok := decodeResult([]byte(line))
+		if !ok {
+			return
+		}
+		want, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil || !reflect.DeepEqual(jsonrpc.Message(got), want) {
+			t.Errorf("decodeResult(%q) = %#v, go-sdk decodes %#v, %v", line, got, want, err)
+		}
+	})
 }
