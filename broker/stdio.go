@@ -10,8 +10,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/iota-uz/repl-mcp/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -176,7 +176,7 @@ func decodeResult(line []byte) (*jsonrpc.Response, bool) {
 	}
 	var version, rawID, result []byte
 	ok := true
-	objectMembers(line, func(key, value []byte) bool {
+	jsonscan.Members(line, func(key, value []byte) bool {
 		var slot *[]byte
 		switch string(key) {
 		case `"jsonrpc"`:
@@ -205,8 +205,12 @@ func decodeResult(line []byte) (*jsonrpc.Response, bool) {
 			return nil, false
 		}
 		id = f
-	case c == '"' && bytes.IndexByte(rawID, '\\') < 0 && utf8.Valid(rawID):
-		id = string(rawID[1 : len(rawID)-1])
+	case c == '"':
+		plain, ok := jsonscan.PlainString(rawID)
+		if !ok {
+			return nil, false
+		}
+		id = plain
 	default:
 		return nil, false
 	}
@@ -216,69 +220,6 @@ func decodeResult(line []byte) (*jsonrpc.Response, bool) {
 	}
 	// The line is the read buffer's: the result must outlive it.
 	return &jsonrpc.Response{ID: jid, Result: bytes.Clone(result)}, true
-}
-
-// objectMembers calls f with the raw key (quotes included) and raw value of each
-// member of the object data, which must be valid JSON, until f says false.
-func objectMembers(data []byte, f func(key, value []byte) bool) {
-	i := 1 // past '{'
-	for {
-		i = skipJSONSpace(data, i)
-		switch data[i] {
-		case '}':
-			return
-		case ',':
-			i = skipJSONSpace(data, i+1)
-		}
-		keyEnd := jsonValueEnd(data, i)
-		valueStart := skipJSONSpace(data, skipJSONSpace(data, keyEnd)+1) // past the ':'
-		valueEnd := jsonValueEnd(data, valueStart)
-		if !f(data[i:keyEnd], data[valueStart:valueEnd]) {
-			return
-		}
-		i = valueEnd
-	}
-}
-
-func skipJSONSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// jsonValueEnd is the index just past the value that starts at data[i], in valid
-// JSON.
-func jsonValueEnd(data []byte, i int) int {
-	depth := 0
-	for j := i; j < len(data); j++ {
-		switch data[j] {
-		case '"':
-			for j++; data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					j++
-				}
-			}
-			if depth == 0 {
-				return j + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return j // the end of a scalar that closes its container
-			}
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return j
-			}
-		}
-	}
-	return len(data)
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -1,15 +1,14 @@
 package cellops
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/internal/jsonscan"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -111,28 +110,15 @@ func explain(b *broker.Broker, params json.RawMessage) (any, error) {
 
 // name decodes a server or tool name. Anything but a JSON string decodes to "",
 // which the broker refuses with that name's message: to the cell, a name of the
-// wrong type and an invalid one are the same mistake.
+// wrong type and an invalid one are the same mistake. A plain string (nearly every
+// name) is taken as it is, without a decoder pass.
 func name(raw json.RawMessage) string {
-	if plain, ok := plainString(raw); ok {
+	if plain, ok := jsonscan.PlainString(raw); ok {
 		return plain
 	}
 	var s string
 	json.Unmarshal(raw, &s)
 	return s
-}
-
-// plainString is the JSON string raw (part of a document already checked to be
-// valid JSON) when it needs no decoding: no escapes, valid UTF-8. Names always
-// are, and decoding them the long way was a pass of encoding/json for each.
-func plainString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
-		return "", false
-	}
-	return string(inner), true
 }
 
 // seconds decodes a timeout given in seconds: absent or null is def, anything

@@ -1,0 +1,88 @@
+// Package jsonscan reads the top level of JSON documents that are already known to
+// be valid, without decoding what it does not need: the members of an object as raw
+// bytes, and strings that need no unescaping. The server's hot paths (the worker's
+// rpc frames, a peer's responses, an op's names) use it ahead of encoding/json, and
+// fall back to encoding/json for anything it declines. It owns no state.
+package jsonscan
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// Members calls f with the raw key (quotes included) and the raw value of each
+// member of the object data, in order, until f returns false. data must be one
+// valid JSON object (json.Valid), surrounding whitespace allowed.
+func Members(data []byte, f func(key, value []byte) bool) {
+	i := skipSpace(data, 0) + 1 // past '{'
+	for {
+		i = skipSpace(data, i)
+		switch data[i] {
+		case '}':
+			return
+		case ',':
+			i = skipSpace(data, i+1)
+		}
+		keyEnd := valueEnd(data, i)
+		start := skipSpace(data, skipSpace(data, keyEnd)+1) // past the ':'
+		end := valueEnd(data, start)
+		if !f(data[i:keyEnd], data[start:end]) {
+			return
+		}
+		i = end
+	}
+}
+
+// PlainString is the string the raw JSON string value raw holds when it needs no
+// decoding: no escapes, valid UTF-8 (what encoding/json would decode it to). Any
+// other value, or a string with an escape or invalid UTF-8, is not plain. raw must
+// be a valid JSON value.
+func PlainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// valueEnd is the index just past the value that starts at data[i].
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	for j := i; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			for j++; data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j // a scalar that ends its container
+			}
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(data)
+}
