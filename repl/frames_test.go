@@ -177,3 +177,31 @@ func TestRPCFramesDecodedAsUnmarshalDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestRPCResultLineIsTheFramesEncoding: a reply assembled around its result is
+// the frame json.Marshal writes for it, and a result that is not valid JSON on
+// one line, an error or an id that needs escaping go to json.Marshal.
+func TestRPCResultLineIsTheFramesEncoding(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	for _, result := range []string{
+		`{"content":[{"type":"text","text":"x\n\u003c"}],"structuredContent":{"text":"x"},"isError":false}`,
+		`{"servers":["fx","gh"]}`, `[1,2.5,null]`, `"s"`, `{}`,
+	} {
+		reply := rpcResultFrame{Type: "rpc_result", ID: id, Result: json.RawMessage(result)}
+		got, ok := resultLine(reply)
+		want, err := json.Marshal(reply)
+		if !ok || err != nil || string(got) != string(want) {
+			t.Errorf("resultLine(%s) = %s, %v; json.Marshal writes %s", result, got, ok, want)
+		}
+	}
+	for _, reply := range []rpcResultFrame{
+		{Type: "rpc_result", ID: id, Result: json.RawMessage("{\n}")},
+		{Type: "rpc_result", ID: id, Result: json.RawMessage(`{"a":`)},
+		{Type: "rpc_result", ID: id, Error: "MCP transport unavailable"},
+		{Type: "rpc_result", ID: `a"b`, Result: json.RawMessage(`{}`)},
+	} {
+		if line, ok := resultLine(reply); ok {
+			t.Errorf("resultLine(%#v) = %s, want it left to json.Marshal", reply, line)
+		}
+	}
+}

@@ -299,6 +299,11 @@ func (p *process) send(frame any) error {
 	if err != nil {
 		return err
 	}
+	return p.sendLine(line)
+}
+
+// sendLine writes one encoded frame (without its newline), as send does.
+func (p *process) sendLine(line []byte) error {
 	if len(line)+1 > MaxFrameBytes {
 		return errors.New(msgFrameTooLarge)
 	}

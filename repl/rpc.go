@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,7 +128,43 @@ func (s *Session) answerRPC(p *process, id string, result json.RawMessage, err e
 	if len(reply.Result)+len(reply.Error)+256 > MaxFrameBytes {
 		reply = rpcResultFrame{Type: "rpc_result", ID: id, Error: msgIPCLimit}
 	}
-	if err := p.send(reply); err != nil {
-		s.logger.Warn("answer rpc", "rpc", id, "err", err)
+	var sendErr error
+	if line, ok := resultLine(reply); ok {
+		sendErr = p.sendLine(line)
+	} else {
+		sendErr = p.send(reply)
 	}
+	if sendErr != nil {
+		s.logger.Warn("answer rpc", "rpc", id, "err", sendErr)
+	}
+}
+
+// resultLine assembles a successful reply around its result, which is already
+// encoded (an op's JSON, a downstream envelope of up to 900 KB): encoding the frame
+// would copy the result once more, compacting it. It takes only a result that is
+// valid JSON on one line, under an id that needs no escaping; for anything else
+// json.Marshal encodes the frame, and refuses what is not JSON.
+func resultLine(reply rpcResultFrame) ([]byte, bool) {
+	if reply.Error != "" || len(reply.Result) == 0 || !plainID(reply.ID) ||
+		bytes.ContainsAny(reply.Result, "\r\n") || !json.Valid(reply.Result) {
+		return nil, false
+	}
+	line := make([]byte, 0, len(reply.Result)+len(reply.ID)+len(`{"type":"rpc_result","id":"","result":}`))
+	line = append(line, `{"type":"rpc_result","id":"`...)
+	line = append(line, reply.ID...)
+	line = append(line, `","result":`...)
+	line = append(line, reply.Result...)
+	return append(line, '}'), true
+}
+
+// plainID reports whether id is written in JSON as it is: the worker's rpc ids
+// are 32 hex digits.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
