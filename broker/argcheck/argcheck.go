@@ -114,7 +114,10 @@ type valCompiled struct {
 	tree       any  // the schema as generic JSON, for diagnostics and formats
 	followRefs bool // local refs resolve against the root (no nested $id)
 	anchors    map[string][]any
-	err        error
+	// formats: some object in the schema has a "format" member, so valid arguments
+	// get the broker's format checks; without one there is nothing they could find.
+	formats bool
+	err     error
 }
 
 // New returns a Validator with defaults filled in from the contract.
@@ -249,6 +252,9 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 	}
 	// jsonschema-go treats "format" as an annotation; the broker checks the
 	// formats it knows on the paths every valid instance must satisfy.
+	if !c.formats {
+		return nil
+	}
 	loc := &valLocator{root: c.tree, followRefs: c.followRefs, steps: valLocateSteps}
 	if ae := loc.find(c.tree, instance, "", true); ae != nil {
 		return ae
@@ -333,10 +339,33 @@ func valCompileSchema(data []byte) *valCompiled {
 	if err != nil {
 		return reject(err)
 	}
-	return &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors}
+	return &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: valHasKey(tree, "format")}
 }
 
 var errValSyntax = errors.New("not valid JSON")
+
+// valHasKey reports whether any object in the generic JSON tree has a member
+// named key, at any depth (in data positions too: it may say yes for nothing).
+func valHasKey(tree any, key string) bool {
+	switch t := tree.(type) {
+	case map[string]any:
+		if _, ok := t[key]; ok {
+			return true
+		}
+		for _, v := range t {
+			if valHasKey(v, key) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range t {
+			if valHasKey(v, key) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // valScanBudget checks data against the depth and node budgets without building
 // a tree, and rejects duplicate object keys, which would let the validator and

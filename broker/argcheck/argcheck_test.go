@@ -469,3 +469,26 @@ func TestValidatorPreparedSchema(t *testing.T) {
 		t.Errorf("CheckSchema of an array = %v, want ErrArgumentsNotObject", err)
 	}
 }
+
+// TestValidatorFormatsCheckedWhereASchemaHasThem: the format pass runs for any
+// schema with a "format" member anywhere (spelled with an escape too), and a
+// schema without one skips it.
+func TestValidatorFormatsCheckedWhereASchemaHasThem(t *testing.T) {
+	for schema, want := range map[string]bool{
+		valToolSchema: true,
+		`{"$defs":{"d":{"type":"string","format":"ipv4"}},"properties":{"a":{"$ref":"#/$defs/d"}}}`: true,
+		`{"properties":{"a":{"type":"string","\u0066ormat":"ipv4"}}}`:                               true,
+		`{"properties":{"a":{"type":"string"},"b":{"items":{"enum":["format"]}}}}`:                  false,
+		`{"type":"object","additionalProperties":false,"properties":{"text":{"type":"string"}}}`:    false,
+	} {
+		if c := valCompileSchema([]byte(schema)); c.err != nil || c.formats != want {
+			t.Errorf("compiled %s: formats %v, err %v; want formats %v", schema, c.formats, c.err, want)
+		}
+	}
+	v := New(Config{})
+	var argErr *ArgumentsError
+	err := v.Check(t.Context(), json.RawMessage(`{"properties":{"a":{"type":"string","\u0066ormat":"ipv4"}}}`), json.RawMessage(`{"a":"not an address"}`))
+	if !errors.As(err, &argErr) || argErr.Pointer != "/a" || !strings.HasPrefix(argErr.Rule, "format") {
+		t.Errorf("Check of a bad ipv4 = %v, want a format violation at /a", err)
+	}
+}
