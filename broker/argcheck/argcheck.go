@@ -117,6 +117,7 @@ type valCompiled struct {
 	// formats: some object in the schema has a "format" member, so valid arguments
 	// get the broker's format checks; without one there is nothing they could find.
 	formats bool
+	fast    *valFast // the schema's own check, when it uses only valFast's keywords
 	err     error
 }
 
@@ -230,6 +231,9 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 	if err := json.Unmarshal(arguments, &instance); err != nil {
 		return fmt.Errorf("%w: %w", ErrArgumentsNotObject, errValSyntax)
 	}
+	if c.fast != nil && c.fast.accepts(instance) {
+		return nil // valid; a schema of valFast's keywords has no formats to check
+	}
 	cost := &valCost{c: c, left: MaxValidationSteps}
 	if !cost.apply(c.tree, instance, 0) {
 		if cost.left < 0 {
@@ -339,7 +343,11 @@ func valCompileSchema(data []byte) *valCompiled {
 	if err != nil {
 		return reject(err)
 	}
-	return &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: valHasKey(tree, "format")}
+	c := &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: valHasKey(tree, "format")}
+	if fast, ok := valCompileFast(tree, true); ok && !c.formats {
+		c.fast = fast
+	}
+	return c
 }
 
 var errValSyntax = errors.New("not valid JSON")
