@@ -24,7 +24,8 @@ var (
 
 // TestDocsCitations: every section a file of the repository cites exists in
 // docs/contract.md, and no file cites a spec outside the repository (the
-// reference's own section numbers, or ../shared, which a clone does not have).
+// reference's own section numbers, or the workplace folder beside the checkout,
+// which a clone does not have).
 func TestDocsCitations(t *testing.T) {
 	sections := contractSections(t)
 	// The repository's files are the ones git tracks: venvs, node_modules and
