@@ -160,18 +160,13 @@ func decodePeerLine(line []byte) ([]jsonrpc.Message, error) {
 	return msgs, nil
 }
 
-// maxFastBrackets is the most brackets a line decodeResult decodes may hold: below
-// go-sdk's nesting limit of 1000, however they nest, so that a line go-sdk refuses
-// is refused by go-sdk.
-const maxFastBrackets = 999
-
 // decodeResult decodes a successful response with exactly go-sdk's keys
 // ("jsonrpc": "2.0", a number or a plain string "id", an object "result", each
 // once, spelled without escapes) into the Response go-sdk's decoder would make, or
 // says no. It walks the line's top-level members rather than decoding them: most
 // of the time go-sdk's decoder and a map of raw values took was spent allocating.
 func decodeResult(line []byte) (*jsonrpc.Response, bool) {
-	if line[0] != '{' || bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets || !json.Valid(line) {
+	if line[0] != '{' || !jsonscan.Shallow(line) || !json.Valid(line) {
 		return nil, false
 	}
 	var version, rawID, result []byte

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/jsonscan"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,7 +145,7 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 // leaves deep nesting to go-sdk, whose decoder refuses more than 1000 levels: a line
 // with more than that many brackets is never decoded here.
 func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
-	if bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) > maxFastBrackets {
+	if !jsonscan.Shallow(line) {
 		return nil, false
 	}
 	var fields map[string]json.RawMessage
@@ -184,10 +185,6 @@ func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: fields["params"]}, true
 }
-
-// maxFastBrackets is the most brackets a line decoded by decodeRequest may hold:
-// below go-sdk's nesting limit of 1000, however they nest.
-const maxFastBrackets = 999
 
 // track records calls that need a reply, and forgets those the client cancels
 // (a cancelled request may get no reply).

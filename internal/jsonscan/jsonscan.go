@@ -33,6 +33,18 @@ func Members(data []byte, f func(key, value []byte) bool) {
 	}
 }
 
+// maxShallowBrackets is the most brackets a Shallow document holds: below go-sdk's
+// decoder's nesting limit of 1000, however they nest.
+const maxShallowBrackets = 999
+
+// Shallow reports whether data has so few brackets that no nesting in it can reach
+// go-sdk's limit of 1000 levels. A fast path that decodes JSON-RPC with encoding/json
+// instead of go-sdk's decoder takes only such lines, so that a line go-sdk refuses for
+// its depth is still refused by go-sdk. data need not be valid.
+func Shallow(data []byte) bool {
+	return bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) <= maxShallowBrackets
+}
+
 // PlainString is the string the raw JSON string value raw holds when it needs no
 // decoding: no escapes, valid UTF-8 (what encoding/json would decode it to). Any
 // other value, or a string with an escape or invalid UTF-8, is not plain. raw must

@@ -61,3 +61,21 @@ func TestPlainString(t *testing.T) {
 		}
 	}
 }
+
+// TestShallowStopsBelowGoSDKsNestingLimit: 999 brackets, however nested, are shallow;
+// 1000 (the depth go-sdk's decoder refuses) are not.
+func TestShallowStopsBelowGoSDKsNestingLimit(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		want bool
+	}{
+		{`{"a":[1,{"b":2}]}`, true},
+		{strings.Repeat("[", 999) + strings.Repeat("]", 999), true},
+		{strings.Repeat("[", 500) + strings.Repeat("{", 500), false},
+		{"{" + strings.Repeat(`"k":[],`, 999) + `"k":0}`, false},
+	} {
+		if got := Shallow([]byte(tc.data)); got != tc.want {
+			t.Errorf("Shallow(%.40s...) = %v, want %v", tc.data, got, tc.want)
+		}
+	}
+}
