@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+import unittest
 import uuid
 
 from harness import (

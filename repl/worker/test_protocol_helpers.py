@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import unittest
 import zipfile
 
 from harness import (
@@ -99,7 +100,7 @@ class HelperTests(WorkerTestCase):
             'other.json': ({'format': 'other', 'values': {'x': 999}}, 'Unsupported checkpoint format; expected repl-checkpoint-v1'),
             'many.json': ({'format': 'repl-checkpoint-v1', 'values': {f'v{i}': i for i in range(257)}}, 'at most 256 variables'),
         }
-        for name, (document, message) in bad_files.items():
+        for name, (document, _message) in bad_files.items():
             with open(self.path(name), 'w') as file:
                 json.dump(document, file)
         with open(self.path('big.json'), 'w') as file:
