@@ -384,6 +384,9 @@ func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
 					b.WriteString(tomlString(a))
 				}
 				b.WriteString("]\nstartup_timeout_sec = 60\n")
+				if name == "longrepl" {
+					fmt.Fprintf(&b, "tool_timeout_sec = %d\n", longToolTimeout)
+				}
 				fmt.Fprintf(&b, "[mcp_servers.%s.env]\nINTEROP_MARKER = %s\n", name, tomlString(srv.env["INTEROP_MARKER"]))
 			}
 			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(b.String()), 0o600); err != nil {
@@ -406,11 +409,13 @@ type agentServer struct {
 }
 
 // agentServers are the MCP servers both agents get: repl-mcp on the data-work venv's
-// interpreter, and server-everything for the image control step.
+// interpreter, the same with the long cell's --yield-after (longYieldAfter), and
+// server-everything for the image control step.
 func (s *suite) agentServers(python, marker string) map[string]agentServer {
 	env := map[string]string{"INTEROP_MARKER": marker}
 	return map[string]agentServer{
 		"repl":       {command: s.replMCP, args: []string{"--python", python}, env: env},
+		"longrepl":   {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter)}, env: env},
 		"everything": {command: s.node, args: []string{s.everythingEntry(), "stdio"}, env: env},
 	}
 }

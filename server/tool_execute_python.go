@@ -121,7 +121,8 @@ func (s *Server) executePythonTool() tool {
 			watch, stop := followProgress(ctx)
 			defer stop()
 			req.Watch = watch
-			return executedOrYielded(sess.ExecuteOrYield(ctx, req)), nil
+			res, snap := sess.ExecuteOrYield(ctx, req)
+			return executedOrYielded(res, snap, req.YieldAfter), nil
 		}),
 	}
 }

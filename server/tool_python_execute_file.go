@@ -49,7 +49,8 @@ func (s *Server) pythonExecuteFileTool() tool {
 			watch, stop := followProgress(ctx)
 			defer stop()
 			req.Watch = watch
-			return executedOrYielded(sess.ExecuteFile(ctx, p.Path, req)), nil
+			res, snap := sess.ExecuteFile(ctx, p.Path, req)
+			return executedOrYielded(res, snap, req.YieldAfter), nil
 		}),
 	}
 }

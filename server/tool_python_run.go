@@ -98,7 +98,8 @@ func (s *Server) pythonRunTool() tool {
 			case err != nil:
 				return nil, err
 			case snap != nil:
-				return snap, nil
+				// The wait its text proposes is this client's yield: under its deadline.
+				return runningRun{Snapshot: snap, wait: s.yieldAfter(ctx, nil)}, nil
 			}
 			return polledResult(res), nil
 		}),

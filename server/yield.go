@@ -34,26 +34,42 @@ func (s *Server) yieldAfter(ctx context.Context, given *float64) time.Duration {
 	return 0
 }
 
-// yieldedRun is an execution that outlived yield_after: its live snapshot, from
-// byte 0, which python_run goes on from.
-type yieldedRun struct{ *repl.Snapshot }
+// runningRun is a run still going, as a tool's value: the live snapshot, which is
+// its JSON, and what its text needs besides. yielded: the execution that started it
+// (its text says it is still running); wait: the wait its text proposes.
+type runningRun struct {
+	*repl.Snapshot
+	yielded bool
+	wait    time.Duration
+}
 
-// executedOrYielded is an execution's value: its result, or the run it became.
-func executedOrYielded(res *repl.Result, snap *repl.Snapshot) any {
+// executedOrYielded is an execution's value: its result, or the run it became after
+// yield.
+func executedOrYielded(res *repl.Result, snap *repl.Snapshot, yield time.Duration) any {
 	if snap != nil {
-		return yieldedRun{snap}
+		return runningRun{Snapshot: snap, yielded: true, wait: yield}
 	}
 	return executed(res)
 }
 
+// proposedWait is the python_run wait a text proposes to a client whose calls yield
+// after yield: that long (it is under the client's deadline), at most MaxWait, and
+// MaxWait for a client whose calls do not yield.
+func proposedWait(yield time.Duration) time.Duration {
+	if yield <= 0 {
+		return repl.MaxWait
+	}
+	return min(yield, repl.MaxWait)
+}
+
 // waitHint tells the model how to wait for a run in one call that returns only
 // what it has not read.
-func waitHint(s *repl.Snapshot) string {
+func waitHint(s *repl.Snapshot, wait time.Duration) string {
 	args, _ := json.Marshal(struct {
-		RunID        string `json:"run_id"`
-		Wait         int    `json:"wait"`
-		StdoutOffset int64  `json:"stdout_offset"`
-		StderrOffset int64  `json:"stderr_offset"`
-	}{s.RunID, int(repl.MaxWait.Seconds()), s.StdoutEnd, s.StderrEnd})
+		RunID        string  `json:"run_id"`
+		Wait         float64 `json:"wait"`
+		StdoutOffset int64   `json:"stdout_offset"`
+		StderrOffset int64   `json:"stderr_offset"`
+	}{s.RunID, proposedWait(wait).Seconds(), s.StdoutEnd, s.StderrEnd})
 	return fmt.Sprintf("python_run %s", args)
 }

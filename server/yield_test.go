@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An execution that yields answers with the running branch of the execution
@@ -58,6 +62,40 @@ func TestExecutionSchemaDeclaresWhatItRequires(t *testing.T) {
 	for _, name := range required {
 		if _, ok := schema.Properties[name]; !ok {
 			t.Errorf("required field %q has no property", name)
+		}
+	}
+}
+
+// yield_after's default: 50 s for the text form's clients, none for the others, the
+// server's --yield-after for all; a call's own yield_after wins. The python_run wait
+// a text proposes is that yield, at most 45 s.
+func TestYieldAfterDefaults(t *testing.T) {
+	callFrom := func(client string) context.Context {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{
+			mcp.MetaKeyClientInfo: map[string]any{"name": client, "version": "1"},
+		}}}
+		return withCallRequest(t.Context(), req)
+	}
+	given, flag := 2.5, 7*time.Second
+	for _, c := range []struct {
+		server  *Server
+		client  string
+		given   *float64
+		want    time.Duration
+		wantRun time.Duration
+	}{
+		{&Server{}, "claude-code", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "codex-mcp-client", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "mcp-inspector", nil, 0, 45 * time.Second},
+		{&Server{}, "mcp-inspector", &given, 2500 * time.Millisecond, 2500 * time.Millisecond},
+		{&Server{yieldDefault: &flag}, "mcp-inspector", nil, flag, flag},
+		{&Server{yieldDefault: &flag}, "claude-code", &given, 2500 * time.Millisecond, 2500 * time.Millisecond},
+		{&Server{format: FormatStructured}, "claude-code", nil, 0, 45 * time.Second},
+	} {
+		got := c.server.yieldAfter(callFrom(c.client), c.given)
+		if got != c.want || proposedWait(got) != c.wantRun {
+			t.Errorf("%s (format %q, --yield-after %v, yield_after %v): yield %v and wait %v, want %v and %v",
+				c.client, c.server.format, c.server.yieldDefault, c.given, got, proposedWait(got), c.want, c.wantRun)
 		}
 	}
 }
