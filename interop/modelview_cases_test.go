@@ -161,6 +161,36 @@ func deriveLargeArtifactRead(given map[string]*given) (map[string]any, string) {
 	return map[string]any{"id": m[1], "offset": 80000, "length": 4000}, ""
 }
 
+// backgroundEnv turns Claude Code's background tasks on, with a threshold under
+// longrepl's --yield-after: the user who lowers CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS
+// (120,000 by default) under the 50 s yield, scaled down as the long cell is.
+var backgroundEnv = []string{"CLAUDE_AUTO_BACKGROUND_TASKS=1", "CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS=2000"}
+
+// backgroundSteps are the long cell's two calls, as in modelViewSteps.
+func backgroundSteps() []step {
+	var out []step
+	for _, st := range modelViewSteps() {
+		if st.server == "longrepl" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// backgroundPoint: with Claude Code's background tasks on, the long cell's call is
+// moved to the background and its task later delivers the text of the yield whole,
+// with the python_run call to make; that call's result, background or not, is the
+// whole rest of the run with its footer.
+func backgroundPoint() point {
+	return point{"BackgroundTaskDeliversTheWholeResult", []string{"long", "long_wait"}, func(c *checker, a agentKind, r records) {
+		g := stepGiven(c, r, "long")
+		if g.Background == "" {
+			c.fatalf("Claude Code did not move the long call to the background (%v): the point is moot", backgroundEnv)
+		}
+		longCellPoint().check(c, a, r)
+	}}
+}
+
 // pythonRunCall finds the python_run call a yielded execution's text says to make.
 var pythonRunCall = regexp.MustCompile(`python_run (\{[^\n]*?\})\]`)
 

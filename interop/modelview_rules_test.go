@@ -127,6 +127,22 @@ func TestModelViewRules(t *testing.T) {
 			})
 		}
 	}
+	t.Run("ClaudeCodeBackground/"+backgroundPoint().name, func(t *testing.T) {
+		recs := func(background string) records {
+			long := *good["long"]
+			long.Step, long.Background = "long", background
+			wait := *good["long_wait"]
+			wait.Step = "long_wait"
+			return records{given: map[string]*given{"long": &long, "long_wait": &wait}, order: []string{"long", "long_wait"}}
+		}
+		notice := "MCP tool \"longrepl/execute_python\" is still running after 2s. It was moved to the background as task kabc123"
+		if f := runCheck(func(c *checker) { backgroundPoint().check(c, claudeCode, recs(notice)) }); len(f) > 0 {
+			t.Errorf("a delivered task's whole text is refused: %q", f)
+		}
+		if f := runCheck(func(c *checker) { backgroundPoint().check(c, claudeCode, recs("")) }); len(f) == 0 {
+			t.Errorf("a call that was never moved to the background passes: the point proves nothing")
+		}
+	})
 	t.Run("ClaudeCode/ErrorFlag", func(t *testing.T) {
 		noFlag := recordsOf(good, false)
 		for _, id := range []string{"error", "syntax"} {
