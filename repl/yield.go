@@ -25,6 +25,9 @@ func (s *Session) ExecuteOrYield(ctx context.Context, req ExecRequest) (*Result,
 	if req.YieldAfter <= 0 {
 		return s.Execute(ctx, req), nil
 	}
+	// The yield counts from the call, a wait for the slot and the worker's start
+	// included: it is the client's deadline that it keeps under.
+	yieldAt := time.Now().Add(req.YieldAfter)
 	// The run's own context: the caller's cancel reaches it until the yield, the
 	// session's end always.
 	own, cancelOwn := context.WithCancel(s.lifetime)
@@ -44,7 +47,7 @@ func (s *Session) ExecuteOrYield(ctx context.Context, req ExecRequest) (*Result,
 		defer s.release(r)
 		s.execute(own, r)
 	}()
-	yield := time.NewTimer(req.YieldAfter)
+	yield := time.NewTimer(time.Until(yieldAt))
 	defer yield.Stop()
 	select {
 	case <-released:
