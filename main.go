@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -72,7 +75,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -90,6 +93,7 @@ type options struct {
 	journal      string
 	oauthLogin   string
 	resultFormat server.ResultFormat
+	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
 	showVersion  bool
 	doctor       bool
 }
@@ -112,6 +116,11 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
+	fs.Func("yield-after", "`SECONDS` after which a cell still running becomes a background run and its call returns (status running; wait with python_run), for every client that passes no yield_after; 0 never yields. Default: 50 for Claude Code and Codex, 0 for other clients", func(v string) error {
+		d, err := parseYieldAfter(v)
+		o.yieldAfter = &d
+		return err
+	})
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -166,6 +175,15 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
 	}
 	return o, nil
+}
+
+// parseYieldAfter reads --yield-after: seconds, as yield_after takes them.
+func parseYieldAfter(v string) (time.Duration, error) {
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(secs) || secs < 0 || secs > repl.MaxTimeout.Seconds() {
+		return 0, fmt.Errorf("must be seconds from 0 to %d", int(repl.MaxTimeout.Seconds()))
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 var errHelp = errors.New("help shown")
@@ -228,7 +246,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		ResultFormat: o.resultFormat, Logger: cfg.Logger})
+		ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {

@@ -26,6 +26,9 @@ type ExecRequest struct {
 	Fresh bool
 	// Watch, when set, follows the run's output while Execute blocks.
 	Watch *OutputWatch
+	// YieldAfter, when positive, makes ExecuteOrYield leave a cell still running
+	// then to the session (yield.go); Execute ignores it.
+	YieldAfter time.Duration
 
 	inventory bool // a namespace inventory: no history, no user code
 }
@@ -104,6 +107,7 @@ func (s *Session) ID() string { return s.id }
 // Execute runs one cell and returns when it has finished, failed, timed out or been
 // cancelled through ctx. It never returns nil.
 func (s *Session) Execute(ctx context.Context, req ExecRequest) *Result {
+	req.YieldAfter = 0
 	r := newRun(ctx, req)
 	if res := s.admit(ctx, r, true); res != nil {
 		return res
@@ -389,10 +393,10 @@ func (s *Session) ProjectPath(path string) string {
 	return filepath.Join(s.env.project, path)
 }
 
-// ExecuteFile runs a saved Python file; a relative path is taken against the
-// session's project.
-func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) *Result {
+// ExecuteFile runs a saved Python file as ExecuteOrYield runs a cell; a relative
+// path is taken against the session's project.
+func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) (*Result, *Snapshot) {
 	req.SourcePath = s.ProjectPath(path)
 	req.Code = ""
-	return s.Execute(ctx, req)
+	return s.ExecuteOrYield(ctx, req)
 }
