@@ -282,8 +282,16 @@ func agentEnv(home string, extra ...string) []string {
 	}, extra...)
 }
 
-// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API.
+// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API,
+// with the model-view servers.
 func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRun {
+	return s.runClaudeCodeWith(t, steps, func(marker, _ string) (map[string]agentServer, error) { return s.agentServers(python, marker), nil })
+}
+
+// runClaudeCodeWith runs Claude Code through steps with the MCP servers that servers
+// makes for the run's marker and project directory (Claude Code's working directory,
+// and the root it offers MCP servers), before Claude Code starts.
+func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, servers func(marker, project string) (map[string]agentServer, error)) *agentRun {
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -307,12 +315,16 @@ func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRu
 			if err := mkdirs(home, project); err != nil {
 				return nil, err
 			}
-			servers := map[string]any{}
-			for name, srv := range s.agentServers(python, marker) {
-				servers[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
-			}
 			config := filepath.Join(scratch, "claude-mcp.json")
-			if err := writeJSONFile(config, map[string]any{"mcpServers": servers}); err != nil {
+			made, err := servers(marker, project)
+			if err != nil {
+				return nil, err
+			}
+			configured := map[string]any{}
+			for name, srv := range made {
+				configured[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
+			}
+			if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
 				return nil, err
 			}
 			cmd := exec.CommandContext(ctx, claude, "-p", modelViewPrompt,
