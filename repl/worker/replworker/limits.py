@@ -109,6 +109,7 @@ SEARCH_LIMIT_MAX = 50  # lines mcp.search() may be asked for
 SEARCH_LINE_CHARS = 240  # characters of one line of mcp.search() and mcp.help(server)
 SEARCH_SENTENCE_CHARS = 120  # characters of a description's first sentence in such a line
 ENUM_LITERALS = 8  # values of an enum a tool function's annotation spells as Literal[...]
+DOC_WIDTH = 88  # columns a tool function's __doc__ wraps its description to
 TOOL_DOC_PARAM_CHARS = 300  # characters of one parameter's line in a tool function's __doc__
 
 # Artifacts (artifacts.py).

@@ -12,7 +12,7 @@ import re
 import time
 
 from .limits import (
-    ENUM_LITERALS, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_REPLY_SLACK, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS,
+    DOC_WIDTH, ENUM_LITERALS, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_REPLY_SLACK, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS,
     SEARCH_SENTENCE_CHARS, TOOL_DOC_PARAM_CHARS,
 )
 from .messages import (
@@ -301,8 +301,15 @@ def first_sentence(text, limit):
 
 
 def tool_doc(server, definition, spec):
+    import textwrap  # only when a cell first uses a tool function
     description = definition.get('description')
-    lines = [description.strip() if isinstance(description, str) and description.strip() else '(no description)', '']
+    lines = []
+    if isinstance(description, str) and description.strip():
+        for paragraph in description.strip().split('\n'):
+            lines += textwrap.wrap(paragraph, DOC_WIDTH) or ['']
+    else:
+        lines.append('(no description)')
+    lines.append('')
     if spec.props or spec.required:
         lines.append('Parameters:')
         for name in list(spec.signature.parameters) + list(spec.keyword_only):
@@ -440,9 +447,10 @@ def search(bridge, query, limit):
         for tool, definition in catalogue.definitions.items():
             matched, points = score(terms, server, tool, definition.get('description'))
             if matched or not terms:
-                ranked.append((-matched, -points, server, tool, catalogue))
-    ranked.sort(key=lambda r: r[:4])
-    lines = [summary_line(server_names, r[4], r[3]) for r in ranked[:limit]]
+                # Among equals, the tool whose name is the fewest words is the closest match.
+                ranked.append((-matched, -points, len(words(tool)), server, tool, catalogue))
+    ranked.sort(key=lambda r: r[:5])
+    lines = [summary_line(server_names, r[5], r[4]) for r in ranked[:limit]]
     if len(ranked) > limit:
         lines.append(MCP_SEARCH_MORE.format(len(ranked) - limit))
     if not ranked:
