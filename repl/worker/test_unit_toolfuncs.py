@@ -29,6 +29,36 @@ class NameTests(unittest.TestCase):
         self.assertIsNone(names.resolve('nope'))
 
 
+    def test_underscore_attributes_are_never_names(self):
+        names = toolfuncs.Names(['_repr_html_', '__wrapped__', '_2fa', 'ok'])
+        self.assertEqual(names.attrs(), ['_2fa', 'ok'])
+        self.assertIsNone(names.resolve('_repr_html_'))
+        self.assertIsNone(names.attr_of('_repr_html_'))
+
+
+class SpecTests(unittest.TestCase):
+    def test_properties_that_are_not_parameters(self):
+        definition = {'name': 't', 'inputSchema': {'type': 'object', 'required': ['dry-run', 'a'], 'properties': {
+            'a': {'type': 'string'}, 'kwargs': {'type': 'integer'}, 'dry-run': {'type': 'boolean'}}}}
+        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        self.assertEqual(str(spec.signature), '(a: str, *, kwargs: int = None, **_kwargs)')
+        self.assertEqual(spec.arguments(('x',), {'kwargs': 1, 'dry-run': True}), {'a': 'x', 'kwargs': 1, 'dry-run': True})
+        with self.assertRaises(TypeError) as caught:
+            spec.arguments(('x',), {})
+        self.assertIn("missing a required argument: 'dry-run' (pass it as **{'dry-run': ...})", str(caught.exception))
+        with self.assertRaises(TypeError) as caught:
+            spec.arguments(('x',), {'dry-run': True, 'other': 1})
+        self.assertIn("got an unexpected keyword argument 'other'", str(caught.exception))
+
+    def test_open_schema_takes_other_keywords_and_null(self):
+        definition = {'name': 't', 'inputSchema': {'type': 'object', 'additionalProperties': True, 'properties': {
+            'n': {'type': ['integer', 'null']}}}}
+        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        self.assertEqual(str(spec.signature), '(*, n: int | None = None, **kwargs)')
+        # None is sent where the schema admits null
+        self.assertEqual(spec.arguments((), {'n': None, 'x-y': [1]}), {'n': None, 'x-y': [1]})
+
+
 class ToolResultTests(unittest.TestCase):
     def test_attributes(self):
         r = ToolResult({'content': [{'type': 'text', 'text': '[1,'}, {'type': 'text', 'text': ' 2]'}], 'isError': False})

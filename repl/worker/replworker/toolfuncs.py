@@ -40,17 +40,26 @@ def python_name(name):
     return attr
 
 
+def reachable(attr):
+    """Whether an attribute may name a server or a tool: not one starting with `_`, which
+    libraries probe objects for (`_repr_html_`, `__wrapped__`), unless a digit follows, as
+    normalisation makes (`_2fa`)."""
+    return not attr.startswith('_') or attr[1:2].isdigit()
+
+
 class Names:
     """The attribute names of a set of real names. A real name that is its own attribute
     always wins; two other names that normalise alike are both unreachable by attribute
-    (only by [name]), and asking for that attribute says which they are."""
+    (only by [name]), and asking for that attribute says which they are. Attributes that
+    are not reachable() are left out."""
 
     def __init__(self, names):
         self.real = list(names)
         exact = {name for name in self.real if python_name(name) == name}
         by_attr = {}
         for name in self.real:
-            by_attr.setdefault(python_name(name), []).append(name)
+            if reachable(python_name(name)):
+                by_attr.setdefault(python_name(name), []).append(name)
         self._attrs, self._ambiguous = {}, {}
         for attr, owners in by_attr.items():
             if attr in exact:
@@ -223,6 +232,9 @@ class ToolSpec:
         extra = schema.get('additionalProperties')
         self.open = extra is True or isinstance(extra, dict)
         self.keyword_only = {}  # properties that are not identifiers: through **kwargs
+        self.var_keyword = 'kwargs'  # **kwargs, unless a property has that name
+        while self.var_keyword in self.props:
+            self.var_keyword = '_' + self.var_keyword
         params = []
         order = [name for name in self.props if name in self.required] + [name for name in required if name not in self.props]
         order += [name for name in self.props if name not in self.required]
@@ -237,7 +249,7 @@ class ToolSpec:
                 default = prop.get('default') if isinstance(prop, dict) else None
             params.append(inspect.Parameter(name, kind, default=default, annotation=annotation(prop, inspect)))
         if self.keyword_only or self.open:
-            params.append(inspect.Parameter('kwargs', inspect.Parameter.VAR_KEYWORD))
+            params.append(inspect.Parameter(self.var_keyword, inspect.Parameter.VAR_KEYWORD))
         self.signature = inspect.Signature(params)
 
     def arguments(self, args, kwargs):
@@ -247,11 +259,15 @@ class ToolSpec:
         except TypeError as exc:
             raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, exc, self.label)) from None
         arguments = dict(bound.arguments)
-        extra = arguments.pop('kwargs', None) or {}
-        for name in extra:
+        extra = arguments.pop(self.var_keyword, None) if self.keyword_only or self.open else None
+        for name in extra or ():
             if name in arguments or (name not in self.keyword_only and not self.open):
                 raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, f'got an unexpected keyword argument {name!r}', self.label))
-        arguments.update(extra)
+        arguments.update(extra or {})
+        for name in self.keyword_only:
+            if name in self.required and name not in arguments:
+                what = f'missing a required argument: {name!r} (pass it as **{{{name!r}: ...}})'
+                raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, what, self.label))
         for name in list(arguments):
             value, types = arguments[name], json_types(self.props.get(name))
             if value is None and name not in self.required and (types is None or 'null' not in types):
@@ -312,9 +328,8 @@ def tool_doc(server, definition, spec):
     lines.append('')
     if spec.props or spec.required:
         lines.append('Parameters:')
-        for name in list(spec.signature.parameters) + list(spec.keyword_only):
-            if name == 'kwargs' and name not in spec.props:
-                continue
+        named = [p.name for p in spec.signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        for name in named + list(spec.keyword_only):
             prop = spec.props.get(name)
             types = json_types(prop)
             facts = ['/'.join(types) if types else 'any JSON', 'required' if name in spec.required else 'optional']
