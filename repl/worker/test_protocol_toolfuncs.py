@@ -224,6 +224,14 @@ class ToolFunctionTests(WorkerTestCase):
                 self.assertIn(message, result['error'])
                 self.assertEqual(events, [])
 
+    def test_help_of_a_server_without_tools_says_so(self):
+        run_id = self.worker.start('mcp.help("bare")')
+        self.answer(run_id, 'tools', {'tools': [], 'ttlMs': 0})
+        self.answer(run_id, 'servers', {'servers': ['bare']})
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(''.join(o['text'] for o in outputs), "Server 'bare' offers no tool the broker admits: its catalogue is empty, or its allowedTools admit none of it\n")
+
     def test_search_line_is_bounded(self):
         long = [{'name': 'x' * 300, 'description': 'word ' * 100, 'inputSchema': {'type': 'object'}}]
         run_id = self.worker.start('mcp.search("word")')

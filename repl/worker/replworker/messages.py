@@ -120,6 +120,7 @@ MCP_SEARCH_NONE = 'no tool of the {1} servers matches {0!r}; mcp.help() lists th
 MCP_SEARCH_UNAVAILABLE = 'server {!r} was not searched: {}'
 MCP_HELP_SERVERS = 'MCP servers of this session (mcp.<name>, or mcp[name] where shown):'
 MCP_HELP_NO_SERVERS = "No MCP servers are configured for this session: the project's .mcp.json or --config registers them"
+MCP_HELP_NO_TOOLS = 'Server {!r} offers no tool the broker admits: its catalogue is empty, or its allowedTools admit none of it'
 MCP_HELP_HINT = 'mcp.help(server) lists its tools as Python signatures; mcp.search(query) finds tools.'
 
 # Artifacts: refusals of artifact() and their details, and the argument checks.

@@ -16,7 +16,7 @@ from .limits import (
     SEARCH_SENTENCE_CHARS, TOOL_DOC_PARAM_CHARS,
 )
 from .messages import (
-    MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_MALFORMED, MCP_NO_SUCH_TOOL, MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE,
+    MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_HELP_NO_TOOLS, MCP_MALFORMED, MCP_NO_SUCH_TOOL, MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE,
     MCP_TOOL_BAD_CALL,
 )
 
@@ -478,6 +478,8 @@ def server_help(bridge, server, timeout):
     comes first, so an unknown server fails with its message."""
     catalogue = CATALOGUES.get(bridge._rpcs, server, timeout)
     server_names = bridge._server_names()
+    if not catalogue.definitions:
+        return [MCP_HELP_NO_TOOLS.format(server)]
     return [summary_line(server_names, catalogue, tool) for tool in sorted(catalogue.definitions)]
 
 
