@@ -86,7 +86,7 @@ func TestModelView(t *testing.T) {
 	t.Run(claudeCodeBackground.name, func(t *testing.T) {
 		t.Parallel()
 		bgSteps := backgroundSteps()
-		run := runClaudeCodeWith(t, s, python, bgSteps, claudeCodeBackground, backgroundEnv...)
+		run := s.runClaudeCodeWith(t, bgSteps, claudeCodeBackground, s.modelViewServers(python), backgroundEnv...)
 		t.Run("Harness", func(t *testing.T) { run.checkHarness(t, bgSteps) })
 		p := backgroundPoint()
 		t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, claudeCode, run.recs) }) })
@@ -294,14 +294,22 @@ func agentEnv(home string, extra ...string) []string {
 	}, extra...)
 }
 
-// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API.
+// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API,
+// with the model-view servers.
 func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRun {
-	return runClaudeCodeWith(t, s, python, steps, claudeCode)
+	return s.runClaudeCodeWith(t, steps, claudeCode, s.modelViewServers(python))
 }
 
-// runClaudeCodeWith is runClaudeCode as kind (which names its records), with more
-// variables in its environment.
-func runClaudeCodeWith(t *testing.T, s *suite, python string, steps []step, kind agentKind, env ...string) *agentRun {
+// modelViewServers makes the model-view servers for each run, on python.
+func (s *suite) modelViewServers(python string) func(marker, project string) (map[string]agentServer, error) {
+	return func(marker, _ string) (map[string]agentServer, error) { return s.agentServers(python, marker), nil }
+}
+
+// runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
+// with the MCP servers that servers makes for the run's marker and project directory
+// (Claude Code's working directory, and the root it offers MCP servers), made before
+// Claude Code starts, and with more variables in its environment.
+func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -325,12 +333,16 @@ func runClaudeCodeWith(t *testing.T, s *suite, python string, steps []step, kind
 			if err := mkdirs(home, project); err != nil {
 				return nil, err
 			}
-			servers := map[string]any{}
-			for name, srv := range s.agentServers(python, marker) {
-				servers[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
-			}
 			config := filepath.Join(scratch, "claude-mcp.json")
-			if err := writeJSONFile(config, map[string]any{"mcpServers": servers}); err != nil {
+			made, err := servers(marker, project)
+			if err != nil {
+				return nil, err
+			}
+			configured := map[string]any{}
+			for name, srv := range made {
+				configured[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
+			}
+			if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
 				return nil, err
 			}
 			cmd := exec.CommandContext(ctx, claude, "-p", modelViewPrompt,

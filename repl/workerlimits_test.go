@@ -85,6 +85,8 @@ var workerLimitTwins = map[string]twin{
 	"ARTIFACT_STRING_BUDGET": workerOnly, "ARTIFACT_TEXT_SLICE": workerOnly, "ARTIFACT_ABORT_WAIT": workerOnly,
 	"LINE_CHARS": workerOnly, "LIVE_PENDING_CHARS": workerOnly, "SPOOL_BUFFER": workerOnly,
 	"SHELL_ERROR_TAIL": workerOnly, "RPC_QUEUED": workerOnly,
+	"SEARCH_LIMIT_MAX": workerOnly, "SEARCH_LINE_CHARS": workerOnly, "SEARCH_SENTENCE_CHARS": workerOnly,
+	"DOC_WIDTH": workerOnly, "ENUM_LITERALS": workerOnly, "TOOL_DOC_PARAM_CHARS": workerOnly,
 	// The spool keeps a cut stream's complete output; its head past the artifact bound
 	// must leave room for a tail in the same artifact.
 	"SPOOL_HEAD": atMost(artifacts.MaxArtifactBytes / 2),

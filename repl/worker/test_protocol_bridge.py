@@ -49,7 +49,7 @@ class BridgeTests(WorkerTestCase):
         self.assertEqual(result['value'], reply)
         self.assertEqual(json.loads(result['return_value']), reply)
         code = '[mcp.text(r), type(r).__name__, isinstance(r, dict), r["_meta"]]'
-        self.assertEqual(self.worker.value(code), ['first\nsecond', 'McpResult', True, {'m': 1}])
+        self.assertEqual(self.worker.value(code), ['first\nsecond', 'ToolResult', True, {'m': 1}])
         self.assertIn('TypeError', self.worker.run('mcp.text("not an envelope")')['error'])
 
     def test_awaited_sync_call_dispatches_once(self):
@@ -293,9 +293,13 @@ class BridgeTests(WorkerTestCase):
         run_id = self.worker.start('mcp.help("fixture", "echo", timeout=0.5)')
         rpc = self.worker.next_rpc(run_id)
         self.assertEqual([rpc['op'], rpc['params']], ['tools', {'server': 'fixture', 'timeout': 0.5}])
-        self.worker.reply(rpc['id'], {'tools': tools})
-        result, events = self.worker.events_until_result(run_id)
-        self.assertEqual([result['value'], events], [tools[1], []])
+        self.worker.reply(rpc['id'], {'tools': tools})  # no ttlMs: nothing is kept
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['op'], 'servers')
+        self.worker.reply(rpc['id'], {'servers': ['fixture']})
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertTrue(''.join(o['text'] for o in outputs).startswith('mcp.fixture.echo()\n    (no description)'), outputs)
         run_id = self.worker.start('mcp.help("fixture", "nope")')
         rpc = self.worker.next_rpc(run_id)
         self.assertEqual(rpc['params'], {'server': 'fixture', 'timeout': 30.0})
@@ -304,7 +308,6 @@ class BridgeTests(WorkerTestCase):
 
     def test_other_ops(self):
         cases = [
-            ('mcp.help()', 'servers', {}, {'servers': ['s']}, ['s']),
             ('mcp.list_tools("s")', 'tools', {'server': 's', 'timeout': 30.0}, {'tools': []}, []),
             ('mcp.refresh()', 'refresh', {}, {'healthy': True}, {'healthy': True}),
             ('mcp.journal()', 'journal', {}, {'records': [{'tool': 't'}]}, [{'tool': 't'}]),
@@ -597,7 +600,7 @@ class ArtifactTests(WorkerTestCase):
                 self.worker.reply(rpc['id'], reply)
                 result, events = self.worker.events_until_result(run_id)
                 self.assertEqual(events, [])
-                expected = ['McpResult', reply] if code.startswith('r = ') else reply
+                expected = ['ToolResult', reply] if code.startswith('r = ') else reply
                 self.assertEqual(result['value'], expected)
         run_id = self.worker.start('artifact_read("gone")')
         self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Artifact unknown, expired, evicted or belongs to another session')

@@ -17,6 +17,8 @@ import its modules directly. One module per concern:
     checkpoint        checkpoint() and restore()
     children          tracked subprocesses, sh(), exiting with them killed
     bridge            the mcp bridge and its rpc frames
+    toolfuncs         downstream tools as Python functions (mcp.<server>.<tool>), mcp.search
+    toolresult        ToolResult, what every call returns
     artifacts         the artifact helpers and automatic artifacts
     interrupts        SIGINT
     main              the start

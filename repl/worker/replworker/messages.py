@@ -7,7 +7,7 @@ from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
     PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
-from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT
+from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT, SEARCH_LIMIT_MAX
 
 CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
 
@@ -107,6 +107,21 @@ MCP_UNKNOWN_TOOL = "Unknown tool '{}'; use mcp.list_tools(server)"
 MCP_TEXT_NOT_ENVELOPE = 'mcp.text() expects a CallToolResult dict, not {}'
 MCP_REPR = '<mcp bridge; help(mcp) describes it, mcp.help() lists servers>'
 TOOL_FAILED = 'MCP tool failed: {}'
+MCP_IMAGE_NOT_BASE64 = 'image block {} of the result has data that is not base64'
+MCP_AMBIGUOUS_NAME = "mcp: {!r} could be any of {}; use mcp[name] with the exact name"
+MCP_NO_SUCH_SERVER = "mcp has no server {!r}; dir(mcp) and mcp.servers() list the servers"
+MCP_NO_SUCH_TOOL = '{} has no tool {!r}; dir({}) or mcp.help({!r}) lists its tools'
+MCP_TOOL_BAD_CALL = '{}(): {}; help({}) shows its signature'
+MCP_TOOL_ARG_TYPE = '{}() argument {!r} must be {} (its JSON schema type), not {}'
+MCP_BAD_SEARCH_QUERY = 'mcp.search() query must be a str, not {}'
+MCP_BAD_SEARCH_LIMIT = f'mcp.search() limit must be an int from 1 to {SEARCH_LIMIT_MAX}'
+MCP_SEARCH_MORE = '... {} more matching tools; narrow the query or raise limit'
+MCP_SEARCH_NONE = 'no tool of the {1} servers matches {0!r}; mcp.help() lists the servers'
+MCP_SEARCH_UNAVAILABLE = 'server {!r} was not searched: {}'
+MCP_HELP_SERVERS = 'MCP servers of this session (mcp.<name>, or mcp[name] where shown):'
+MCP_HELP_NO_SERVERS = "No MCP servers are configured for this session: the project's .mcp.json or --config registers them"
+MCP_HELP_NO_TOOLS = 'Server {!r} offers no tool the broker admits: its catalogue is empty, or its allowedTools admit none of it'
+MCP_HELP_HINT = 'mcp.help(server) lists its tools as Python signatures; mcp.search(query) finds tools.'
 
 # Artifacts: refusals of artifact() and their details, and the argument checks.
 ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
