@@ -5,15 +5,16 @@ package repl
 // token.
 const (
 	// Runs.
-	msgBusy            = "A cell is already running; inspect python_run or cancel it"
-	msgLimits          = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
-	msgTimedOut        = "Execution timed out"
-	msgCancelled       = "Execution cancelled"
-	msgBeforeDispatch  = "Execution cancelled before dispatch"
-	msgDidNotStop      = "; worker did not stop; variables cleared"
-	msgExited          = "; worker exited; variables cleared"
-	msgCrashed         = "Python worker crashed; variables cleared"
-	msgRSS             = "Python worker exceeded RSS budget; variables cleared"
+	msgBusy           = "A cell is already running; inspect python_run or cancel it"
+	msgLimits         = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
+	msgTimedOut       = "Execution timed out"
+	msgCancelled      = "Execution cancelled"
+	msgBeforeDispatch = "Execution cancelled before dispatch"
+	msgDidNotStop     = "; worker did not stop; variables cleared"
+	msgExited         = "; worker exited; variables cleared"
+	msgCrashed        = "Python worker crashed; variables cleared"
+	// msgRSS: the peak the worker reached, the budget, and how to change it.
+	msgRSS             = "Python worker exceeded RSS budget (peak %s MiB, budget %s MiB); variables cleared; restart repl-mcp with --max-memory-mib N for a larger budget (0 disables it), or hold less data at once"
 	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
 	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
 	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -311,8 +312,8 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 	for {
 		select {
 		case <-rss.C:
-			if s.overBudget(p) {
-				return s.lost(p, r, msgRSS)
+			if rss, over := s.overBudget(p); over {
+				return s.lost(p, r, s.overBudgetError(p, rss))
 			}
 		case rf := <-p.results:
 			if rf.id != r.id {
@@ -345,10 +346,18 @@ func (s *Session) rssSampler() *time.Ticker {
 }
 
 // overBudget reports a worker whose own resident memory (not its descendants')
-// exceeds the budget.
-func (s *Session) overBudget(p *process) bool {
+// exceeds the budget, with the resident bytes sampled.
+func (s *Session) overBudget(p *process) (int64, bool) {
 	rss, err := residentBytes(p.ready.Pid)
-	return err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
+	return rss, err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
+}
+
+// overBudgetError says what the worker reached, the budget, and the flag that sets
+// it. The peak is the kernel's high-water mark when it keeps one: the sample only
+// saw the worker on its way up.
+func (s *Session) overBudgetError(p *process, sampled int64) string {
+	peak := max(sampled, peakResidentBytes(p.ready.Pid))
+	return fmt.Sprintf(msgRSS, grouped(peak>>20), grouped(int64(s.cfg.MaxMemoryMiB)))
 }
 
 // complete turns the worker's result into the run's result, with the native output
