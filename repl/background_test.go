@@ -97,7 +97,7 @@ func TestTimeoutWithThreadsStillRunningClears(t *testing.T) {
 	mustRun(t, s, "x = 1")
 	res := s.Execute(t.Context(), ExecRequest{Code: "import threading, time\n" +
 		"threading.Thread(target=time.sleep, args=(60,), name='stubborn').start()\ntime.sleep(60)", Timeout: time.Second})
-	mustFail(t, res, "Execution timed out\nInterrupted cell left active background threads or executor work (stubborn); worker stopped and variables cleared", StateCleared)
+	mustFail(t, res, "Execution timed out after 1 s; variables cleared; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run\nInterrupted cell left active background threads or executor work (stubborn); worker stopped and variables cleared", StateCleared)
 	if strings.Join(res.BackgroundThreads, ",") != "stubborn" {
 		t.Fatalf("background_threads %q", res.BackgroundThreads)
 	}

@@ -40,6 +40,7 @@ const (
 	handshakeTimeout    = 10 * time.Second
 	interruptGrace      = 2 * time.Second
 	busyWait            = 3500 * time.Millisecond
+	busyCodeChars       = 80 // of the active run\'s first code line in the busy refusal
 	cancelPropagation   = 150 * time.Millisecond
 	frameWriteTimeout   = 5 * time.Second
 	barrierWait         = time.Second

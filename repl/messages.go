@@ -5,9 +5,17 @@ package repl
 // token.
 const (
 	// Runs.
-	msgBusy           = "A cell is already running; inspect python_run or cancel it"
-	msgLimits         = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
-	msgTimedOut       = "Execution timed out"
+	// msgBusyRun: the active run, for how long, its first code line, how to wait
+	// for it and how to stop it.
+	msgBusyRun          = "A cell is already running: run %s, for %s, code: %s; wait for it with python_run {\"run_id\": \"%s\"} or stop it with python_cancel"
+	msgBusy             = "A cell is already running; inspect python_run or cancel it"
+	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
+	msgTimedOut         = "Execution timed out after %s s"
+	msgKeptVariables    = "; variables preserved"
+	msgVariablesCleared = "variables cleared"
+	// How to give a cell more time: a call that blocks, and a background run.
+	msgLongerCell     = "; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run"
+	msgLongerStart    = "; for a longer run pass python_start a larger timeout (up to 3600 s)"
 	msgCancelled      = "Execution cancelled"
 	msgBeforeDispatch = "Execution cancelled before dispatch"
 	msgDidNotStop     = "; worker did not stop; variables cleared"

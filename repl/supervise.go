@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -327,7 +328,7 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 		case <-r.cancelled:
 			return s.interrupt(ctx, r, p, msgCancelled)
 		case <-deadline.C:
-			return s.interrupt(ctx, r, p, msgTimedOut)
+			return s.timedOut(ctx, r, p)
 		case <-s.lifetime.Done():
 			return s.lost(p, r, msgAbandoned)
 		case <-ctx.Done():
@@ -394,6 +395,34 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		// The worker ended its own state and exits; do not hand it another cell.
 		s.stopWorker(p, workerDead)
 	}
+	return res
+}
+
+// timedOut stops a run past its deadline. Its error's first line says the limit,
+// whether the variables survived, and how to give the cell more time; what the
+// worker said of its own state follows on the next lines.
+func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
+	reason := fmt.Sprintf(msgTimedOut, strconv.FormatFloat(r.req.Timeout.Seconds(), 'f', -1, 64))
+	res := s.interrupt(ctx, r, p, reason)
+	if res.Error == nil || !strings.HasPrefix(*res.Error, reason) {
+		return res // the run ended on its own meanwhile
+	}
+	first, rest, more := strings.Cut(*res.Error, "\n")
+	switch {
+	case res.State == StatePreserved:
+		first += msgKeptVariables
+	case !strings.Contains(first, msgVariablesCleared):
+		first += "; " + msgVariablesCleared // the worker's own lines say why
+	}
+	if r.background {
+		first += msgLongerStart
+	} else {
+		first += msgLongerCell
+	}
+	if more {
+		first += "\n" + rest
+	}
+	res.Error = &first
 	return res
 }
 
