@@ -80,6 +80,11 @@ SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB
 SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
 SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
 SHELL_FAILED_TAIL = SHELL_FAILED + '. Its stderr ends:\n{}'
+SHELL_LINE_FAILED = "Shell exited with status {}; its stderr is the cell's stderr; the rest of the cell did not run"
+PIP_MISSING = (
+    '%pip: {0} has no pip (a venv made by `uv venv` has none) and uv is not on PATH; '
+    'add pip with `!{0} -m ensurepip`, or put uv on PATH'
+)
 COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a leading !cmd or %pip line runs
 SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
 
