@@ -38,7 +38,7 @@ from .messages import (
 )
 from .output import STREAMS, NativeOutput, Output, Sink, Spool, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
-from .threads import THREADS
+from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
 
 EXIT_STATE_CLEARED = 70
@@ -480,7 +480,10 @@ class Worker:
         deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
         while True:
             # enumerate() drops a thread once its Python code has finished.
-            threads = THREADS.working_for(run_id, idle_pooled=self._executor.threads())
+            threads = [
+                thread for thread in THREADS.working_for(run_id, idle_pooled=self._executor.threads())
+                if not library_daemon(thread)  # tqdm's monitor, Dask's loop: the library's own
+            ]
             queued = self._executor.queued(run_id)
             if not threads and not queued:
                 return []
