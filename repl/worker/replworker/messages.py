@@ -116,6 +116,8 @@ TOOL_FAILED = 'MCP tool failed: {}'
 # Artifacts: refusals of artifact() and their details, and the argument checks.
 ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
 ARTIFACT_UNSUPPORTED_DETAIL = ARTIFACT_UNSUPPORTED + ' ({})'
+# A value of exact JSON builtins past a bound: its types are fine, its size is not.
+ARTIFACT_OVER_BOUNDS = "Artifact JSON is past its bounds ({}); write the value to a file and pass artifact(path=...)"
 ARTIFACT_STRINGS_TOO_LARGE = 'strings exceed the 16 MiB budget at 4 bytes per character'
 ARTIFACT_TOO_MANY_VALUES = f'more than {ARTIFACT_JSON_NODES:,} values'
 ARTIFACT_INT_TOO_LARGE = f'int over {PREVIEW_INT_BITS} bits'
@@ -131,6 +133,7 @@ ARTIFACT_BAD_ENCODING = 'artifact_read encoding must be text, base64 or hex'
 ARTIFACT_BAD_LENGTH = 'artifact_read length must be between 0 and 65536 bytes'
 ARTIFACT_BAD_FORWARD_FORMAT = 'Forward format must be json, text or explicit base64'
 ARTIFACT_AUTO_FAILED = 'Automatic artifact upload failed: {}'
+ARTIFACT_AUTO_NOT_MADE = 'Automatic artifact not made: {}'  # refused before any upload
 ARTIFACT_AUTO_INTERRUPTED = 'Automatic artifact upload skipped: the run was interrupted'
 NOT_STR_PATH = '{} must be a str path'
 NOT_STR = '{} must be a str, not {}'
