@@ -69,6 +69,7 @@ PREVIEW_CLASS = "<class '{}'>"
 PREVIEW_FUNCTION = '<function {}>'
 PREVIEW_BUILTIN = '<built-in function {}>'
 PREVIEW_MODULE = "<module '{}'>"
+PREVIEW_STYLER = '<Styler of the DataFrame below; its styles are not rendered>'
 PREVIEW_FRAME_SHAPE = '[{} rows x {} columns]'  # pandas' own
 PREVIEW_ARRAY = 'shape={}, dtype={})'  # the end of numpy's repr, always with both
 PREVIEW_ARRAY_OMITTED = '<ndarray; shape={}; dtype={}; too many dimensions to preview>'
