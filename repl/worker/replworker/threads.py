@@ -104,15 +104,18 @@ _method_function = types.MethodType.__dict__['__func__'].__get__
 _module_namespace = types.ModuleType.__dict__['__dict__'].__get__
 
 
+_library_dirs_found = []  # read once, at the first thread a cell leaves: not at start
+
+
 def _library_dirs():
     """Where installed libraries live (site-packages), as real paths. Not the standard
     library: its Thread subclasses (threading.Timer) and targets run the user's code."""
-    paths = sysconfig.get_paths()
-    dirs = {paths.get(key) for key in ('purelib', 'platlib')}
-    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+    if not _library_dirs_found:
+        paths = sysconfig.get_paths()
+        dirs = {paths.get(key) for key in ('purelib', 'platlib')}
+        _library_dirs_found.append(tuple(os.path.realpath(d) + os.sep for d in dirs if d))
+    return _library_dirs_found[0]
 
-
-_LIBRARY_DIRS = _library_dirs()
 # The standard library's own housekeeping threads, by target: a multiprocessing queue's
 # feeder, which a library's queue (Dask's nannies') starts.
 _STDLIB_HOUSEKEEPING = frozenset({('multiprocessing.queues', 'Queue._feed')})
@@ -134,7 +137,7 @@ def _library_module(name):
     under site-packages), not the user's."""
     namespace = _module_dict(name)
     path = None if namespace is None else dict.get(namespace, '__file__')
-    return type(path) is str and os.path.realpath(path).startswith(_LIBRARY_DIRS)
+    return type(path) is str and os.path.realpath(path).startswith(_library_dirs())
 
 
 def _state(thread, name):
