@@ -41,6 +41,9 @@ func TestModelViewRules(t *testing.T) {
 		"figure":         {Texts: []string{"[figure 1]"}, Images: []givenImage{png}},
 		"dataframe":      {Texts: []string{"   city   temp\n0  Oslo   3.50\n1  Lima  19.25"}},
 		"syntax":         {IsError: &yes, Texts: []string{"  File \"<repl:3f2a>\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n[failed]"}},
+		"timeout": {IsError: &yes, Texts: []string{"Execution timed out after 1 s; variables preserved; for a longer cell pass a larger timeout (up to 3600 s), " +
+			"or start it with python_start and poll python_run\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"['low', 'high', 'low']\nCategories (2, str): ['high', 'low']\n[ok; generation 1]"}},
 	}
 	// What the compact JSON of the structured value reads as (Claude Code passes an
 	// isError result's text only: the traceback alone).
@@ -71,6 +74,9 @@ func TestModelViewRules(t *testing.T) {
 		"figure":    {Texts: []string{jsonOf(nil)}},
 		"dataframe": {Texts: []string{jsonOf(map[string]any{"return_value": "<DataFrame; safe preview omitted>"})}},
 		"syntax":    {IsError: &yes, Texts: []string{"Traceback (most recent call last):\n  File \"<repl:3f2a>\", line 1\n    def f(:\nSyntaxError: invalid syntax"}},
+		// Before issue 21: the timeout said nothing more, the Categorical was omitted.
+		"timeout":     {IsError: &yes, Texts: []string{"Execution timed out\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"<Categorical; safe preview omitted>\n[ok; generation 1]"}},
 	}
 	recordsOf := func(m map[string]*given, flags bool) records {
 		r := records{given: map[string]*given{}}
