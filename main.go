@@ -110,7 +110,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen. Without either, a token is generated and its file's path printed on stderr")
 	fs.BoolVar(&o.noAuth, "http-no-auth", false, "with --transport http on loopback: require no bearer token, so every local user and process that can connect runs code as you; for clients that cannot send one")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
-	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
+	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB(), "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation. The default is half this machine's memory (or its cgroup's limit), at least 2048")
 	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
 	fs.StringVar(&o.scope, "mcp-scope", "project", "registries the broker reads: project, user, local (comma-separated), all, or none")
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")

@@ -89,6 +89,16 @@ pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.25]})
 `
 
 	cellSyntax = "def f(:\n    return 1\n"
+
+	// A cell past its timeout (timeoutLimit seconds): the failure line must say the
+	// limit, that the variables survived, and how to give a cell more time.
+	cellTimeoutPassed = "import time\nwhile True:\n    time.sleep(0.05)\n"
+
+	// A library object with no table of its own: it reads as pandas' repr, not as an
+	// omitted preview.
+	cellCategorical = `import pandas as pd
+pd.Categorical(["low", "high", "low"])
+`
 )
 
 // The long cell (docs/contract.md §5.6): it outlives the client's tool timeout, yields
@@ -106,6 +116,8 @@ const (
 	longYieldAfter  = 7  // longrepl's --yield-after, and so the wait its text proposes (50, and 45)
 	cellLong        = "import time\nprint('long started', flush=True)\ntime.sleep(11)\nprint('long done')\n'long value'"
 )
+// timeoutLimit is the timeout of cellTimeoutPassed, in seconds.
+const timeoutLimit = 1
 
 // cellTimeout is every cell's timeout in seconds: under Codex's 60 s tool timeout, so a
 // stuck cell reads as repl-mcp's timeout, not as the agent's.
@@ -142,6 +154,9 @@ func modelViewSteps() []step {
 		exec("syntax", cellSyntax),
 		{id: "long", server: "longrepl", tool: "execute_python", args: map[string]any{"code": cellLong, "timeout": cellTimeout}},
 		{id: "long_wait", server: "longrepl", tool: "python_run", derive: deriveLongWait},
+		{id: "timeout", server: "repl", tool: "execute_python", session: true,
+			args: map[string]any{"code": cellTimeoutPassed, "timeout": timeoutLimit}},
+		exec("categorical", cellCategorical),
 		{id: "tiny_image", server: "everything", tool: "get-tiny-image", args: map[string]any{}},
 	}
 }
@@ -377,6 +392,33 @@ func modelViewPoints() []point {
 			}
 			if a.errorFlag && (g.IsError == nil || !*g.IsError) {
 				c.errorf("%s does not set the error flag (is_error) on a SyntaxError", a.name)
+			}
+		}},
+		{"TimeoutSaysLimitStateAndRemedy", []string{"timeout"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "timeout")
+			text := g.Text()
+			if !strings.Contains(text, fmt.Sprintf("timed out after %d s", timeoutLimit)) {
+				c.errorf("the timeout's text does not say its limit (timed out after %d s):\n%s", timeoutLimit, clip(text, 600))
+			}
+			if !strings.Contains(text, "variables preserved") {
+				c.errorf("the timeout's text does not say whether the variables survived (variables preserved)")
+			}
+			if !strings.Contains(text, "python_start") {
+				c.errorf("the timeout's text does not say how to run a longer cell (python_start)")
+			}
+			if a.errorFlag && (g.IsError == nil || !*g.IsError) {
+				c.errorf("%s does not set the error flag (is_error) on a timeout", a.name)
+			}
+		}},
+		{"CategoricalReadsAsPandasRepr", []string{"categorical"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "categorical")
+			notError(c, a, g)
+			text := g.Text()
+			if strings.Contains(text, "safe preview omitted") {
+				c.errorf("the Categorical reads as its omitted preview")
+			}
+			if !strings.Contains(text, "['low', 'high', 'low']") || !strings.Contains(text, "Categories (2") {
+				c.errorf("the Categorical does not read as pandas shows it (its values, then Categories (2, ...)):\n%s", clip(text, 600))
 			}
 		}},
 	}

@@ -44,6 +44,9 @@ func TestModelViewRules(t *testing.T) {
 		"long": {Texts: []string{"long started\n[still running as run 3f2b; 6.0 s so far; generation 1; wait for more with " +
 			`python_run {"run_id":"3f2b","wait":45,"stdout_offset":13,"stderr_offset":0}]`}},
 		"long_wait": {Texts: []string{"long done\n\"long value\"\n[ok; generation 1; run 3f2b]"}},
+		"timeout": {IsError: &yes, Texts: []string{"Execution timed out after 1 s; variables preserved; for a longer cell pass a larger timeout (up to 3600 s), " +
+			"or start it with python_start and poll python_run\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"['low', 'high', 'low']\nCategories (2, str): ['high', 'low']\n[ok; generation 1]"}},
 	}
 	// What the compact JSON of the structured value reads as (Claude Code passes an
 	// isError result's text only: the traceback alone).
@@ -77,6 +80,9 @@ func TestModelViewRules(t *testing.T) {
 		// Before yield_after the long call blocked (Claude Code) or was cancelled at
 		// the tool timeout (Codex), and the model made no python_run.
 		"long": {Texts: []string{jsonOf(map[string]any{"stdout": "long started\nlong done\n", "return_value": "'long value'"})}},
+		// Before issue 21: the timeout said nothing more, the Categorical was omitted.
+		"timeout":     {IsError: &yes, Texts: []string{"Execution timed out\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"<Categorical; safe preview omitted>\n[ok; generation 1]"}},
 	}
 	recordsOf := func(m map[string]*given, flags bool) records {
 		r := records{given: map[string]*given{}}

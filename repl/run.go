@@ -43,6 +43,8 @@ type run struct {
 	id      string
 	req     ExecRequest
 	started time.Time
+	// background: started by python_start, so no call waits for it.
+	background bool
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close

@@ -68,6 +68,7 @@ var workerLimitTwins = map[string]twin{
 	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly,
 	"PREVIEW_NESTING": workerOnly, "PREVIEW_SORT_ITEMS": workerOnly, "FRAME_ROWS": workerOnly,
 	"FRAME_ROWS_SHORT": workerOnly, "FRAME_COLUMNS": workerOnly, "FRAME_COLWIDTH": workerOnly,
+	"FRAME_ROWS_MAX": workerOnly, "FRAME_COLUMNS_MAX": workerOnly,
 	"INDEX_ITEMS": workerOnly, "ARRAY_THRESHOLD": workerOnly, "ARRAY_EDGE_ITEMS": workerOnly,
 	"ARRAY_SHOWN_ITEMS": workerOnly, "ARRAY_ITEM_CHARS": workerOnly, "TRACEBACK_CHAIN": workerOnly,
 	"TRACEBACK_FRAMES": workerOnly, "TRACEBACK_SOURCE_CHARS": workerOnly, "TRACEBACK_MESSAGE_CHARS": workerOnly,

@@ -457,12 +457,19 @@ class ArtifactTests(WorkerTestCase):
         refused = [
             'Custom()', '[Custom()]', '{"k": Custom()}', 'Custom(), format="json"', 'D(a=1)', '[D()]', 'S("s")',
             '[S("s")]', 'I(1)', 'bytearray(b"x")', 'float("nan")', '[float("inf")]', '{1, 2}', '[frozenset()]',
-            '{1: "int key"}', '{("t",): 1}', '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
-            '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
+            '{1: "int key"}', '{("t",): 1}',
         ]
         for args in refused:
             with self.subTest(args=args):
                 self.assert_refused(f'artifact({args})', f'ValueError: {ARTIFACT_UNSUPPORTED}')
+        # Exact JSON past a bound: the message names the bound, and how to save it anyway.
+        past_bounds = [
+            '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
+            '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
+        ]
+        for args in past_bounds:
+            with self.subTest(args=args):
+                self.assert_refused(f'artifact({args})', 'ValueError: Artifact JSON is past its bounds (')
         self.assertEqual(self.worker.value('flag'), [])
         # Just within the budgets: the check passes and the upload begins.
         accepted = ['2 ** 4095', 'deep[0]', '[0] * 99_999', '["x" * (4 * 1024 * 1024)]', '{"k" * (2 * 1024 * 1024): "v" * (2 * 1024 * 1024)}']
@@ -700,7 +707,12 @@ class ArtifactTests(WorkerTestCase):
         result, events = self.worker.events_until_result(run_id)
         self.assertEqual(events, [])
         self.assert_ok(result)
-        self.assertEqual(result['artifact_error'], f'Automatic artifact upload failed: {ARTIFACT_UNSUPPORTED} (nesting deeper than 32)')
+        self.assertEqual(result['artifact_error'], "Automatic artifact not made: Artifact JSON is past its bounds (nesting deeper than 32); "
+                         "write the value to a file and pass artifact(path=...)")
+        # A list of 100,001 ints is exact JSON: the reason is its size, not its types.
+        result = self.worker.run('list(range(100_001))')
+        self.assertEqual(result['artifact_error'], "Automatic artifact not made: Artifact JSON is past its bounds (more than 100,000 values); "
+                         "write the value to a file and pass artifact(path=...)")
         # A saved file's trailing value is handled like a cell's.
         with open(self.path('big.py'), 'w') as file:
             file.write('"q" * 30_000\n')

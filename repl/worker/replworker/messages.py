@@ -69,6 +69,7 @@ PREVIEW_CLASS = "<class '{}'>"
 PREVIEW_FUNCTION = '<function {}>'
 PREVIEW_BUILTIN = '<built-in function {}>'
 PREVIEW_MODULE = "<module '{}'>"
+PREVIEW_STYLER = '<Styler of the DataFrame below; its styles are not rendered>'
 PREVIEW_FRAME_SHAPE = '[{} rows x {} columns]'  # pandas' own
 PREVIEW_ARRAY = 'shape={}, dtype={})'  # the end of numpy's repr, always with both
 PREVIEW_ARRAY_OMITTED = '<ndarray; shape={}; dtype={}; too many dimensions to preview>'
@@ -80,6 +81,11 @@ SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB
 SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
 SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
 SHELL_FAILED_TAIL = SHELL_FAILED + '. Its stderr ends:\n{}'
+SHELL_LINE_FAILED = "Shell exited with status {}; its stderr is the cell's stderr; the rest of the cell did not run"
+PIP_MISSING = (
+    '%pip: {0} has no pip (a venv made by `uv venv` has none) and uv is not on PATH; '
+    'add pip with `!{0} -m ensurepip`, or put uv on PATH'
+)
 COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a leading !cmd or %pip line runs
 SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
 
@@ -126,6 +132,8 @@ MCP_HELP_HINT = 'mcp.help(server) lists its tools as Python signatures; mcp.sear
 # Artifacts: refusals of artifact() and their details, and the argument checks.
 ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
 ARTIFACT_UNSUPPORTED_DETAIL = ARTIFACT_UNSUPPORTED + ' ({})'
+# A value of exact JSON builtins past a bound: its types are fine, its size is not.
+ARTIFACT_OVER_BOUNDS = "Artifact JSON is past its bounds ({}); write the value to a file and pass artifact(path=...)"
 ARTIFACT_STRINGS_TOO_LARGE = 'strings exceed the 16 MiB budget at 4 bytes per character'
 ARTIFACT_TOO_MANY_VALUES = f'more than {ARTIFACT_JSON_NODES:,} values'
 ARTIFACT_INT_TOO_LARGE = f'int over {PREVIEW_INT_BITS} bits'
@@ -141,6 +149,7 @@ ARTIFACT_BAD_ENCODING = 'artifact_read encoding must be text, base64 or hex'
 ARTIFACT_BAD_LENGTH = 'artifact_read length must be between 0 and 65536 bytes'
 ARTIFACT_BAD_FORWARD_FORMAT = 'Forward format must be json, text or explicit base64'
 ARTIFACT_AUTO_FAILED = 'Automatic artifact upload failed: {}'
+ARTIFACT_AUTO_NOT_MADE = 'Automatic artifact not made: {}'  # refused before any upload
 ARTIFACT_AUTO_INTERRUPTED = 'Automatic artifact upload skipped: the run was interrupted'
 NOT_STR_PATH = '{} must be a str path'
 NOT_STR = '{} must be a str, not {}'
