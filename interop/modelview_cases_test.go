@@ -116,6 +116,7 @@ const (
 	longYieldAfter  = 7  // longrepl's --yield-after, and so the wait its text proposes (50, and 45)
 	cellLong        = "import time\nprint('long started', flush=True)\ntime.sleep(11)\nprint('long done')\n'long value'"
 )
+
 // timeoutLimit is the timeout of cellTimeoutPassed, in seconds.
 const timeoutLimit = 1
 
