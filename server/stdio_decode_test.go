@@ -35,7 +35,7 @@ func TestDecodeLineMatchesGoSDK(t *testing.T) {
 	}
 	for _, line := range lines {
 		want, wantErr := jsonrpc.DecodeMessage([]byte(line))
-		got, err := decodeLine([]byte(line))
+		got, _, err := decodeLine([]byte(line))
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("%.80s: error %v, go-sdk's %v", line, err, wantErr)
 			continue
