@@ -30,8 +30,8 @@ type wireIDs struct {
 
 	mu     sync.Mutex
 	next   uint64
-	calls  map[string]*wireCall        // by the client's id (idKey)
-	byGo   map[any]*wireCall           // by the id go-sdk holds (ID.Raw)
+	calls  map[string]*wireCall       // by the client's id (idKey)
+	byGo   map[any]*wireCall          // by the id go-sdk holds (ID.Raw)
 	tokens map[string]json.RawMessage // stand-in progress token → token as sent
 }
 
