@@ -628,3 +628,20 @@ func TestIsErrorOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondInitializeIsInvalidRequest: an initialize on a session already
+// initialized is answered with -32600 and a message that says so, not go-sdk's
+// error with code 0; the session goes on serving.
+func TestSecondInitializeIsInvalidRequest(t *testing.T) {
+	w := startWire(t)
+	reply := w.request("initialize", map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "again", "version": "1"},
+	})
+	e, _ := reply.msg["error"].(map[string]any)
+	if code, _ := e["code"].(float64); code != -32600 || !strings.Contains(fmt.Sprint(e["message"]), "already initialized") {
+		t.Fatalf("second initialize: %s, want error -32600 saying the session is already initialized", reply.raw)
+	}
+	if list := w.request("tools/list", map[string]any{}); list.result() == nil {
+		t.Fatalf("tools/list after the refused initialize: %s", list.raw)
+	}
+}
