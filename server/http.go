@@ -191,6 +191,9 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		refuse(w, http.StatusNotFound, "404 page not found: the MCP endpoint is "+HTTPPath)
+	})
 	gate := newConnGate(limits.maxConns)
 	srv := &http.Server{
 		Handler:           mux,
@@ -328,6 +331,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prove(r)
+	// An unknown session is refused before its body is read, as the refusals
+	// above are: a client that declared a body and sent part of it must not hold
+	// the connection until the body timeout.
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
+		if !ok {
+			refuse(w, http.StatusNotFound, "session not found")
+			return
+		}
+		defer done()
+	}
 	var msgs peeked
 	if r.Method == http.MethodPost {
 		// A deadline for the body alone, lifted once it is read: the reply may
@@ -365,14 +379,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if id := r.Header.Get(sessionIDHeader); id != "" {
-		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
-		if !ok {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		defer done()
-	} else if msgs.initialize {
+	if r.Header.Get(sessionIDHeader) == "" && msgs.initialize {
 		ok, release := h.sessions.admit()
 		if !ok {
 			http.Error(w, "too many open MCP sessions, each with a call in flight; retry when one ends, or close one (HTTP DELETE)", http.StatusServiceUnavailable)
@@ -384,10 +391,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a request that will not be served and closes its connection
-// after the reply, so that refused clients cannot hold connections open.
+// after the reply, so that refused clients cannot hold connections open. The read
+// deadline expires at once: net/http would otherwise read what is left of a
+// declared body (up to 256 KiB) before closing, and wait as long as the client
+// takes to send it.
 func refuse(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, message, status)
+	http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // authorized checks the bearer token in constant time.

@@ -390,10 +390,13 @@ func TestHTTPRefusals(t *testing.T) {
 	t.Run("oversized body", func(t *testing.T) {
 		big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"` +
 			strings.Repeat("#", maxHTTPBody) + `"}}}`
+		session := openSession(t, url, "")
 		for _, sessionless := range []bool{true, false} {
 			resp, body := do("POST", strings.NewReader(big), func(r *http.Request) {
 				if !sessionless {
-					r.Header.Set("Mcp-Session-Id", "whatever")
+					for k, v := range session {
+						r.Header[k] = v
+					}
 				}
 			})
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
@@ -915,8 +918,8 @@ func closedByServer(conn net.Conn, d time.Duration) bool {
 	}
 }
 
-// TestHTTPRefusedConnectionsClose: a connection whose request got 401, 403 or
-// 413 is closed by the server, so refused clients cannot hold connections open
+// TestHTTPRefusedConnectionsClose: a connection whose request got 401, 403, 404 or
+// 413 is closed by the server, whatever part of its body was sent, so refused clients cannot hold connections open
 // in numbers; a client with the token is served after 300 of them.
 func TestHTTPRefusedConnectionsClose(t *testing.T) {
 	const token = "tok-0123456789abcdef"
@@ -936,6 +939,32 @@ func TestHTTPRefusedConnectionsClose(t *testing.T) {
 		{"foreign Origin", post("Origin: https://evil.example\r\n", initializeBody), http.StatusForbidden},
 		{"foreign Host", strings.Replace(post("Authorization: Bearer "+token+"\r\n", initializeBody), "Host: "+addr, "Host: evil.example", 1), http.StatusForbidden},
 		{"oversized body", post("Authorization: Bearer "+token+"\r\n", big), http.StatusRequestEntityTooLarge},
+	} {
+		conn, status, err := refusedConn(t, addr, c.request)
+		if err != nil || status != c.status {
+			t.Fatalf("%s: status %d, %v; want %d", c.name, status, err, c.status)
+		}
+		if !closedByServer(conn, 5*time.Second) {
+			t.Errorf("%s: the connection is still open 5 s after the %d", c.name, status)
+		}
+		conn.Close()
+	}
+
+	// A refused request that declared a body and sent only part of it: the server
+	// does not wait for the rest before it closes.
+	partial := func(path, header string) string {
+		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{\"jsonrpc\"",
+			path, addr, header)
+	}
+	auth := "Authorization: Bearer " + token + "\r\n"
+	for _, c := range []struct {
+		name, request string
+		status        int
+	}{
+		{"partial body, no token", partial(HTTPPath, ""), http.StatusUnauthorized},
+		{"partial body, foreign Origin", partial(HTTPPath, "Origin: https://evil.example\r\n"), http.StatusForbidden},
+		{"partial body, unknown session", partial(HTTPPath, auth+"Mcp-Session-Id: no-such-session\r\n"), http.StatusNotFound},
+		{"partial body, unknown path", partial("/elsewhere", auth), http.StatusNotFound},
 	} {
 		conn, status, err := refusedConn(t, addr, c.request)
 		if err != nil || status != c.status {
