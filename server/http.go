@@ -152,6 +152,11 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	case cfg.Token == "" && !cfg.NoAuth && !loopbackHostPort(addr):
 		return fmt.Errorf("listen on %s: %w to listen on a non-loopback address", addr, ErrTokenRequired)
 	}
+	if cfg.Token != "" {
+		if err := CheckToken(cfg.Token); err != nil {
+			return fmt.Errorf("bearer token: %w", err)
+		}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {

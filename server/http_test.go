@@ -641,10 +641,10 @@ func TestReadTokenFile(t *testing.T) {
 		}
 		return p
 	}
-	if tok, err := ReadTokenFile(write("ok", "  secret-one  \nsecond line\n", 0o600)); err != nil || tok != "secret-one" {
+	if tok, err := ReadTokenFile(write("ok", "  secret-one-0123456789  \nsecond line\n", 0o600)); err != nil || tok != "secret-one-0123456789" {
 		t.Fatalf("0600 file: %q, %v", tok, err)
 	}
-	if tok, err := ReadTokenFile(write("ro", "secret-two", 0o400)); err != nil || tok != "secret-two" {
+	if tok, err := ReadTokenFile(write("ro", "secret-two-0123456789", 0o400)); err != nil || tok != "secret-two-0123456789" {
 		t.Fatalf("0400 file without newline: %q, %v", tok, err)
 	}
 	for name, c := range map[string]struct {
@@ -654,7 +654,11 @@ func TestReadTokenFile(t *testing.T) {
 		"world": {"secret-three\n", 0o644},
 		"group": {"secret-four\n", 0o640},
 		"empty": {"\nsecret-five\n", 0o600},
-		"space": {"secret six\n", 0o600},
+		"space": {"secret six 0123456789\n", 0o600},
+		"short": {"secret-seven\n", 0o600},
+		"long":  {"secret-" + strings.Repeat("8", MaxTokenLen) + "\n", 0o600},
+		// Longer than what is read of the file: cut, and still refused.
+		"huge": {"secret-" + strings.Repeat("9", maxTokenFile) + "\n", 0o600},
 	} {
 		_, err := ReadTokenFile(write(name, c.content, c.mode))
 		if err == nil {
@@ -666,6 +670,40 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("a missing file was accepted")
+	}
+}
+
+// TestTokenLengthBounds: a token under 16 characters, or too long to fit in a
+// request's headers, is refused at start, on loopback too, with a message that
+// says how long it is and what to do; the bounds themselves are accepted.
+func TestTokenLengthBounds(t *testing.T) {
+	for _, c := range []struct {
+		token string
+		want  string // "" when accepted
+	}{
+		{"x", "has 1 characters, fewer than the 16"},
+		{"fifteen-chars-x", "has 15 characters, fewer than the 16"},
+		{strings.Repeat("a", MaxTokenLen+1), "has 4097 characters, more than the 4096 that fit"},
+		{strings.Repeat("b", 70000), "more than the 4096 that fit in a request's headers"},
+		{strings.Repeat("c", MinTokenLen), ""},
+		{strings.Repeat("d", MaxTokenLen), ""},
+	} {
+		err := CheckToken(c.token)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("a %d-character token: %v", len(c.token), err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a %d-character token: %v, want %q", len(c.token), err, c.want)
+		}
+		srv := New(Config{Version: "test"})
+		err = srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: "127.0.0.1:0", Token: c.token,
+			Listening: func(string, string) { t.Errorf("a %d-character token: served", len(c.token)) }})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a %d-character token on loopback: %v, want %q", len(c.token), err, c.want)
+		}
 	}
 }
 

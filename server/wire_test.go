@@ -543,7 +543,7 @@ func TestArgumentsMeanWhatTheSchemaSays(t *testing.T) {
 }
 
 // wireToken is the bearer token of TestIsErrorOverHTTP's server.
-const wireToken = "wire-test-token"
+const wireToken = "wire-test-token-0123"
 
 // TestIsErrorOverHTTP: Streamable HTTP carries the explicit isError too, and
 // go-sdk's own client (the in-process connection doctor uses) reads it as before.
