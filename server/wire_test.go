@@ -534,7 +534,7 @@ func TestArgumentsMeanWhatTheSchemaSays(t *testing.T) {
 	}
 
 	e := w.protocolError(t, "execute_python", map[string]any{"code": nil})
-	if e["code"] != -32602.0 || e["message"] != "Invalid arguments at /code: expected a string" {
+	if e["code"] != -32602.0 || e["message"] != "Invalid arguments at /code: got null, which is not allowed: pass a string" {
 		t.Fatalf("code null: %v", e)
 	}
 	if sc := w.succeed(t, "python_run", map[string]any{}); sc["value"] != 3.0 {
