@@ -110,8 +110,8 @@ func cliEnv(path, home string, extra ...string) []string {
 	}, extra...)
 }
 
-// toolsDir is a directory for PATH with what the launcher needs besides uvx (sh,
-// uname, sed, awk), linked from the test's PATH: PATH without uvx.
+// toolsDir is a directory for PATH with what the launcher needs besides uvx (sh and
+// uname), linked from the test's PATH: PATH without uvx.
 func toolsDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()

@@ -31,8 +31,10 @@ var supportedHosts = []struct{ os, arch, goos, goarch string }{
 	{"Darwin", "x86_64", "darwin", "amd64"},
 }
 
-// launcherTools are the POSIX utilities the launcher runs besides uname and uvx.
-var launcherTools = []string{"sed", "awk"}
+// launcherTools are the POSIX utilities the launcher runs besides uname and uvx:
+// none. Its failure path too runs only shell builtins, so that on a PATH without sed
+// or awk it still says why and exits 1, not 127; the stub PATHs hold nothing else.
+var launcherTools = []string{}
 
 // stubDir makes a directory for PATH holding a stub uname that answers unameS and
 // unameM (none when both are empty), links to the launcherTools and, if uvx is set, a
