@@ -29,6 +29,18 @@ const stubEnv = "REPL_MCP_PLUGIN_TEST_STUB"
 // stubFailure is what the failing stub uvx writes to stderr.
 const stubFailure = "error: Failed to resolve tool requirement\n  Caused by: Distribution not found at: file:///nowhere/repl_mcp.whl\n"
 
+// stubOffline is what the stub uvx writes with stubEnv=uvx-offline: uv 0.13's words
+// for a wheel it cannot download without a network. The stub also writes the
+// UV_HTTP_RETRIES it was given to the file stubRecordEnv names.
+const stubOffline = "error: Failed to resolve tool requirement\n" +
+	"  cause: Failed to download `repl-mcp @ https://example.invalid/repl_mcp.whl`\n" +
+	"  cause: Failed to fetch: https://example.invalid/repl_mcp.whl\n" +
+	"  cause: error sending request for url (https://example.invalid/repl_mcp.whl)\n" +
+	"  cause: client error (Connect)\n  cause: dns error\n  cause: error resolving DNS\n" +
+	"  cause: failed to lookup address information: Temporary failure in name resolution\n"
+
+const stubRecordEnv = "REPL_MCP_PLUGIN_TEST_RECORD"
+
 // stubCall is what the stub uvx prints.
 type stubCall struct {
 	Args []string `json:"args"`
@@ -38,6 +50,16 @@ type stubCall struct {
 func TestMain(m *testing.M) {
 	if os.Getenv(stubEnv) == "uvx-fails" {
 		fmt.Fprint(os.Stderr, stubFailure)
+		os.Exit(2)
+	}
+	if os.Getenv(stubEnv) == "uvx-offline" {
+		// What it was told about retries, for the test to read.
+		retries, set := os.LookupEnv("UV_HTTP_RETRIES")
+		if !set {
+			retries = "unset"
+		}
+		os.WriteFile(os.Getenv(stubRecordEnv), []byte(retries), 0o600)
+		fmt.Fprint(os.Stderr, stubOffline)
 		os.Exit(2)
 	}
 	if os.Getenv(stubEnv) == "uvx" {
@@ -385,7 +407,7 @@ func environ(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "REPL_MCP_WHEEL_BASE_URL", "CLAUDE_PLUGIN_ROOT", stubEnv:
+		case "PATH", "REPL_MCP_WHEEL_BASE_URL", "CLAUDE_PLUGIN_ROOT", stubEnv, "UV_HTTP_RETRIES", "UV_OFFLINE", "UV_FIND_LINKS":
 			continue
 		}
 		env = append(env, kv)

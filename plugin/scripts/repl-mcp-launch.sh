@@ -78,9 +78,10 @@ rpc_id() {
 }
 
 # uv_reason prints uv's error ($1, several lines) on one line: each line without its
-# indentation, its "error:"/"cause:" label and its tree drawing, joined by ": ".
+# indentation, its "error:"/"cause:" label and its tree drawing, joined by ": "; with
+# $2 = last, only the last of them (the innermost cause).
 uv_reason() {
-	joined= sep=
+	joined= sep= last=
 	while IFS= read -r l; do
 		l=${l#"${l%%[![:space:]]*}"}
 		for label in error: cause: "Caused by:" warning:; do
@@ -94,10 +95,12 @@ uv_reason() {
 		if [ -n "$l" ]; then
 			joined=$joined$sep$l
 			sep=": "
+			last=$l
 		fi
 	done <<EOF
 $1
 EOF
+	if [ "${2-}" = last ]; then joined=$last; fi
 	printf '%s' "$joined"
 }
 
@@ -155,10 +158,20 @@ fi
 # For a client, a first run that only asks for the version: uv's own error (no such
 # wheel, no network, no Python) would otherwise reach the client as a closed
 # connection. Once uv's cache holds the environment it costs a fraction of a second.
+# It does not retry a failed download (UV_HTTP_RETRIES=0 unless set): offline, uv's
+# retries cost many seconds before the same failure, and the client's startup
+# deadline may cut the line off.
 if [ "$client" = 1 ]; then
 	status=0
-	out=$(uvx --from "$base/$wheel" repl-mcp --version 2>&1 </dev/null) || status=$?
+	out=$(UV_HTTP_RETRIES=${UV_HTTP_RETRIES:-0} uvx --from "$base/$wheel" repl-mcp --version 2>&1 </dev/null) || status=$?
 	if [ "$status" != 0 ]; then
+		case $out in
+		*"error sending request"* | *"Network connectivity is disabled"* | *"dns error"* | *"tcp connect error"*)
+			# Offline, or uv told to be: say first what to set, which a cut-off
+			# line still shows.
+			fail "repl-mcp: uvx cannot download the repl-mcp wheel (offline?): set REPL_MCP_WHEEL_BASE_URL and UV_FIND_LINKS to a wheelhouse directory (make wheelhouse DIR=...) and UV_OFFLINE=1, or UV_OFFLINE=1 alone once uv's cache holds this version; uv said for $base/$wheel: $(uv_reason "$out" last)"
+			;;
+		esac
 		reason=$(uv_reason "$out")
 		fail "repl-mcp: uvx could not run $base/$wheel: ${reason:-exit status $status}"
 	fi
