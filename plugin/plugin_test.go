@@ -428,6 +428,33 @@ func lookPath(t *testing.T, name string) string {
 	return p
 }
 
+// TestReadmeLocalCheckout: the README's plugin section says how to install the plugin
+// from a local checkout, that it then runs from the checkout (TestClaudeCodePlugin
+// checks that it does), how to get uv, and that make wheelhouse needs the package
+// index once and then serves offline machines.
+func TestReadmeLocalCheckout(t *testing.T) {
+	text := string(readFile(t, "../README.md"))
+	_, section, ok := strings.Cut(text, "\n### The Claude Code plugin\n")
+	if !ok {
+		t.Fatal("README.md has no ### The Claude Code plugin section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, want := range []string{
+		"claude plugin marketplace add /path/to/checkout",
+		"claude plugin install python-repl@repl-mcp",
+		"The plugin then runs from the checkout itself",
+		"sh /path/to/checkout/plugin/scripts/repl-mcp-launch.sh --transport stdio",
+		"curl -LsSf https://astral.sh/uv/install.sh | sh",
+		"`make wheelhouse` needs the package index once",
+		"After that the directory serves any machine offline",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("README.md's plugin section does not say %q", want)
+		}
+	}
+}
+
 // TestReadmeInstall: the README's Install section names exactly the wheels the launcher
 // fetches, of the launcher's release.
 func TestReadmeInstall(t *testing.T) {
