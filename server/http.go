@@ -290,6 +290,7 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 	h := &httpHandler{
 		bodyTimeout: limits.bodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
+		ids:         newHTTPIDs(),
 		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
 		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -316,6 +317,7 @@ type httpHandler struct {
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
 	requests            *requestContexts
 	sessions            *mcpSessions
+	ids                 *httpIDs // ids and progress tokens as sent (http_ids.go)
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -370,8 +372,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusBadRequest, "failed to read body")
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		msgs = peek(body)
+		body, restore, forget := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
+		defer forget()
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if restore != nil {
+			rw := &restoringWriter{ResponseWriter: w, r: restore}
+			defer rw.finish()
+			w = rw
+		}
 	}
 	// Tie each call's handler to this HTTP request: a client that hangs up
 	// mid-call cancels it, as notifications/cancelled does. go-sdk hands handlers

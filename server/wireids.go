@@ -44,12 +44,16 @@ type wireCall struct {
 
 func newWireIDs() *wireIDs {
 	return &wireIDs{
-		prefix: "repl-mcp-" + rand.Text()[:12] + "-",
+		prefix: standInPrefix(),
 		calls:  map[string]*wireCall{},
 		byGo:   map[any]*wireCall{},
 		tokens: map[string]json.RawMessage{},
 	}
 }
+
+// standInPrefix starts every stand-in of one transport: random, so that no
+// client's own id or token is one.
+func standInPrefix() string { return "repl-mcp-" + rand.Text()[:12] + "-" }
 
 // Why a call is refused before go-sdk sees it; each is a -32600 Invalid Request.
 var (
@@ -90,7 +94,7 @@ func (w *wireIDs) admit(raw, params json.RawMessage) (jsonrpc.ID, json.RawMessag
 	if w.calls[key] != nil {
 		return jsonrpc.ID{}, params, errDuplicateID
 	}
-	call := &wireCall{key: key, raw: bytes.Clone(raw), goID: w.naturalID(raw)}
+	call := &wireCall{key: key, raw: bytes.Clone(raw), goID: naturalID(raw)}
 	if !call.goID.IsValid() || w.byGo[call.goID.Raw()] != nil {
 		call.goID = stringID(w.standIn())
 	}
@@ -107,7 +111,7 @@ func (w *wireIDs) admit(raw, params json.RawMessage) (jsonrpc.ID, json.RawMessag
 
 // naturalID is the id go-sdk holds exactly as sent, or an invalid ID when it
 // cannot: a number that is not an integer literal within ±2^53.
-func (w *wireIDs) naturalID(raw json.RawMessage) jsonrpc.ID {
+func naturalID(raw json.RawMessage) jsonrpc.ID {
 	if raw[0] == '"' {
 		var s string
 		json.Unmarshal(raw, &s)
