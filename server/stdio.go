@@ -147,12 +147,15 @@ func decodeLine(line []byte) (msg jsonrpc.Message, rawID json.RawMessage, err er
 		return req, rawID, nil
 	}
 	msg, err = jsonrpc.DecodeMessage(line)
-	if _, ok := msg.(*jsonrpc.Request); ok {
-		var id struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(line, &id)
-		rawID = id.ID
+	if _, ok := msg.(*jsonrpc.Request); ok && json.Valid(line) {
+		// The member go-sdk read: "id" exactly (its decoder matches keys by case),
+		// the last one if there are several.
+		jsonscan.Members(line, func(key, value []byte) bool {
+			if k, plain := jsonscan.PlainString(key); plain && k == "id" {
+				rawID = value
+			}
+			return true
+		})
 	}
 	return msg, rawID, err
 }
