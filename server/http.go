@@ -373,8 +373,13 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msgs = peek(body)
-		body, restore, forget := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
+		body, restore, forget, refused := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
 		defer forget()
+		if refused != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(refused.reply())
+			return
+		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		if restore != nil {
 			rw := &restoringWriter{ResponseWriter: w, r: restore}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/iota-uz/repl-mcp/internal/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Ids and progress tokens as sent, over Streamable HTTP (docs/contract.md §2.1,
@@ -19,8 +20,9 @@ import (
 // string, and the reply (JSON or the POST's SSE stream) is written with what the
 // client sent. A notifications/cancelled in a later POST of the same MCP session
 // names the call by the id as sent, and is rewritten to the stand-in while the call
-// is in flight. Unlike stdio, ids are not checked for duplicates or null here: each
-// POST is its own exchange, and go-sdk answers what it answers.
+// is in flight. A call whose id is null, and on an MCP session a call whose id is
+// that of one still in flight there, are refused with -32600 as on stdio; a
+// sessionless POST is its own exchange, and ids of different clients may meet there.
 
 // httpIDs hands out stand-ins and remembers, per MCP session, the calls in flight
 // under one.
@@ -28,12 +30,14 @@ type httpIDs struct {
 	prefix string
 	next   atomic.Uint64
 
-	mu      sync.Mutex
-	standIn map[string]string // session id + "\x00" + idKey → the stand-in id in flight
+	mu sync.Mutex
+	// inFlight maps session id + "\x00" + idKey to the stand-in id of each call in
+	// flight on an MCP session ("" for one that went to go-sdk as sent).
+	inFlight map[string]string
 }
 
 func newHTTPIDs() *httpIDs {
-	return &httpIDs{prefix: standInPrefix(), standIn: map[string]string{}}
+	return &httpIDs{prefix: standInPrefix(), inFlight: map[string]string{}}
 }
 
 // restorer maps the stand-ins of one POST back to what its client sent.
@@ -45,33 +49,69 @@ func (h *httpIDs) newStandIn() string {
 	return h.prefix + "h" + strconv.FormatUint(h.next.Add(1), 10)
 }
 
+// refusal is a call answered -32600 before go-sdk sees it, with id (nil: null).
+type refusal struct {
+	id  json.RawMessage
+	err error
+}
+
+// reply is the refusal's JSON-RPC error response.
+func (f *refusal) reply() []byte {
+	id := f.id
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": jsonrpc.CodeInvalidRequest, "message": f.err.Error()}})
+	return out
+}
+
 // rewrite returns body with stand-ins where go-sdk would change an id or a progress
-// token, the restorer for its reply (nil when nothing was replaced) and the function
-// that forgets its calls once the POST is answered.
-func (h *httpIDs) rewrite(session string, body []byte) ([]byte, *restorer, func()) {
+// token, the restorer for its reply (nil when nothing was replaced), the function
+// that forgets its call once the POST is answered, and a refusal for a call with a
+// null id or, on an MCP session, an id in flight there.
+func (h *httpIDs) rewrite(session string, body []byte) ([]byte, *restorer, func(), *refusal) {
+	nothing := func() {}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		// A batch or a malformed body goes to go-sdk as it came.
-		return body, nil, func() {}
+		return body, nil, nothing, nil
 	}
-	var inFlight string // the standIn key of this POST's call, if it has a stand-in
 	r := &restorer{values: map[string]json.RawMessage{}}
 	msg := trimmed
 	raw, start, end, hasID := member(msg, "id")
 	method, _, _, isRequest := member(msg, "method")
 	if !isRequest {
-		return body, nil, func() {}
+		return body, nil, nothing, nil
 	}
 	name, _ := jsonscan.PlainString(method)
-	if key, ok := idKey(raw); hasID && ok && string(raw) != "null" && !heldExactly(raw) {
-		standIn := h.newStandIn()
-		r.values[standIn] = bytes.Clone(raw)
-		quoted, _ := json.Marshal(standIn)
-		msg = splice(msg, start, end, quoted)
-		inFlight = session + "\x00" + key
+	notification := strings.HasPrefix(name, "notifications/")
+	var inFlight string // this POST's call in h.inFlight, if it is there
+	switch key, ok := idKey(raw); {
+	case !hasID || !ok || notification && string(raw) == "null":
+	case string(raw) == "null":
+		return body, nil, nothing, &refusal{err: errNullID}
+	case session != "" || !heldExactly(raw):
+		standIn := ""
+		if !heldExactly(raw) {
+			standIn = h.newStandIn()
+			r.values[standIn] = bytes.Clone(raw)
+			quoted, _ := json.Marshal(standIn)
+			msg = splice(msg, start, end, quoted)
+		}
+		if session == "" {
+			break // sessionless: its own exchange, which no later POST cancels by id
+		}
 		h.mu.Lock()
-		h.standIn[inFlight] = standIn
+		_, duplicate := h.inFlight[session+"\x00"+key]
+		if !duplicate {
+			inFlight = session + "\x00" + key
+			h.inFlight[inFlight] = standIn
+		}
 		h.mu.Unlock()
+		if duplicate {
+			return body, nil, nothing, &refusal{id: bytes.Clone(raw), err: errDuplicateID}
+		}
 	}
 	if params, pStart, pEnd, ok := member(msg, "params"); ok {
 		if token, tStart, tEnd, found := progressToken(params); found && needsStandIn(token) {
@@ -87,14 +127,14 @@ func (h *httpIDs) rewrite(session string, body []byte) ([]byte, *restorer, func(
 	done := func() {
 		if inFlight != "" {
 			h.mu.Lock()
-			delete(h.standIn, inFlight)
+			delete(h.inFlight, inFlight)
 			h.mu.Unlock()
 		}
 	}
 	if len(r.values) == 0 {
 		r = nil
 	}
-	return msg, r, done
+	return msg, r, done, nil
 }
 
 // cancelled rewrites the requestId of a notifications/cancelled to the stand-in of
@@ -113,7 +153,7 @@ func (h *httpIDs) cancelled(session string, msg []byte) []byte {
 		return msg
 	}
 	h.mu.Lock()
-	standIn := h.standIn[session+"\x00"+key]
+	standIn := h.inFlight[session+"\x00"+key]
 	h.mu.Unlock()
 	if standIn == "" {
 		return msg

@@ -128,3 +128,45 @@ func TestHTTPCancelReachesAStandInID(t *testing.T) {
 		t.Fatal("the call named by its id as sent was not cancelled")
 	}
 }
+
+// TestHTTPNullAndDuplicateIDs: over HTTP a call whose id is null gets -32600 with id
+// null instead of a silent 202, and on an MCP session a call reusing the id of one
+// still in flight gets -32600 with that id; the first call is unharmed.
+func TestHTTPNullAndDuplicateIDs(t *testing.T) {
+	url := startHTTP(t, "")
+	session := openSession(t, url, "")
+	refused := func(msgs []json.RawMessage, id, words string) bool {
+		return len(msgs) == 1 && rawField(t, msgs[0], "id", false) == id &&
+			strings.Contains(string(msgs[0]), `"code":-32600`) && strings.Contains(string(msgs[0]), words)
+	}
+	for name, header := range map[string]http.Header{"stateful": session, "sessionless": {}} {
+		if msgs := rawReplies(t, url, header, `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`); !refused(msgs, "null", `null`) {
+			t.Errorf("%s, id null: %s", name, msgs)
+		}
+	}
+
+	replies := make(chan []json.RawMessage, 1)
+	go func() {
+		replies <- rawReplies(t, url, session, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_python",`+
+			`"arguments":{"code":"import time\nprint('started', flush=True)\ntime.sleep(1)\n'first'"}}}`)
+	}()
+	testwait.Until(t, 20*time.Second, "the first call to start", func() bool {
+		msgs := rawReplies(t, url, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"python_run","arguments":{}}}`)
+		return len(msgs) == 1 && strings.Contains(string(msgs[0]), `started`)
+	})
+	if msgs := rawReplies(t, url, session, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); !refused(msgs, "9", "still in flight") {
+		t.Errorf("a second call with id 9 in flight: %s", msgs)
+	}
+	select {
+	case msgs := <-replies:
+		if len(msgs) != 1 || rawField(t, msgs[0], "id", false) != "9" || !strings.Contains(string(msgs[0]), `first`) {
+			t.Fatalf("the first call with id 9: %s", msgs)
+		}
+	case <-time.After(wait(t, 30*time.Second)):
+		t.Fatal("the first call with id 9 never answered")
+	}
+	// Once answered, its id is free again.
+	if msgs := rawReplies(t, url, session, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); len(msgs) != 1 || rawField(t, msgs[0], "result", false) == "" {
+		t.Errorf("id 9 after its call was answered: %s", msgs)
+	}
+}
