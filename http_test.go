@@ -471,6 +471,13 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o644)
+	short, long := filepath.Join(dir, "short-token"), filepath.Join(dir, "long-token")
+	if err := os.WriteFile(short, []byte("secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(long, []byte("secret-token"+strings.Repeat("-", 70000)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -499,6 +506,11 @@ func TestHTTPBinaryRefusals(t *testing.T) {
 		{[]string{"--transport", "http", "--http-no-auth", "--http-token-file", open}, 2, "--http-no-auth and --http-token-file exclude each other", nil},
 		{[]string{"--http-no-auth"}, 2, "--http-no-auth requires --transport http", nil},
 		{[]string{"--transport", "http", "--http-no-auth"}, 1, "--http-no-auth contradicts the token in REPL_MCP_HTTP_TOKEN", []string{"REPL_MCP_HTTP_TOKEN=secret-token-value"}},
+		// A short token is refused on loopback too, and a long one before it is
+		// answered with 431 forever.
+		{[]string{"--transport", "http"}, 1, "REPL_MCP_HTTP_TOKEN: the token has 12 characters, fewer than the 16", []string{"REPL_MCP_HTTP_TOKEN=secret-token"}},
+		{[]string{"--transport", "http", "--http-token-file", short}, 1, "the token has 12 characters, fewer than the 16", nil},
+		{[]string{"--transport", "http", "--http-token-file", long}, 1, "the token has 65536 characters, more than the 4096", nil},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		cmd := exec.CommandContext(ctx, exe, c.args...)

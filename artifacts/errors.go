@@ -40,6 +40,7 @@ var (
 	ErrSavePath   = errors.New("Artifact save needs an absolute destination path")
 	ErrSaveDir    = errors.New("Artifact destination is a directory")
 	ErrSaveParent = errors.New("Artifact destination directory does not exist or is not a directory")
+	ErrSaveName   = errors.New("Artifact destination cannot be a file name")
 	ErrSaveExists = errors.New("Artifact destination exists or cannot be linked; overwrite requires explicit true")
 	ErrSaveWrite  = errors.New("Artifact destination cannot be written")
 

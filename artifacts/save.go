@@ -33,6 +33,9 @@ func (s *Store) Save(ctx context.Context, owner, id, path string, overwrite bool
 	if !filepath.IsAbs(path) {
 		return Saved{}, ErrSavePath
 	}
+	if err := checkSaveName(path); err != nil {
+		return Saved{}, err
+	}
 	trailingSlash := strings.HasSuffix(path, string(filepath.Separator))
 	path = filepath.Clean(path)
 	e, err := s.acquire(owner, id)
@@ -46,14 +49,19 @@ func (s *Store) Save(ctx context.Context, owner, id, path string, overwrite bool
 	}
 	defer done()
 
-	if st, err := os.Stat(path); trailingSlash || err == nil && st.IsDir() {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return Saved{}, ErrSaveDir
 	}
+	// The parent is checked before a trailing slash is judged: a missing parent
+	// is what the caller must fix first.
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil {
 		return Saved{}, fmt.Errorf("%w: %w", ErrSaveParent, sysCause(err))
 	} else if !st.IsDir() {
 		return Saved{}, ErrSaveParent
+	}
+	if trailingSlash {
+		return Saved{}, fmt.Errorf("%w: the path ends in %c, which names a directory; give the file's name", ErrSaveDir, filepath.Separator)
 	}
 
 	tmp := filepath.Join(dir, savePrefix+ids.UUID())
@@ -99,6 +107,29 @@ func (s *Store) Save(ctx context.Context, owner, id, path string, overwrite bool
 	}
 	s.log.Debug("artifact saved", "id", id, "owner", owner, "path", path, "overwrite", overwrite)
 	return Saved{Artifact: e.ref, Saved: true, Path: path}, nil
+}
+
+// The bounds of a name on Linux (NAME_MAX, and PATH_MAX less its NUL).
+const (
+	maxNameBytes = 255
+	maxPathBytes = 4095
+)
+
+// checkSaveName refuses a path no file can have, saying why, before anything is
+// written: a NUL byte, a name over 255 bytes, a path over 4095 bytes.
+func checkSaveName(path string) error {
+	if strings.IndexByte(path, 0) >= 0 {
+		return fmt.Errorf("%w: the path contains a NUL byte", ErrSaveName)
+	}
+	if len(path) > maxPathBytes {
+		return fmt.Errorf("%w: the path has %d bytes, more than the %d a path may have", ErrSaveName, len(path), maxPathBytes)
+	}
+	for name := range strings.SplitSeq(path, string(filepath.Separator)) {
+		if len(name) > maxNameBytes {
+			return fmt.Errorf("%w: a name in the path has %d bytes, more than the %d a file name may have", ErrSaveName, len(name), maxNameBytes)
+		}
+	}
+	return nil
 }
 
 // copyOut writes e's content to dst and fails with ErrSHA256 unless the bytes

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -91,6 +92,27 @@ func TestSaveBadDestinations(t *testing.T) {
 		for _, overwrite := range []bool{false, true} {
 			_, err = s.Save(ctx, ownerA, ref.ID, p, overwrite)
 			wantErr(t, err, artifacts.ErrSaveDir)
+		}
+	}
+	// A missing parent is said to be missing, with or without a trailing slash.
+	for _, p := range []string{filepath.Join(dir, "missing", "out"), filepath.Join(dir, "missing", "sub") + "/"} {
+		_, err = s.Save(ctx, ownerA, ref.ID, p, false)
+		if want := "Artifact destination directory does not exist or is not a directory: no such file or directory"; err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", p, err, want)
+		}
+	}
+	// A name no file can have says why, whether or not overwrite is set.
+	for p, want := range map[string]string{
+		filepath.Join(dir, "nul\x00name"):            "Artifact destination cannot be a file name: the path contains a NUL byte",
+		filepath.Join(dir, "sub\x00dir", "out"):      "Artifact destination cannot be a file name: the path contains a NUL byte",
+		filepath.Join(dir, strings.Repeat("n", 256)): "Artifact destination cannot be a file name: a name in the path has 256 bytes, more than the 255 a file name may have",
+		dir + strings.Repeat("/d", 2100):             "Artifact destination cannot be a file name: the path has",
+	} {
+		for _, overwrite := range []bool{false, true} {
+			_, err = s.Save(ctx, ownerA, ref.ID, p, overwrite)
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%.60q (overwrite %v): %v, want %q", p, overwrite, err, want)
+			}
 		}
 	}
 	_, err = s.Save(ctx, ownerA, ref.ID, filepath.Join(dir, "missing", "out"), true)

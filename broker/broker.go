@@ -80,8 +80,15 @@ func New(opts Options) *Broker {
 // Refresh reloads the registry now, clears failure cooldowns and cached
 // catalogues, and returns the broker's health. When the registry does not load
 // the error is the configuration error, as every other method reports it; the
-// health, which carries it too, is returned all the same.
+// health, which carries it too, is returned all the same. A closed broker loads
+// nothing: it says it is shut down.
 func (b *Broker) Refresh() (Health, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return b.Health(), errors.New(msgBrokerClosed)
+	}
 	err := b.reload()
 	b.mu.Lock()
 	for _, t := range b.transports {

@@ -20,7 +20,7 @@ type StdioSpec struct {
 	Env     []string // the whole environment
 	Dir     string
 	// Display is how messages show the command: the registry's text, ${VAR}
-	// placeholders unexpanded, shell-quoted. Empty shows Command.
+	// placeholders by name (see writtenCommand). Empty shows Command.
 	Display string
 }
 

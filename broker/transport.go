@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/iota-uz/repl-mcp/broker/oauth"
 	"github.com/iota-uz/repl-mcp/broker/registry"
-	"github.com/kballard/go-shellquote"
 )
 
 // Failure kinds explain reports for the last connect attempt (docs/contract.md §8.9).
@@ -176,7 +177,7 @@ func (b *Broker) stdioSpec(e registry.Entry) StdioSpec {
 	if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
 		command = filepath.Join(e.Cwd, command)
 	}
-	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd, Display: shellquote.Join(e.WrittenCommand)}
+	return StdioSpec{Command: command, Args: e.Args, Env: env, Dir: e.Cwd, Display: writtenCommand(e.WrittenCommand)}
 }
 
 // failureKind classifies a connect failure for explain.
@@ -227,4 +228,17 @@ func (b *Broker) closePeersAsync(peers []*peer) {
 	for _, p := range peers {
 		b.closePeerAsync(p)
 	}
+}
+
+// writtenCommand is how messages show a stdio command: as the registry wrote it,
+// ${VAR} placeholders by name (shell quoting would show \$\{VAR}), in Go quotes
+// only when a space, a quote or a control character would make it hard to read
+// where it ends.
+func writtenCommand(written string) string {
+	if written == "" || strings.ContainsFunc(written, func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '\''
+	}) {
+		return strconv.Quote(written)
+	}
+	return written
 }

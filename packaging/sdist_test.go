@@ -37,8 +37,12 @@ var pipNoIndex = []string{"--no-index", "--no-build-isolation", "--no-deps", "--
 
 // TestSdist makes the source distribution as `make sdist` does, checks what it holds,
 // and builds and installs it with pip into a fresh venv, with and without Go on PATH.
+// It is of the checkout's version, as `go run ./pywheel version` names it (a
+// development version but on a clean release tag), not of pyproject.toml's release.
 func TestSdist(t *testing.T) {
 	r := newRepo(t)
+	r.version = strings.TrimSpace(run(t, time.Minute, r.root, nil, goTool(t), "run", "./pywheel", "version"))
+	r.pep440 = r.version // pywheel prints the PEP 440 form
 	py3 := python3(t)
 	dist := t.TempDir()
 	start := time.Now()
@@ -208,6 +212,7 @@ func checkSdistFiles(t *testing.T, r *repo, files map[string][]byte) {
 	if p, err := wheel.LoadProject(filepath.Join(dir, "pyproject.toml")); err != nil {
 		t.Errorf("the sdist's pyproject.toml: %v", err)
 	} else if p.Version != r.version || p.Name != r.project.Name || !slices.Equal(p.Dependencies, r.project.Dependencies) {
+		// The version is the checkout's (TestSdist), the rest pyproject.toml's.
 		t.Errorf("the sdist's [project] is %s %s %v, want the checkout's %s %s %v", p.Name, p.Version, p.Dependencies, r.project.Name, r.version, r.project.Dependencies)
 	}
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,8 +33,10 @@ var supportedHosts = []struct{ os, arch, goos, goarch string }{
 	{"Darwin", "x86_64", "darwin", "amd64"},
 }
 
-// launcherTools are the POSIX utilities the launcher runs besides uname and uvx.
-var launcherTools = []string{"sed", "awk"}
+// launcherTools are the POSIX utilities the launcher runs besides uname and uvx:
+// none. Its failure path too runs only shell builtins, so that on a PATH without sed
+// or awk it still says why and exits 1, not 127; the stub PATHs hold nothing else.
+var launcherTools = []string{}
 
 // stubDir makes a directory for PATH holding a stub uname that answers unameS and
 // unameM (none when both are empty), links to the launcherTools and, if uvx is set, a
@@ -353,6 +356,65 @@ func TestLauncherUvxFails(t *testing.T) {
 	}
 	if _, messages := rpcErrors(t, stdout); len(messages) != 2 || messages[1] != want {
 		t.Errorf("client was told %q, want %q twice", messages, want)
+	}
+}
+
+// offlineAdvice starts the line a client is shown when uvx cannot download the wheel:
+// what to set, before anything a cut-off line could lose.
+const offlineAdvice = "repl-mcp: uvx cannot download the repl-mcp wheel (offline?): set REPL_MCP_WHEEL_BASE_URL and UV_FIND_LINKS " +
+	"to a wheelhouse directory (make wheelhouse DIR=...) and UV_OFFLINE=1, or UV_OFFLINE=1 alone once uv's cache holds this version; uv said for "
+
+// TestLauncherOffline: when uvx cannot download the wheel for want of a network, the
+// line the client is shown says which variables to set, then uv's innermost cause;
+// uv is told not to retry (unless the user says otherwise), so it fails at once.
+func TestLauncherOffline(t *testing.T) {
+	for _, tc := range []struct{ setting, want string }{{"", "0"}, {"UV_HTTP_RETRIES=5", "5"}} {
+		record := filepath.Join(t.TempDir(), "retries")
+		env := environ("PATH="+stubDir(t, "Linux", "x86_64", true), stubEnv+"=uvx-offline", stubRecordEnv+"="+record)
+		if tc.setting != "" {
+			env = append(env, tc.setting)
+		}
+		stdout, stderr, code := run(t, t.TempDir(), env, handshake, lookPath(t, "sh"), launcherPath(t), "--transport", "stdio")
+		line := oneLine(t, stderr)
+		if code != 1 || !strings.HasPrefix(line, offlineAdvice) ||
+			!strings.HasSuffix(line, ": failed to lookup address information: Temporary failure in name resolution") {
+			t.Errorf("exit %d, stderr %q\nwant exit 1, %q... and uv's last cause", code, line, offlineAdvice)
+		}
+		if _, messages := rpcErrors(t, stdout); len(messages) != 2 || messages[1] != line {
+			t.Errorf("client was told %q, want %q twice", messages, line)
+		}
+		if got, _ := os.ReadFile(record); string(got) != tc.want {
+			t.Errorf("with %q uvx got UV_HTTP_RETRIES %q, want %q", tc.setting, got, tc.want)
+		}
+	}
+}
+
+// TestLauncherOfflineRealUvx: the pinned uvx, pointed at a mirror that refuses the
+// connection, gives the same advice with its own cause.
+func TestLauncherOfflineRealUvx(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uvBin := filepath.Join(root, "interop", ".venv-uv", "bin")
+	if _, err := os.Stat(filepath.Join(uvBin, "uvx")); err != nil {
+		t.Fatalf("the pinned uvx is missing in %s (%v): run `make interop-deps` at the repository root", uvBin, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String() + "/wheels"
+	ln.Close() // nothing listens there now: the connection is refused
+	env := environ("PATH="+uvBin+string(os.PathListSeparator)+os.Getenv("PATH"), "REPL_MCP_WHEEL_BASE_URL="+base,
+		"UV_CACHE_DIR="+t.TempDir(), "UV_PYTHON_DOWNLOADS=never", "UV_NO_PROGRESS=1")
+	stdout, stderr, code := runFor(t, 2*time.Minute, t.TempDir(), env, handshake, lookPath(t, "sh"), launcherPath(t), "--transport", "stdio")
+	line := oneLine(t, stderr)
+	if code != 1 || !strings.HasPrefix(line, offlineAdvice+base+"/") || !strings.Contains(line, "Connection refused") {
+		t.Errorf("exit %d, stderr %q\nwant exit 1, %q... and uv's cause", code, line, offlineAdvice+base)
+	}
+	if _, messages := rpcErrors(t, stdout); len(messages) != 2 || messages[1] != line {
+		t.Errorf("client was told %q, want %q twice", messages, line)
 	}
 }
 

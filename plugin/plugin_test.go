@@ -29,6 +29,18 @@ const stubEnv = "REPL_MCP_PLUGIN_TEST_STUB"
 // stubFailure is what the failing stub uvx writes to stderr.
 const stubFailure = "error: Failed to resolve tool requirement\n  Caused by: Distribution not found at: file:///nowhere/repl_mcp.whl\n"
 
+// stubOffline is what the stub uvx writes with stubEnv=uvx-offline: uv 0.13's words
+// for a wheel it cannot download without a network. The stub also writes the
+// UV_HTTP_RETRIES it was given to the file stubRecordEnv names.
+const stubOffline = "error: Failed to resolve tool requirement\n" +
+	"  cause: Failed to download `repl-mcp @ https://example.invalid/repl_mcp.whl`\n" +
+	"  cause: Failed to fetch: https://example.invalid/repl_mcp.whl\n" +
+	"  cause: error sending request for url (https://example.invalid/repl_mcp.whl)\n" +
+	"  cause: client error (Connect)\n  cause: dns error\n  cause: error resolving DNS\n" +
+	"  cause: failed to lookup address information: Temporary failure in name resolution\n"
+
+const stubRecordEnv = "REPL_MCP_PLUGIN_TEST_RECORD"
+
 // stubCall is what the stub uvx prints.
 type stubCall struct {
 	Args []string `json:"args"`
@@ -38,6 +50,16 @@ type stubCall struct {
 func TestMain(m *testing.M) {
 	if os.Getenv(stubEnv) == "uvx-fails" {
 		fmt.Fprint(os.Stderr, stubFailure)
+		os.Exit(2)
+	}
+	if os.Getenv(stubEnv) == "uvx-offline" {
+		// What it was told about retries, for the test to read.
+		retries, set := os.LookupEnv("UV_HTTP_RETRIES")
+		if !set {
+			retries = "unset"
+		}
+		os.WriteFile(os.Getenv(stubRecordEnv), []byte(retries), 0o600)
+		fmt.Fprint(os.Stderr, stubOffline)
 		os.Exit(2)
 	}
 	if os.Getenv(stubEnv) == "uvx" {
@@ -386,7 +408,7 @@ func environ(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "REPL_MCP_WHEEL_BASE_URL", "CLAUDE_PLUGIN_ROOT", stubEnv:
+		case "PATH", "REPL_MCP_WHEEL_BASE_URL", "CLAUDE_PLUGIN_ROOT", stubEnv, "UV_HTTP_RETRIES", "UV_OFFLINE", "UV_FIND_LINKS":
 			continue
 		}
 		env = append(env, kv)
@@ -405,6 +427,33 @@ func lookPath(t *testing.T, name string) string {
 		t.Fatalf("%s not found on PATH: the plugin tests need it (%v)", name, err)
 	}
 	return p
+}
+
+// TestReadmeLocalCheckout: the README's plugin section says how to install the plugin
+// from a local checkout, that it then runs from the checkout (TestClaudeCodePlugin
+// checks that it does), how to get uv, and that make wheelhouse needs the package
+// index once and then serves offline machines.
+func TestReadmeLocalCheckout(t *testing.T) {
+	text := string(readFile(t, "../README.md"))
+	_, section, ok := strings.Cut(text, "\n### The Claude Code plugin\n")
+	if !ok {
+		t.Fatal("README.md has no ### The Claude Code plugin section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, want := range []string{
+		"claude plugin marketplace add /path/to/checkout",
+		"claude plugin install python-repl@repl-mcp",
+		"The plugin then runs from the checkout itself",
+		"sh /path/to/checkout/plugin/scripts/repl-mcp-launch.sh --transport stdio",
+		"curl -LsSf https://astral.sh/uv/install.sh | sh",
+		"`make wheelhouse` needs the package index once",
+		"After that the directory serves any machine offline",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("README.md's plugin section does not say %q", want)
+		}
+	}
 }
 
 // TestReadmeInstall: the README's Install section names exactly the wheels the launcher

@@ -1,11 +1,12 @@
 package repl
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -47,20 +48,21 @@ func probe(ctx context.Context, timeout time.Duration, python, dir string, env [
 	defer func() { gp.Kill(); gp.Wait() }()
 
 	line := make(chan probeLine, 1)
-	go func() { line <- readProbeLine(outR) }()
+	go func() { line <- readProbeOutput(outR) }()
 	var got probeLine
 	select {
 	case got = <-line:
 	case <-ctx.Done():
 		return nil, probeContextError(ctx)
 	}
+	if got.err != nil {
+		// Too much output, or none: nothing the probe does next changes that.
+		return nil, got.err
+	}
 	select {
 	case <-gp.Exited():
 	case <-ctx.Done():
 		return nil, probeContextError(ctx)
-	}
-	if got.err != nil {
-		return nil, got.err
 	}
 	if exit := gp.ExitStatus(); exit.Code != 0 {
 		return nil, fmt.Errorf("%s (probe %s)", msgNotPython, exit)
@@ -80,16 +82,19 @@ type probeLine struct {
 	err  error
 }
 
-func readProbeLine(r *os.File) probeLine {
-	br := bufio.NewReaderSize(r, probeOutputLimit+1)
-	line, err := br.ReadSlice('\n')
+// readProbeOutput reads what the probe prints until it closes its output, at most
+// probeOutputLimit bytes, and returns its first line. More than the limit fails as
+// soon as it has arrived, whether in one line or many.
+func readProbeOutput(r *os.File) probeLine {
+	out, err := io.ReadAll(io.LimitReader(r, probeOutputLimit+1))
 	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
+	case len(out) > probeOutputLimit:
 		return probeLine{err: errors.New(msgProbeTooLarge)}
-	case err != nil && len(line) == 0:
+	case err != nil || len(bytes.TrimSpace(out)) == 0:
 		return probeLine{err: errors.New(msgNotPython)}
 	}
-	return probeLine{text: append([]byte(nil), line...)}
+	first, _, _ := bytes.Cut(out, []byte{'\n'})
+	return probeLine{text: first}
 }
 
 func probeContextError(ctx context.Context) error {

@@ -152,6 +152,11 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 	case cfg.Token == "" && !cfg.NoAuth && !loopbackHostPort(addr):
 		return fmt.Errorf("listen on %s: %w to listen on a non-loopback address", addr, ErrTokenRequired)
 	}
+	if cfg.Token != "" {
+		if err := CheckToken(cfg.Token); err != nil {
+			return fmt.Errorf("bearer token: %w", err)
+		}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
@@ -191,6 +196,9 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		refuse(w, http.StatusNotFound, "404 page not found: the MCP endpoint is "+HTTPPath)
+	})
 	gate := newConnGate(limits.maxConns)
 	srv := &http.Server{
 		Handler:           mux,
@@ -282,6 +290,7 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 	h := &httpHandler{
 		bodyTimeout: limits.bodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
+		ids:         newHTTPIDs(),
 		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
 		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -308,6 +317,7 @@ type httpHandler struct {
 	tokenSum            []byte // sha256 of the bearer token; nil: no token
 	requests            *requestContexts
 	sessions            *mcpSessions
+	ids                 *httpIDs // ids and progress tokens as sent (http_ids.go)
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +338,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prove(r)
+	// An unknown session is refused before its body is read, as the refusals
+	// above are: a client that declared a body and sent part of it must not hold
+	// the connection until the body timeout.
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
+		if !ok {
+			refuse(w, http.StatusNotFound, "session not found")
+			return
+		}
+		defer done()
+	}
 	var msgs peeked
 	if r.Method == http.MethodPost {
 		// A deadline for the body alone, lifted once it is read: the reply may
@@ -351,8 +372,20 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusBadRequest, "failed to read body")
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		msgs = peek(body)
+		body, restore, forget, refused := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
+		defer forget()
+		if refused != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(refused.reply())
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if restore != nil {
+			rw := &restoringWriter{ResponseWriter: w, r: restore}
+			defer rw.finish()
+			w = rw
+		}
 	}
 	// Tie each call's handler to this HTTP request: a client that hangs up
 	// mid-call cancels it, as notifications/cancelled does. go-sdk hands handlers
@@ -365,14 +398,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if id := r.Header.Get(sessionIDHeader); id != "" {
-		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
-		if !ok {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		defer done()
-	} else if msgs.initialize {
+	if r.Header.Get(sessionIDHeader) == "" && msgs.initialize {
 		ok, release := h.sessions.admit()
 		if !ok {
 			http.Error(w, "too many open MCP sessions, each with a call in flight; retry when one ends, or close one (HTTP DELETE)", http.StatusServiceUnavailable)
@@ -384,10 +410,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a request that will not be served and closes its connection
-// after the reply, so that refused clients cannot hold connections open.
+// after the reply, so that refused clients cannot hold connections open. The read
+// deadline expires at once: net/http would otherwise read what is left of a
+// declared body (up to 256 KiB) before closing, and wait as long as the client
+// takes to send it.
 func refuse(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, message, status)
+	http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // authorized checks the bearer token in constant time.

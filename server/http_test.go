@@ -390,10 +390,13 @@ func TestHTTPRefusals(t *testing.T) {
 	t.Run("oversized body", func(t *testing.T) {
 		big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"` +
 			strings.Repeat("#", maxHTTPBody) + `"}}}`
+		session := openSession(t, url, "")
 		for _, sessionless := range []bool{true, false} {
 			resp, body := do("POST", strings.NewReader(big), func(r *http.Request) {
 				if !sessionless {
-					r.Header.Set("Mcp-Session-Id", "whatever")
+					for k, v := range session {
+						r.Header[k] = v
+					}
 				}
 			})
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
@@ -638,10 +641,10 @@ func TestReadTokenFile(t *testing.T) {
 		}
 		return p
 	}
-	if tok, err := ReadTokenFile(write("ok", "  secret-one  \nsecond line\n", 0o600)); err != nil || tok != "secret-one" {
+	if tok, err := ReadTokenFile(write("ok", "  secret-one-0123456789  \nsecond line\n", 0o600)); err != nil || tok != "secret-one-0123456789" {
 		t.Fatalf("0600 file: %q, %v", tok, err)
 	}
-	if tok, err := ReadTokenFile(write("ro", "secret-two", 0o400)); err != nil || tok != "secret-two" {
+	if tok, err := ReadTokenFile(write("ro", "secret-two-0123456789", 0o400)); err != nil || tok != "secret-two-0123456789" {
 		t.Fatalf("0400 file without newline: %q, %v", tok, err)
 	}
 	for name, c := range map[string]struct {
@@ -651,7 +654,11 @@ func TestReadTokenFile(t *testing.T) {
 		"world": {"secret-three\n", 0o644},
 		"group": {"secret-four\n", 0o640},
 		"empty": {"\nsecret-five\n", 0o600},
-		"space": {"secret six\n", 0o600},
+		"space": {"secret six 0123456789\n", 0o600},
+		"short": {"secret-seven\n", 0o600},
+		"long":  {"secret-" + strings.Repeat("8", MaxTokenLen) + "\n", 0o600},
+		// Longer than what is read of the file: cut, and still refused.
+		"huge": {"secret-" + strings.Repeat("9", maxTokenFile) + "\n", 0o600},
 	} {
 		_, err := ReadTokenFile(write(name, c.content, c.mode))
 		if err == nil {
@@ -663,6 +670,40 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("a missing file was accepted")
+	}
+}
+
+// TestTokenLengthBounds: a token under 16 characters, or too long to fit in a
+// request's headers, is refused at start, on loopback too, with a message that
+// says how long it is and what to do; the bounds themselves are accepted.
+func TestTokenLengthBounds(t *testing.T) {
+	for _, c := range []struct {
+		token string
+		want  string // "" when accepted
+	}{
+		{"x", "has 1 characters, fewer than the 16"},
+		{"fifteen-chars-x", "has 15 characters, fewer than the 16"},
+		{strings.Repeat("a", MaxTokenLen+1), "has 4097 characters, more than the 4096 that fit"},
+		{strings.Repeat("b", 70000), "more than the 4096 that fit in a request's headers"},
+		{strings.Repeat("c", MinTokenLen), ""},
+		{strings.Repeat("d", MaxTokenLen), ""},
+	} {
+		err := CheckToken(c.token)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("a %d-character token: %v", len(c.token), err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a %d-character token: %v, want %q", len(c.token), err, c.want)
+		}
+		srv := New(Config{Version: "test"})
+		err = srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: "127.0.0.1:0", Token: c.token,
+			Listening: func(string, string) { t.Errorf("a %d-character token: served", len(c.token)) }})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a %d-character token on loopback: %v, want %q", len(c.token), err, c.want)
+		}
 	}
 }
 
@@ -915,8 +956,8 @@ func closedByServer(conn net.Conn, d time.Duration) bool {
 	}
 }
 
-// TestHTTPRefusedConnectionsClose: a connection whose request got 401, 403 or
-// 413 is closed by the server, so refused clients cannot hold connections open
+// TestHTTPRefusedConnectionsClose: a connection whose request got 401, 403, 404 or
+// 413 is closed by the server, whatever part of its body was sent, so refused clients cannot hold connections open
 // in numbers; a client with the token is served after 300 of them.
 func TestHTTPRefusedConnectionsClose(t *testing.T) {
 	const token = "tok-0123456789abcdef"
@@ -936,6 +977,32 @@ func TestHTTPRefusedConnectionsClose(t *testing.T) {
 		{"foreign Origin", post("Origin: https://evil.example\r\n", initializeBody), http.StatusForbidden},
 		{"foreign Host", strings.Replace(post("Authorization: Bearer "+token+"\r\n", initializeBody), "Host: "+addr, "Host: evil.example", 1), http.StatusForbidden},
 		{"oversized body", post("Authorization: Bearer "+token+"\r\n", big), http.StatusRequestEntityTooLarge},
+	} {
+		conn, status, err := refusedConn(t, addr, c.request)
+		if err != nil || status != c.status {
+			t.Fatalf("%s: status %d, %v; want %d", c.name, status, err, c.status)
+		}
+		if !closedByServer(conn, 5*time.Second) {
+			t.Errorf("%s: the connection is still open 5 s after the %d", c.name, status)
+		}
+		conn.Close()
+	}
+
+	// A refused request that declared a body and sent only part of it: the server
+	// does not wait for the rest before it closes.
+	partial := func(path, header string) string {
+		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{\"jsonrpc\"",
+			path, addr, header)
+	}
+	auth := "Authorization: Bearer " + token + "\r\n"
+	for _, c := range []struct {
+		name, request string
+		status        int
+	}{
+		{"partial body, no token", partial(HTTPPath, ""), http.StatusUnauthorized},
+		{"partial body, foreign Origin", partial(HTTPPath, "Origin: https://evil.example\r\n"), http.StatusForbidden},
+		{"partial body, unknown session", partial(HTTPPath, auth+"Mcp-Session-Id: no-such-session\r\n"), http.StatusNotFound},
+		{"partial body, unknown path", partial("/elsewhere", auth), http.StatusNotFound},
 	} {
 		conn, status, err := refusedConn(t, addr, c.request)
 		if err != nil || status != c.status {

@@ -51,7 +51,18 @@ func ReadTokenFile(path string) (string, error) {
 	return token, nil
 }
 
-// CheckToken refuses a token that cannot travel in an Authorization header.
+// Bounds of a bearer token given by its user. A generated one (rand.Text) has 26
+// characters.
+const (
+	// MinTokenLen: a shorter token can be guessed by a client that tries many.
+	MinTokenLen = 16
+	// MaxTokenLen keeps "Authorization: Bearer TOKEN" well inside the 64 KiB
+	// of headers a request may carry (maxHeaderBytes), beside the others.
+	MaxTokenLen = 4096
+)
+
+// CheckToken refuses a token that cannot travel in an Authorization header, or is
+// too short to resist guessing. Its errors never quote the token.
 func CheckToken(token string) error {
 	if token == "" {
 		return errors.New("the token is empty")
@@ -60,6 +71,15 @@ func CheckToken(token string) error {
 		if c := token[i]; c <= ' ' || c >= 0x7f {
 			return errors.New("the token must be printable ASCII without spaces")
 		}
+	}
+	switch {
+	case len(token) < MinTokenLen:
+		return fmt.Errorf("the token has %d characters, fewer than the %d a token needs to resist guessing "+
+			"(even on loopback); use a longer one, such as the output of `openssl rand -hex 32`, or give none "+
+			"and the server generates one", len(token), MinTokenLen)
+	case len(token) > MaxTokenLen:
+		return fmt.Errorf("the token has %d characters, more than the %d that fit in a request's headers "+
+			"(64 KiB in all); use a shorter one", len(token), MaxTokenLen)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ func followProgress(ctx context.Context) (watch *repl.OutputWatch, stop func()) 
 		return nil, func() {}
 	}
 	token := call.Params.GetProgressToken()
-	if token == nil {
+	if !echoableToken(token) {
 		return nil, func() {}
 	}
 	watch = repl.NewOutputWatch()
@@ -51,6 +52,21 @@ func followProgress(ctx context.Context) (watch *repl.OutputWatch, stop func()) 
 		close(done)
 		wg.Wait()
 	}
+}
+
+// echoableToken reports a progress token the specification allows, a string or
+// an integer, as encoding/json decodes it. An integer beyond 2^53 has lost digits
+// here: where the transport owns the bytes it arrives as a stand-in string and
+// leaves with every digit (wireids.go); anywhere else it gets no notifications
+// rather than ones for another token.
+func echoableToken(token any) bool {
+	switch t := token.(type) {
+	case string:
+		return true
+	case float64:
+		return t == math.Trunc(t) && math.Abs(t) <= maxExactFloat
+	}
+	return false
 }
 
 // reportProgress sends a notification for the first output and then at most one per

@@ -61,6 +61,12 @@ func TestProgressOverHTTP(t *testing.T) {
 		if msgs := call(t, stateful, body(3, nil, map[string]any{})); len(msgs) != 1 {
 			t.Fatalf("a call without a progressToken got %d messages: %v", len(msgs), msgs)
 		}
+		// A token must be a string or an integer: anything else is not echoed.
+		for i, token := range []any{1.5, true, map[string]any{"k": 1}, []any{1}} {
+			if msgs := call(t, stateful, body(10+i, token, map[string]any{})); len(msgs) != 1 {
+				t.Fatalf("a call with progressToken %v got %d messages: %v", token, len(msgs), msgs)
+			}
+		}
 	})
 	t.Run("stateless", func(t *testing.T) {
 		hHealth, _ := statelessCall(0, "python_health", nil)

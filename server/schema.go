@@ -138,6 +138,9 @@ func (in inputSchema) parse(raw json.RawMessage) (arguments, error) {
 			}
 			continue
 		}
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return nil, &argError{pointer(p.name), p.nullReason()}
+		}
 		value, reason := p.value(v)
 		if reason != "" {
 			if p.message != "" {
@@ -164,6 +167,24 @@ func (in inputSchema) names() string {
 // pointer is the JSON Pointer of a top-level property.
 func pointer(name string) string {
 	return "/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
+// nullReason says why null is refused for p and what to send instead: null fits
+// no type of JSON Schema's but null, and absent is how a default is asked for.
+func (p param) nullReason() string {
+	what := "a " + p.typ
+	switch p.typ {
+	case "integer", "array", "object":
+		what = "an " + p.typ
+	}
+	switch {
+	case p.required:
+		return "got null, which is not allowed: pass " + what
+	case p.def != nil:
+		def, _ := json.Marshal(p.def)
+		return fmt.Sprintf("got null, which is not allowed: pass %s, or leave %s out for its default (%s)", what, p.name, def)
+	}
+	return fmt.Sprintf("got null, which is not allowed: pass %s, or leave %s out", what, p.name)
 }
 
 // value decodes v as p's type, or returns why v does not fit p. The values are

@@ -149,12 +149,12 @@ func TestDecodeMeansWhatTheSchemaSays(t *testing.T) {
 		t.Errorf("timeout 5e0, reset true: %+v, %v", p, err)
 	}
 	for raw, want := range map[string]string{
-		`{"code":null}`:                           "Invalid arguments at /code: expected a string",
-		`{"code":"x","session_id":null}`:          "Invalid arguments at /session_id: expected a string",
-		`{"code":"x","reset":null}`:               "Invalid arguments at /reset: expected a boolean",
-		`{"code":"x","timeout":null}`:             "Invalid arguments at /timeout: expected a number",
+		`{"code":null}`:                           "Invalid arguments at /code: got null, which is not allowed: pass a string",
+		`{"code":"x","session_id":null}`:          "Invalid arguments at /session_id: got null, which is not allowed: pass a string, or leave session_id out",
+		`{"code":"x","reset":null}`:               "Invalid arguments at /reset: got null, which is not allowed: pass a boolean, or leave reset out for its default (false)",
+		`{"code":"x","timeout":null}`:             "Invalid arguments at /timeout: got null, which is not allowed: pass a number, or leave timeout out for its default (120)",
 		`{"code":"x","timeout":"5"}`:              "Invalid arguments at /timeout: expected a number",
-		`{"code":"x","expected_generation":null}`: "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
+		`{"code":"x","expected_generation":null}`: "Invalid arguments at /expected_generation: got null, which is not allowed: pass an integer, or leave expected_generation out",
 		`{"code":"x","expected_generation":"1"}`:  "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
 	} {
 		if _, err := decode(raw); err == nil || err.Error() != want {

@@ -91,7 +91,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(undeclaredCapabilities, unknownToolMessage, s.toolsForClient, s.toolOrder, explicitIsError)
+	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.toolsForClient, s.toolOrder, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -116,6 +116,23 @@ func undeclaredCapabilities(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: repl-mcp declares only the tools capability"}
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// secondInitialize answers an initialize on a session already initialized with
+// -32600: go-sdk refuses it with a plain error, which goes out with code 0, not a
+// JSON-RPC error code.
+func secondInitialize(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var rpcErr *jsonrpc.Error
+		if method == "initialize" && err != nil && !errors.As(err, &rpcErr) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: this session is already " +
+					"initialized; nothing changed. Send initialize once per session (over HTTP, without Mcp-Session-Id to open another)"}
+			}
+		}
+		return res, err
 	}
 }
 

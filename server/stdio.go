@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		closed:   make(chan struct{}),
 		changed:  make(chan struct{}, 1),
 		pending:  map[any]bool{},
+		ids:      newWireIDs(),
 	}
 	go c.readLoop(t.in, t.onEOF)
 	return c, nil
@@ -72,6 +74,8 @@ type stdioConn struct {
 	mu      sync.Mutex
 	pending map[any]bool  // ids of requests read and not yet answered
 	changed chan struct{} // pulsed when pending shrinks
+
+	ids *wireIDs // ids and progress tokens as the client sent them
 }
 
 func (c *stdioConn) SessionID() string { return "" }
@@ -109,14 +113,16 @@ const msgLineTooLong = "Message exceeds the 1 MiB line limit; it was discarded a
 // accept decodes one line and hands it to the session; false once the connection
 // is closed.
 func (c *stdioConn) accept(line []byte) bool {
-	msg, err := decodeLine(line)
+	msg, rawID, err := decodeLine(line)
 	if err != nil {
 		// The decoder's message may quote the line; keep the reply short.
 		c.writeError(nil, jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
 		return true
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
-		c.track(req)
+		if !c.admit(req, rawID) {
+			return true
+		}
 	}
 	select {
 	case c.messages <- msg:
@@ -133,24 +139,38 @@ func (c *stdioConn) accept(line []byte) bool {
 // server's garbage (the profile in docs/design.md, "Performance targets"). Anything
 // else, a response or a line that is not plainly a request, goes through go-sdk's
 // decoder, so what it accepts and how it fails are go-sdk's.
-func decodeLine(line []byte) (jsonrpc.Message, error) {
-	if req, ok := decodeRequest(line); ok {
-		return req, nil
+//
+// rawID is the request's id as sent (nil when it has none), which go-sdk's ID may
+// not hold (wireids.go).
+func decodeLine(line []byte) (msg jsonrpc.Message, rawID json.RawMessage, err error) {
+	if req, rawID, ok := decodeRequest(line); ok {
+		return req, rawID, nil
 	}
-	return jsonrpc.DecodeMessage(line)
+	msg, err = jsonrpc.DecodeMessage(line)
+	if _, ok := msg.(*jsonrpc.Request); ok && json.Valid(line) {
+		// The member go-sdk read: "id" exactly (its decoder matches keys by case),
+		// the last one if there are several.
+		jsonscan.Members(line, func(key, value []byte) bool {
+			if k, plain := jsonscan.PlainString(key); plain && k == "id" {
+				rawID = value
+			}
+			return true
+		})
+	}
+	return msg, rawID, err
 }
 
 // decodeRequest decodes a request with exactly go-sdk's keys ("jsonrpc": "2.0",
 // "method", optional "id" and "params", matched case-sensitively), or says no. It
 // leaves deep nesting to go-sdk, whose decoder refuses more than 1000 levels: a line
 // with more than that many brackets is never decoded here.
-func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
+func decodeRequest(line []byte) (*jsonrpc.Request, json.RawMessage, bool) {
 	if !jsonscan.Shallow(line) {
-		return nil, false
+		return nil, nil, false
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(line, &fields) != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	var version, method string
 	var rawID any
@@ -165,46 +185,59 @@ func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
 			err = json.Unmarshal(value, &rawID)
 		case "params":
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 		if err != nil {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if version != "2.0" || fields["method"] == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	switch rawID.(type) {
 	case nil, float64, string:
 	default:
-		return nil, false
+		return nil, nil, false
 	}
 	id, err := jsonrpc.MakeID(rawID)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	return &jsonrpc.Request{ID: id, Method: method, Params: fields["params"]}, true
+	return &jsonrpc.Request{ID: id, Method: method, Params: fields["params"]}, fields["id"], true
 }
 
-// track records calls that need a reply, and forgets those the client cancels
-// (a cancelled request may get no reply).
-func (c *stdioConn) track(req *jsonrpc.Request) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if req.IsCall() {
+// admit hands go-sdk a request under the id it can hold (wireids.go), refusing
+// with an error reply a call whose id is null or still in flight (a notification
+// with a null id is taken as the notification it is); it records
+// calls that need a reply, and forgets those the client cancels (a cancelled
+// request may get no reply). It reports whether the request goes on to go-sdk.
+func (c *stdioConn) admit(req *jsonrpc.Request, rawID json.RawMessage) bool {
+	if rawID != nil && !(string(bytes.TrimSpace(rawID)) == "null" && strings.HasPrefix(req.Method, "notifications/")) {
+		id, params, err := c.ids.admit(bytes.TrimSpace(rawID), req.Params)
+		if err != nil {
+			replyID := rawID
+			if errors.Is(err, errNullID) {
+				replyID = nil
+			}
+			c.writeError(replyID, jsonrpc.CodeInvalidRequest, err.Error())
+			return false
+		}
+		req.ID, req.Params = id, params
+		c.mu.Lock()
 		c.pending[req.ID.Raw()] = true
-		return
+		c.mu.Unlock()
+		return true
 	}
 	if req.Method == "notifications/cancelled" {
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				c.forget(id.Raw())
-			}
+		params, id := c.ids.cancelParams(req.Params)
+		req.Params = params
+		if id.IsValid() {
+			c.mu.Lock()
+			c.forget(id.Raw())
+			c.mu.Unlock()
 		}
 	}
+	return true
 }
 
 // forget drops a pending id; c.mu is held.
@@ -256,7 +289,18 @@ func (c *stdioConn) drain(ctx context.Context) error {
 }
 
 func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
-	data, err := encodeLine(msg)
+	var rawID json.RawMessage
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		rawID = c.ids.answered(m.ID)
+	case *jsonrpc.Request:
+		if m.Method == "notifications/progress" {
+			note := *m
+			note.Params = c.ids.progressParams(m.Params)
+			msg = &note
+		}
+	}
+	data, err := encodeLine(msg, rawID)
 	if err != nil {
 		return err
 	}
@@ -281,21 +325,31 @@ func (c *stdioConn) writeLine(data []byte) error {
 	return err
 }
 
-// encodeLine encodes msg as one line. A successful response is assembled around
-// its result, which go-sdk has just encoded compactly: encoding the message again
+// encodeLine encodes msg as one line, a response with rawID (the id as the client
+// sent it) when it is not nil. A successful response is assembled around its
+// result, which go-sdk has just encoded compactly: encoding the message again
 // would scan the whole result once more, and results reach hundreds of kilobytes.
-func encodeLine(msg jsonrpc.Message) ([]byte, error) {
+func encodeLine(msg jsonrpc.Message, rawID json.RawMessage) ([]byte, error) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok || resp.Error != nil || len(resp.Result) == 0 || !resp.ID.IsValid() {
-		return jsonrpc.EncodeMessage(msg)
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err == nil && ok && rawID != nil {
+			if _, start, end, found := member(data, "id"); found {
+				data = splice(data, start, end, rawID)
+			}
+		}
+		return data, err
 	}
-	var idBuf bytes.Buffer
-	enc := json.NewEncoder(&idBuf)
-	enc.SetEscapeHTML(false) // as go-sdk encodes
-	if err := enc.Encode(resp.ID.Raw()); err != nil {
-		return nil, err
+	id := rawID
+	if id == nil {
+		var idBuf bytes.Buffer
+		enc := json.NewEncoder(&idBuf)
+		enc.SetEscapeHTML(false) // as go-sdk encodes
+		if err := enc.Encode(resp.ID.Raw()); err != nil {
+			return nil, err
+		}
+		id = bytes.TrimRight(idBuf.Bytes(), "\n")
 	}
-	id := bytes.TrimRight(idBuf.Bytes(), "\n")
 	line := make([]byte, 0, len(resp.Result)+len(id)+len(`{"jsonrpc":"2.0","id":,"result":}`)+1)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
@@ -304,8 +358,9 @@ func encodeLine(msg jsonrpc.Message) ([]byte, error) {
 	return append(line, '}', '\n'), nil
 }
 
-// writeError replies to a line that could not be read as a message, with id (a
-// string or a json.Number), or null when the line's id is unknown.
+// writeError replies to a line that could not be read or admitted as a message,
+// with id (a string, a json.Number or a json.RawMessage), or null when the line's
+// id is unknown.
 func (c *stdioConn) writeError(id any, code int64, message string) {
 	reply, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",

@@ -35,7 +35,7 @@ func TestDecodeLineMatchesGoSDK(t *testing.T) {
 	}
 	for _, line := range lines {
 		want, wantErr := jsonrpc.DecodeMessage([]byte(line))
-		got, err := decodeLine([]byte(line))
+		got, _, err := decodeLine([]byte(line))
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("%.80s: error %v, go-sdk's %v", line, err, wantErr)
 			continue
@@ -56,4 +56,30 @@ func normal(m jsonrpc.Message) jsonrpc.Message {
 		return &c
 	}
 	return m
+}
+
+// TestDecodeLineRawID: the raw id decodeLine reports is the member go-sdk reads:
+// "id" exactly, by case, the last of several, on both decoding paths.
+func TestDecodeLineRawID(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`:                      `1.5`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping","extra":1}`:            `1.5`,
+		`{"jsonrpc":"2.0","ID":7,"method":"ping","extra":1}`:              ``,
+		`{"jsonrpc":"2.0","id":1,"id":"two","method":"ping","extra":1}`:   `"two"`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:          ``,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","x":null}`: ``,
+	} {
+		msg, raw, err := decodeLine([]byte(line))
+		if err != nil {
+			t.Errorf("%s: %v", line, err)
+			continue
+		}
+		if string(raw) != want {
+			t.Errorf("%s: raw id %q, want %q", line, raw, want)
+		}
+		req, _ := msg.(*jsonrpc.Request)
+		if want == "" && req != nil && req.ID.IsValid() {
+			t.Errorf("%s: go-sdk reads id %v where the raw id is none", line, req.ID.Raw())
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -178,9 +180,153 @@ func TestEncodeLineMatchesGoSDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := encodeLine(resp)
+		got, err := encodeLine(resp, nil)
 		if err != nil || string(got) != string(want)+"\n" {
 			t.Errorf("encodeLine = %q, %v; want %q", got, err, want)
+		}
+	}
+}
+
+// serveRaw serves the lines of input with s until stdin ends, and returns the id,
+// error and progress token of each line written, as raw JSON.
+func serveRaw(t *testing.T, s *mcp.Server, input string) []rawReply {
+	t.Helper()
+	out := &lockedBuffer{}
+	transport := newStdioTransport(strings.NewReader(input), out, slog.New(slog.DiscardHandler), nil)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(t.Context(), transport) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not end after stdin EOF")
+	}
+	var replies []rawReply
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var r rawReply
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", sc.Text())
+		}
+		replies = append(replies, r)
+	}
+	return replies
+}
+
+type rawReply struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Params struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	} `json:"params"`
+}
+
+// TestIDsComeBackAsSent: every reply carries its request's id byte for byte,
+// whatever go-sdk can hold (an integer beyond int64 or beyond 2^53, a fraction,
+// -0, an exponent, a string); a call whose id is null, or whose id is still in
+// flight, is answered with -32600 instead of silence.
+func TestIDsComeBackAsSent(t *testing.T) {
+	ids := []string{`12345678901234567890123`, `9007199254740993`, `1.5`, `-0`, `1e2`, `-7`, `"a\u0062"`, `"x"`}
+	var input strings.Builder
+	input.WriteString(initLine)
+	for _, id := range ids {
+		input.WriteString(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}` + "\n")
+	}
+	// The slow call is still running when the second one with its id arrives.
+	input.WriteString(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"slow","arguments":{}}}` + "\n")
+	input.WriteString(`{"jsonrpc":"2.0","id":77,"method":"tools/list"}` + "\n")
+	input.WriteString(`{"jsonrpc":"2.0","id":null,"method":"tools/list"}` + "\n")
+	replies := serveRaw(t, slowServer(), input.String())
+
+	listed := map[string]int{}
+	var duplicate, null, slow bool
+	for _, r := range replies {
+		switch {
+		case r.Error != nil && string(r.ID) == "77":
+			duplicate = r.Error.Code == jsonrpc.CodeInvalidRequest && strings.Contains(r.Error.Message, "still in flight")
+		case r.Error != nil && string(r.ID) == "null":
+			null = r.Error.Code == jsonrpc.CodeInvalidRequest && strings.Contains(r.Error.Message, "null")
+		case r.Error != nil:
+			t.Errorf("id %s: error %+v", r.ID, r.Error)
+		case string(r.ID) == "77":
+			slow = strings.Contains(string(r.Result), "done")
+		default:
+			listed[string(r.ID)]++
+		}
+	}
+	for _, id := range ids {
+		if listed[id] != 1 {
+			t.Errorf("id %s: %d replies with the id as sent; got ids %v", id, listed[id], listed)
+		}
+	}
+	if !duplicate || !null || !slow {
+		var got []string
+		for _, r := range replies {
+			got = append(got, fmt.Sprintf("id %s error %+v", r.ID, r.Error))
+		}
+		t.Errorf("duplicate id refused %v, null id refused %v, the first call with the duplicated id answered %v: %s",
+			duplicate, null, slow, strings.Join(got, "; "))
+	}
+}
+
+// TestCancelReachesACallWithAStandInID: notifications/cancelled naming an id that
+// go-sdk holds under a stand-in cancels that call.
+func TestCancelReachesACallWithAStandInID(t *testing.T) {
+	started := make(chan struct{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "cancelled"}}}, nil
+		})
+	inR, inW := io.Pipe()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(t.Context(), newStdioTransport(inR, out, slog.New(slog.DiscardHandler), nil)) }()
+	io.WriteString(inW, initLine+`{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"block","arguments":{}}}`+"\n")
+	select {
+	case <-started:
+	case <-time.After(wait(t, 10*time.Second)):
+		t.Fatal("the call never started")
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.5}}`+"\n")
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(wait(t, 15*time.Second)):
+		t.Fatalf("the cancelled call never ended: %s", out.String())
+	}
+}
+
+// TestProgressTokensKeepEveryDigit: a progress token is echoed in notifications as
+// the client sent it, an integer beyond 2^53 included.
+func TestProgressTokensKeepEveryDigit(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "notify", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sent"}}}, err
+		})
+	tokens := []string{`12345678901234567890123`, `9007199254740993`, `-9007199254740993`, `42`, `"tok"`}
+	var input strings.Builder
+	input.WriteString(initLine)
+	for i, token := range tokens {
+		fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"notify","arguments":{},"_meta":{"progressToken":%s}}}`+"\n", i+10, token)
+	}
+	echoed := map[string]bool{}
+	for _, r := range serveRaw(t, s, input.String()) {
+		if r.Method == "notifications/progress" {
+			echoed[string(r.Params.ProgressToken)] = true
+		}
+	}
+	for _, token := range tokens {
+		if !echoed[token] {
+			t.Errorf("token %s not echoed as sent; echoed %v", token, echoed)
 		}
 	}
 }

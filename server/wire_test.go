@@ -534,7 +534,7 @@ func TestArgumentsMeanWhatTheSchemaSays(t *testing.T) {
 	}
 
 	e := w.protocolError(t, "execute_python", map[string]any{"code": nil})
-	if e["code"] != -32602.0 || e["message"] != "Invalid arguments at /code: expected a string" {
+	if e["code"] != -32602.0 || e["message"] != "Invalid arguments at /code: got null, which is not allowed: pass a string" {
 		t.Fatalf("code null: %v", e)
 	}
 	if sc := w.succeed(t, "python_run", map[string]any{}); sc["value"] != 3.0 {
@@ -543,7 +543,7 @@ func TestArgumentsMeanWhatTheSchemaSays(t *testing.T) {
 }
 
 // wireToken is the bearer token of TestIsErrorOverHTTP's server.
-const wireToken = "wire-test-token"
+const wireToken = "wire-test-token-0123"
 
 // TestIsErrorOverHTTP: Streamable HTTP carries the explicit isError too, and
 // go-sdk's own client (the in-process connection doctor uses) reads it as before.
@@ -626,5 +626,22 @@ func TestIsErrorOverHTTP(t *testing.T) {
 		if err != nil || res.IsError != want {
 			t.Fatalf("%s in process: %v, %v; want isError %v", code, res, err, want)
 		}
+	}
+}
+
+// TestSecondInitializeIsInvalidRequest: an initialize on a session already
+// initialized is answered with -32600 and a message that says so, not go-sdk's
+// error with code 0; the session goes on serving.
+func TestSecondInitializeIsInvalidRequest(t *testing.T) {
+	w := startWire(t)
+	reply := w.request("initialize", map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "again", "version": "1"},
+	})
+	e, _ := reply.msg["error"].(map[string]any)
+	if code, _ := e["code"].(float64); code != -32600 || !strings.Contains(fmt.Sprint(e["message"]), "already initialized") {
+		t.Fatalf("second initialize: %s, want error -32600 saying the session is already initialized", reply.raw)
+	}
+	if list := w.request("tools/list", map[string]any{}); list.result() == nil {
+		t.Fatalf("tools/list after the refused initialize: %s", list.raw)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,6 +185,7 @@ func Open(cfg Config) (*Journal, error) {
 		return nil, err
 	}
 	j.lock = lock
+	j.removeLeftovers()
 	recs, torn, err := load(j.path)
 	if err != nil {
 		privfile.Unlock(lock)
@@ -753,6 +755,40 @@ func decodeRecord(raw json.RawMessage) (Record, error) {
 		return Record{}, errors.New("negative timestamp")
 	}
 	return rec, nil
+}
+
+// leftoverName is a temp file of writeAtomic's for the journal named base: a
+// process killed between writing one and renaming it leaves it behind.
+func leftoverName(base, name string) bool {
+	uuid, ok := strings.CutPrefix(name, base+".")
+	if !ok {
+		return false
+	}
+	uuid, ok = strings.CutSuffix(uuid, ".new")
+	return ok && uuidPattern.MatchString(uuid)
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// removeLeftovers removes the temp files of earlier processes that wrote this
+// journal and were killed before renaming them. The lock is held, so none is
+// being written now; only regular files of exactly writeAtomic's pattern go.
+func (j *Journal) removeLeftovers() {
+	dir, base := filepath.Dir(j.path), filepath.Base(j.path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // load reports what is wrong with the directory
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !leftoverName(base, e.Name()) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			j.log.Warn("broker journal: could not remove a leftover temp file", "file", e.Name(), "err", err)
+			continue
+		}
+		j.log.Info("broker journal: removed a temp file left by a killed process", "file", e.Name())
+	}
 }
 
 // writeAtomic replaces path with data through a `<path>.<uuid>.new` temp file.

@@ -914,3 +914,48 @@ func TestJournalFinishedLineIsTheRecordsEncoding(t *testing.T) {
 		t.Errorf("a line without the dispatched tail is encoded whole: %s, %v", got, err)
 	}
 }
+
+// TestJournalRemovesItsLeftoverTempFiles: the temp files a process killed in the
+// middle of a write left beside the journal are removed by the next Open, and
+// nothing else is: not another journal's, not a name that only looks alike, not a
+// directory or a symbolic link of that name.
+func TestJournalRemovesItsLeftoverTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	const uuid = "0f1e2d3c-4b5a-4697-8877-665544332211"
+	leftovers := []string{"journal.json." + uuid + ".new", "journal.json.01234567-89ab-4cde-8f01-23456789abcd.new"}
+	kept := []string{
+		"other.json." + uuid + ".new",                           // another journal's
+		"journal.json." + uuid + ".new.keep",                    // not the pattern
+		"journal.json.not-a-uuid.new",                           // not a uuid
+		"journal.json." + uuid + "x.new",                        // not exactly one
+		"xjournal.json." + uuid + ".new",                        // another name that ends alike
+		"journal.json.0F1E2D3C-4B5A-4697-8877-665544332211.new", // not ids.UUID's lowercase
+	}
+	for _, name := range append(append([]string{}, leftovers...), kept...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subdir := "journal.json.aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee.new"
+	if err := os.Mkdir(filepath.Join(dir, subdir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := "journal.json.11111111-2222-4333-8444-555555555555.new"
+	if err := os.Symlink(filepath.Join(dir, kept[0]), filepath.Join(dir, link)); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, subdir, link)
+
+	openTestJournal(t, path)
+	for _, name := range leftovers {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("leftover %s still there: %v", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
+}

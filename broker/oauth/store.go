@@ -6,8 +6,10 @@ package oauth
 // link); it is opened without following links and must be a regular file of at
 // most 64 KiB, owned by the effective user, without group or other permission
 // bits. Saves are atomic (temp file in the same directory, fsync, rename, fsync
-// the directory). A refresh holds an exclusive flock on <stem>.lock so that two
-// repl-mcp processes sharing a grant do not both spend its refresh token.
+// the directory). A refresh holds an exclusive flock on <file>.oauth-lock so that
+// two repl-mcp processes sharing a grant do not both spend its refresh token: a
+// lock of its own, which no journal's lock (<stem>.lock) and no other grant's file
+// can be, since a credential file may not end in .lock or .oauth-lock.
 //
 // Errors name what is wrong, never the path (it may come from an environment
 // variable) and never a token.
@@ -33,6 +35,8 @@ const (
 	grantMaxBytes  = 64 << 10
 	grantLockWait  = 5 * time.Second
 	grantLockRetry = 20 * time.Millisecond
+	// grantLockSuffix names a grant's lock file: <credential file>.oauth-lock.
+	grantLockSuffix = ".oauth-lock"
 )
 
 // Messages the contract fixes (docs/contract.md §8.7).
@@ -73,6 +77,10 @@ type Grant struct {
 func CheckStoreDir(credentialFile string, create bool) error {
 	if !filepath.IsAbs(credentialFile) {
 		return fmt.Errorf("%w (the credential file path is not absolute)", ErrStoreUnsafe)
+	}
+	if strings.HasSuffix(credentialFile, ".lock") || strings.HasSuffix(credentialFile, grantLockSuffix) {
+		return fmt.Errorf("%w (the credential file's name ends in .lock or %s, the name of a lock file; choose another credentialFile)",
+			ErrStoreUnsafe, grantLockSuffix)
 	}
 	dir := filepath.Dir(credentialFile)
 	fi, err := os.Lstat(dir)
@@ -158,8 +166,9 @@ func SaveGrant(credentialFile string, g *Grant) error {
 	return nil
 }
 
-// LockGrant takes an exclusive flock on `<dir>/<stem>.lock` (created 0600, never
-// through a link), retrying every 20 ms for up to 5 s. unlock releases it.
+// LockGrant takes an exclusive flock on `<credential file>.oauth-lock` (created
+// 0600, never through a link), retrying every 20 ms for up to 5 s. unlock
+// releases it.
 func LockGrant(ctx context.Context, credentialFile string) (unlock func(), err error) {
 	return lockGrant(ctx, credentialFile, grantLockWait)
 }
@@ -168,7 +177,7 @@ func lockGrant(ctx context.Context, credentialFile string, wait time.Duration) (
 	if err := CheckStoreDir(credentialFile, false); err != nil {
 		return nil, err
 	}
-	path := privfile.LockPath(credentialFile)
+	path := credentialFile + grantLockSuffix
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	retry := time.NewTicker(grantLockRetry)

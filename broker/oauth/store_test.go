@@ -221,8 +221,8 @@ func TestOAuthStoreLockWaitsForTheHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Lstat(filepath.Join(filepath.Dir(file), "grant.lock")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("lock file = %v, %v; want grant.lock 0600", fi, err)
+	if fi, err := os.Lstat(file + ".oauth-lock"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file = %v, %v; want grant.json.oauth-lock 0600", fi, err)
 	}
 	const hold = 200 * time.Millisecond
 	got := make(chan error, 1)
@@ -281,5 +281,36 @@ func TestOAuthStoreLockGivesUpAfter5s(t *testing.T) {
 	}
 	if waited < grantLockWait || waited > grantLockWait+2*time.Second {
 		t.Fatalf("gave up after %v, want %v", waited, grantLockWait)
+	}
+}
+
+// TestOAuthStoreLockIsItsOwn: a grant's lock is a file of its own, not a journal's
+// lock (a journal grant.json in the same directory locks grant.lock, held for the
+// server's life) nor another grant's file; a credential file named like a lock
+// file is refused.
+func TestOAuthStoreLockIsItsOwn(t *testing.T) {
+	file := storeFile(t)
+	journalLock, err := os.OpenFile(filepath.Join(filepath.Dir(file), "grant.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer journalLock.Close()
+	if err := syscall.Flock(int(journalLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	unlock, err := LockGrant(ctx, file)
+	if err != nil {
+		t.Fatalf("LockGrant while grant.lock is held by another: %v", err)
+	}
+	unlock()
+	for _, name := range []string{"other.lock", "grant.json.oauth-lock"} {
+		other := filepath.Join(filepath.Dir(file), name)
+		_, err := LoadGrant(other)
+		wantStoreErr(t, err, ErrStoreUnsafe, "the name of a lock file")
+		wantStoreErr(t, SaveGrant(other, &Grant{TokenResponse: map[string]any{}}), ErrStoreUnsafe, "the name of a lock file")
+		_, err = LockGrant(t.Context(), other)
+		wantStoreErr(t, err, ErrStoreUnsafe, "the name of a lock file")
 	}
 }

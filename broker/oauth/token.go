@@ -15,7 +15,7 @@ package oauth
 //     rotated tokens are saved.
 //
 // Every OAuth request goes through a client that refuses redirects, bounds
-// response bodies to 16 KiB and each exchange to 30 s. Errors never hold a
+// response bodies to 64 KiB (oauthBodyLimit) and each exchange to 30 s. Errors never hold a
 // token, a secret, a URL or a response body.
 
 import (
@@ -441,7 +441,7 @@ func tokenRequestDetail(err error) (string, error) {
 		}
 		return te.Error(), ErrCredentialsRequired
 	case errors.Is(err, errOAuthBodyTooLarge):
-		return "the token endpoint's answer exceeds 16 KiB", nil
+		return fmt.Sprintf("the token endpoint's answer exceeds %d KiB", oauthBodyLimit>>10), nil
 	case errors.Is(err, errTokenEndpointURL), errors.Is(err, errTokenNotJSON):
 		return err.Error(), nil
 	}

@@ -50,17 +50,24 @@ func TestOAuthConcurrentRefreshSpendsTheRefreshTokenOnce(t *testing.T) {
 	}
 }
 
+// TestOAuthResponsesAreBounded: a response over 64 KiB is refused, and the message
+// names that bound; one of 40 KiB, over any smaller bound, is read.
 func TestOAuthResponsesAreBounded(t *testing.T) {
+	size := oauthBodyLimit
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"access_token":"` + strings.Repeat("a", oauthBodyLimit) + `"}`))
+		w.Write([]byte(`{"access_token":"` + strings.Repeat("a", size) + `","token_type":"Bearer"}`))
 	}))
 	defer srv.Close()
 	_, err := postForm(t.Context(), NewClient(http.DefaultTransport), srv.URL+"/token", url.Values{}, "id", "")
 	if !errors.Is(err, errOAuthBodyTooLarge) {
-		t.Fatalf("error = %v, want the 16 KiB bound", err)
+		t.Fatalf("error = %v, want the 64 KiB bound", err)
 	}
-	if detail, _ := tokenRequestDetail(err); detail != "the token endpoint's answer exceeds 16 KiB" {
+	if detail, _ := tokenRequestDetail(err); detail != "the token endpoint's answer exceeds 64 KiB" {
 		t.Fatalf("detail = %q", detail)
+	}
+	size = 40 << 10
+	if _, err := postForm(t.Context(), NewClient(http.DefaultTransport), srv.URL+"/token", url.Values{}, "id", ""); errors.Is(err, errOAuthBodyTooLarge) {
+		t.Fatalf("a 40 KiB answer: %v", err)
 	}
 }

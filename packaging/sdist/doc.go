@@ -1,5 +1,8 @@
 // Command sdist writes repl-mcp's source distribution, dist/repl_mcp-<version>.tar.gz,
-// for `make sdist`: go run ./packaging/sdist -out dist.
+// for `make sdist`: go run ./packaging/sdist -out dist. <version> is the checkout's,
+// as `make build` stamps it (internal/buildversion): the release on a clean release
+// tag, a development version anywhere else, written into the sdist's pyproject.toml
+// and PKG-INFO too.
 //
 // The archive holds what `go build .` needs on the installing machine and nothing
 // else: go.mod, go.sum, every non-test Go file (for any OS) and every embedded file of

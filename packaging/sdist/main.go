@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/buildversion"
+	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
 func main() {
@@ -46,12 +49,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path, err := Write(ctx, Config{Root: root, OutDir: *out, ModTime: mtime})
+	version, err := checkoutVersion(root)
+	if err != nil {
+		return err
+	}
+	path, err := Write(ctx, Config{Root: root, OutDir: *out, ModTime: mtime, Version: version})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, path)
 	return nil
+}
+
+// checkoutVersion is the version a build of the checkout at root reports, as make
+// build and make wheel stamp it: an unreleased checkout's sdist is named for its
+// commit, not for the release it will become. Outside a git checkout it is
+// pyproject.toml's.
+func checkoutVersion(root string) (string, error) {
+	proj, err := wheel.LoadProject(filepath.Join(root, "pyproject.toml"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		return proj.Version, nil
+	}
+	return buildversion.Checkout(root, proj.Version)
 }
 
 // moduleRoot is the directory of the go.mod that governs the working directory.

@@ -27,6 +27,11 @@ type Config struct {
 	Root    string    // the module root, holding go.mod and pyproject.toml
 	OutDir  string    // where the archive goes; created if missing
 	ModTime time.Time // every entry's modification time
+	// Version is the version the sdist is of, PEP 440: the checkout's
+	// (buildversion.Checkout), which is a development version except on a clean
+	// release tag. Empty is pyproject.toml's. It is written into the sdist's
+	// pyproject.toml, so the backend builds and names the same version.
+	Version string
 }
 
 // The in-tree PEP 517 backend: its module, and its directory relative to the sdist root.
@@ -61,10 +66,6 @@ func Write(ctx context.Context, cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	version, err := wheel.PEP440(proj.Version)
-	if err != nil {
-		return "", err
-	}
 	src, err := os.ReadFile(pyproject)
 	if err != nil {
 		return "", err
@@ -72,6 +73,16 @@ func Write(ctx context.Context, cfg Config) (string, error) {
 	sdistPyproject := withBackend(src)
 	if v, ok := plainVersion(sdistPyproject); !ok || v != proj.Version {
 		return "", fmt.Errorf("%s: the backend reads [project].version from a line of the form version = \"X\"; write it so", pyproject)
+	}
+	if cfg.Version != "" && cfg.Version != proj.Version {
+		sdistPyproject = withVersion(sdistPyproject, cfg.Version)
+		described := *proj
+		described.Version = cfg.Version
+		proj = &described
+	}
+	version, err := wheel.PEP440(proj.Version)
+	if err != nil {
+		return "", err
 	}
 
 	var names []string
@@ -150,6 +161,23 @@ func withBackend(src []byte) []byte {
 // versionLineRE is the form of [project].version that the backend, which has no TOML
 // parser on Python 3.10, reads (repl_mcp_build._pyproject_version).
 var versionLineRE = regexp.MustCompile(`^version\s*=\s*"([^"\\]+)"\s*(#.*)?$`)
+
+// withVersion is src with the [project].version line (plainVersion's) saying
+// version instead.
+func withVersion(src []byte, version string) []byte {
+	var b bytes.Buffer
+	table := ""
+	for _, line := range strings.SplitAfter(string(src), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if m := headerRE.FindStringSubmatch(trimmed); m != nil {
+			table = m[1]
+		} else if table == "project" && versionLineRE.MatchString(trimmed) {
+			line = "version = \"" + version + "\"\n"
+		}
+		b.WriteString(line)
+	}
+	return b.Bytes()
+}
 
 // plainVersion reads [project].version the way the backend does.
 func plainVersion(src []byte) (string, bool) {

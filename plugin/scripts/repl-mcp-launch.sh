@@ -18,6 +18,92 @@ for arg in "$@"; do
 	case $arg in -h | -help | --help | -V | -version | --version) client=0 ;; esac
 done
 
+# The failure path runs nothing but shell builtins (besides uname and uvx): on a PATH
+# without sed or awk it must still say why, and exit 1 rather than 127.
+
+# json_string prints $1 as the inside of a JSON string: backslashes and quotes
+# escaped, control characters (uv's tabs) turned into spaces.
+json_string() {
+	rest=$1 out=
+	while :; do
+		case $rest in
+		*[\\\"[:cntrl:]]*) ;;
+		*) break ;;
+		esac
+		head=${rest%%[\\\"[:cntrl:]]*}
+		rest=${rest#"$head"}
+		c=${rest%"${rest#?}"}
+		rest=${rest#?}
+		case $c in
+		\\ | \") out=$out$head\\$c ;;
+		*) out="$out$head " ;;
+		esac
+	done
+	printf '%s' "$out$rest"
+}
+
+# skip_spaces prints $1 without its leading spaces.
+skip_spaces() {
+	v=$1
+	while :; do
+		case $v in
+		" "*) v=${v# } ;;
+		*) break ;;
+		esac
+	done
+	printf '%s' "$v"
+}
+
+# rpc_id prints the id of the JSON-RPC request on the line $1 (its last "id" member):
+# a string without escapes or an integer, as written; nothing for a notification.
+rpc_id() {
+	case $1 in "{"*'"id"'*) ;; *) return 0 ;; esac
+	v=$(skip_spaces "${1##*'"id"'}")
+	case $v in :*) ;; *) return 0 ;; esac
+	v=$(skip_spaces "${v#:}")
+	case $v in
+	'"'*)
+		v=${v#'"'}
+		case $v in *'"'*) ;; *) return 0 ;; esac
+		v=${v%%'"'*}
+		case $v in *\\*) return 0 ;; esac
+		printf '"%s"' "$v"
+		;;
+	-[0-9]* | [0-9]*)
+		sign=
+		case $v in -*) sign=- v=${v#-} ;; esac
+		printf '%s%s' "$sign" "${v%%[!0-9]*}"
+		;;
+	esac
+}
+
+# uv_reason prints uv's error ($1, several lines) on one line: each line without its
+# indentation, its "error:"/"cause:" label and its tree drawing, joined by ": "; with
+# $2 = last, only the last of them (the innermost cause).
+uv_reason() {
+	joined= sep= last=
+	while IFS= read -r l; do
+		l=${l#"${l%%[![:space:]]*}"}
+		for label in error: cause: "Caused by:" warning:; do
+			case $l in "$label"*) l=${l#"$label"} && break ;; esac
+		done
+		l=${l#"${l%%[![:space:]]*}"}
+		for mark in × ├─▶ ╰─▶ │; do
+			case $l in "$mark"*) l=${l#"$mark"} && break ;; esac
+		done
+		l=${l#"${l%%[![:space:]]*}"}
+		if [ -n "$l" ]; then
+			joined=$joined$sep$l
+			sep=": "
+			last=$l
+		fi
+	done <<EOF
+$1
+EOF
+	if [ "${2-}" = last ]; then joined=$last; fi
+	printf '%s' "$joined"
+}
+
 # fail says why the server cannot start, in one line on stderr, and exits 1. An MCP
 # client keeps stderr in a log and shows only "connection closed", so when a client is
 # talking, the same line also answers each request it sends (its server/discover and
@@ -25,13 +111,11 @@ done
 fail() {
 	echo "$1" >&2
 	if [ "$client" = 1 ]; then
-		message=$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')
+		message=$(json_string "$1")
 		n=0
 		while [ "$n" -lt 8 ] && IFS= read -r line; do
 			n=$((n + 1))
-			# The request's id, a string or a number; a notification has none.
-			id=$(printf '%s\n' "$line" | sed -n -e 's/^{.*"id" *: *\("[^"\\]*"\).*$/\1/p' -e t \
-				-e 's/^{.*"id" *: *\(-\{0,1\}[0-9][0-9]*\).*$/\1/p')
+			id=$(rpc_id "$line")
 			if [ -n "$id" ]; then
 				printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"%s"}}\n' "$id" "$message"
 			fi
@@ -74,15 +158,21 @@ fi
 # For a client, a first run that only asks for the version: uv's own error (no such
 # wheel, no network, no Python) would otherwise reach the client as a closed
 # connection. Once uv's cache holds the environment it costs a fraction of a second.
+# It does not retry a failed download (UV_HTTP_RETRIES=0 unless set): offline, uv's
+# retries cost many seconds before the same failure, and the client's startup
+# deadline may cut the line off.
 if [ "$client" = 1 ]; then
 	status=0
-	out=$(uvx --from "$base/$wheel" repl-mcp --version 2>&1 </dev/null) || status=$?
+	out=$(UV_HTTP_RETRIES=${UV_HTTP_RETRIES:-0} uvx --from "$base/$wheel" repl-mcp --version 2>&1 </dev/null) || status=$?
 	if [ "$status" != 0 ]; then
-		reason=$(printf '%s\n' "$out" | awk '{
-			sub(/^[ \t]+/, ""); sub(/^(error|cause|Caused by|warning):[ \t]*/, "")
-			sub(/^(×|├─▶|╰─▶|│)[ \t]*/, "")
-			if ($0 != "") { printf "%s%s", sep, $0; sep = ": " }
-		}')
+		case $out in
+		*"error sending request"* | *"Network connectivity is disabled"* | *"dns error"* | *"tcp connect error"*)
+			# Offline, or uv told to be: say first what to set, which a cut-off
+			# line still shows.
+			fail "repl-mcp: uvx cannot download the repl-mcp wheel (offline?): set REPL_MCP_WHEEL_BASE_URL and UV_FIND_LINKS to a wheelhouse directory (make wheelhouse DIR=...) and UV_OFFLINE=1, or UV_OFFLINE=1 alone once uv's cache holds this version; uv said for $base/$wheel: $(uv_reason "$out" last)"
+			;;
+		esac
+		reason=$(uv_reason "$out")
 		fail "repl-mcp: uvx could not run $base/$wheel: ${reason:-exit status $status}"
 	fi
 fi
