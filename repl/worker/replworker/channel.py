@@ -102,6 +102,23 @@ class Channel:
         # other tells the reader to stop polling (park_reader).
         self._main_wake_r, self._main_wake_w = _wake_pipe()
         self._reader_wake_r, self._reader_wake_w = _wake_pipe()
+        os.register_at_fork(after_in_child=self._disown)
+
+    def _disown(self):
+        """In the child of a bare os.fork() in a cell: the protocol pipes are the worker's
+        alone, or parent and child would split the commands and both answer. /dev/null
+        takes their numbers (closing them would let a later open() reuse one), so what the
+        child sends is lost and its next read of a command is EOF, which ends it as the
+        server going would. Locks another thread held at the fork are made anew."""
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (self._read_fd, self._writer.fileno()):
+            os.dup2(null, fd, inheritable=False)
+        os.close(null)
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._arrived = threading.Lock()
+        self._received = bytearray()
+        self._reader_on = threading.Event()
 
     def send(self, frame):
         self.send_encoded(encode_frame(frame))
