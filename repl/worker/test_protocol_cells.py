@@ -35,8 +35,26 @@ class StartupTests(WorkerTestCase):
         self.assertEqual(self.worker.value('[__name__, __builtins__ is __import__("builtins")]'), ['__repl__', True])
 
     def test_protocol_fds_are_not_inheritable(self):
-        read_fd, write_fd = self.worker.child_fds
-        self.assertEqual(self.worker.value(f'import os\n[os.get_inheritable({read_fd}), os.get_inheritable({write_fd})]'), [False, False])
+        # The numbers the pipes came in on hold /dev/null now, and no descriptor of the
+        # worker but 0, 1 and 2 would pass to a child.
+        code = (
+            'import os\ndef inheritable(fd):\n    try:\n        return os.get_inheritable(fd)\n'
+            '    except OSError:\n        return None\n'
+            '[[os.path.samestat(os.fstat(fd), os.stat(os.devnull)) for fd in %r], '
+            '[fd for fd in range(3, 256) if inheritable(fd)]]'
+        ) % (self.worker.child_fds,)
+        self.assertEqual(self.worker.value(code), [[True, True], []])
+
+    def test_a_cell_that_takes_fds_3_and_4_keeps_the_worker(self):
+        # The pipes came in as fds 3 and 4; a cell reusing those numbers (dup2, close)
+        # must not cut the worker off: the next cells answer with the namespace intact.
+        code = (
+            'import os\nx = 41\nnull = os.open(os.devnull, os.O_RDWR)\n'
+            'os.dup2(null, 3)\nos.dup2(null, 4)\nos.close(3)\nos.close(null)\n"taken"'
+        )
+        self.assertEqual(self.worker.value(code), 'taken')
+        for _ in range(3):
+            self.assertEqual(self.worker.value('x += 1\nx'), 42 + _)
 
 
 class ExecutionTests(WorkerTestCase):
