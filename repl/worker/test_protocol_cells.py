@@ -58,6 +58,20 @@ class StartupTests(WorkerTestCase):
 
 
 class ExecutionTests(WorkerTestCase):
+    def test_stdout_and_stderr_reconfigure_as_text_streams(self):
+        code = (
+            'import sys\nsys.stdout.reconfigure(line_buffering=True, write_through=False)\n'
+            'sys.stderr.reconfigure(encoding="ascii", errors="backslashreplace")\n'
+            'print("café")\nprint("café", file=sys.stderr)\n'
+            '[sys.stdout.line_buffering, sys.stdout.write_through, sys.stderr.encoding, sys.stderr.errors]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [True, False, 'ascii', 'backslashreplace'])
+        self.assertEqual([result['stdout'], result['stderr']], ['café\n', 'caf\\xe9\n'])
+        # Like a real stream's, the setting lasts: the next cell writes under it too.
+        self.assertEqual(self.worker.run('import sys\nprint("é", file=sys.stderr)')['stderr'], '\\xe9\n')
+
     def test_two_plus_two(self):
         result = self.worker.run('2+2')
         self.assert_ok(result)
