@@ -204,6 +204,91 @@ class TracebackTests(WorkerTestCase):
         self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
         self.assertNotIn('json/decoder.py', result['error'])
 
+    # A group of three: two raised through a function, one with a cause, and a nested
+    # group, as a cell raises them. GROUP_CODE leaves the group to define on its first line.
+    GROUP_CODE = (
+        'def boom(n):\n    raise ValueError(n)\nerrors = []\nfor n in (1, 2):\n    try:\n        boom(n)\n'
+        '    except ValueError as e:\n        errors.append(e)\ntry:\n    raise KeyError("k")\n'
+        'except KeyError as e:\n    cause = OSError("o")\n    cause.__cause__ = e\n'
+        'errors.append(cause)\nraise Group("two", [*errors, Group("inner", [TypeError("t")])])'
+    )
+    GROUP_ERROR = [
+        '  + Exception Group Traceback (most recent call last):',
+        '  |   File "<repl:group>", line 16, in <module>',
+        '  |     raise Group("two", [*errors, Group("inner", [TypeError("t")])])',
+        '  | {name}: two (4 sub-exceptions)',
+        '  +-+---------------- 1 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 7, in <module>',
+        '    |     boom(n)',
+        '    |   File "<repl:group>", line 3, in boom',
+        '    |     raise ValueError(n)',
+        '    | ValueError: 1',
+        '    +---------------- 2 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 7, in <module>',
+        '    |     boom(n)',
+        '    |   File "<repl:group>", line 3, in boom',
+        '    |     raise ValueError(n)',
+        '    | ValueError: 2',
+        '    +---------------- 3 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 11, in <module>',
+        '    |     raise KeyError("k")',
+        "    | KeyError: 'k'",
+        '    | ',
+        '    | The above exception was the direct cause of the following exception:',
+        '    | ',
+        '    | OSError: o',
+        '    +---------------- 4 ----------------',
+        '    | {name}: inner (1 sub-exception)',
+        '    +-+---------------- 1 ----------------',
+        '      | TypeError: t',
+        '      +------------------------------------',
+    ]
+
+    def test_exception_group_shows_its_sub_exceptions_as_python(self):
+        if sys.version_info >= (3, 11):
+            # Python's own ExceptionGroup: the text is what Python prints, user frames only.
+            result = self.worker.run('Group = ExceptionGroup\n' + self.GROUP_CODE, 'group')
+            name = 'ExceptionGroup'
+        else:
+            # 3.10 has no ExceptionGroup; the `exceptiongroup` backport's groups (here a
+            # stand-in module of that name) are laid out the same way once it is imported.
+            backport = (
+                'import sys, types\nmodule = types.ModuleType("exceptiongroup")\n'
+                'class BaseExceptionGroup(BaseException):\n'
+                '    def __init__(self, message, exceptions):\n'
+                '        super().__init__(message, exceptions)\n'
+                '        self.message, self.exceptions = message, tuple(exceptions)\n'
+                '    def __str__(self):\n'
+                '        n = len(self.exceptions)\n'
+                '        return f"{self.message} ({n} sub-exception{\'s\' if n > 1 else \'\'})"\n'
+                'class ExceptionGroup(BaseExceptionGroup, Exception):\n    pass\n'
+                'module.BaseExceptionGroup, module.ExceptionGroup = BaseExceptionGroup, ExceptionGroup\n'
+                'sys.modules["exceptiongroup"] = module\nGroup = ExceptionGroup'
+            )
+            self.assert_ok(self.worker.run(backport))
+            result = self.worker.run(self.GROUP_CODE.replace('def boom', '\ndef boom', 1), 'group')
+            name = 'ExceptionGroup'
+        self.assertEqual(result['error'], '\n'.join(self.GROUP_ERROR).format(name=name))
+
+    def test_exception_group_bounds(self):
+        # At most 15 sections a group, as Python prints; and the whole within the bound of
+        # a traceback: the sections past it are counted, not shown.
+        if sys.version_info < (3, 11):
+            self.assertIn('NameError', self.worker.run('ExceptionGroup')['error'])  # none on 3.10
+            return
+        error = self.worker.run('raise ExceptionGroup("many", [ValueError(i) for i in range(17)])')['error']
+        self.assertEqual(error.count('    | ValueError: '), 15)
+        self.assertTrue(error.endswith(
+            '    +---------------- ... ----------------\n    | and 2 more exceptions\n    +------------------------------------'), error)
+        error = self.worker.run('raise ExceptionGroup("big", [ValueError("x" * 400) for i in range(60)])')['error']
+        shown = error.count('    | ValueError: ')
+        self.assertLess(len(error), 10_200)
+        self.assertGreater(shown, 10)
+        self.assertIn(f'    | and {60 - shown} more exceptions\n', error)
+
     def test_exception_chain_reads_as_python(self):
         result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e', 'chain')
         self.assertEqual(result['error'], '\n'.join([
