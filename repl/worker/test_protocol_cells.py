@@ -46,11 +46,13 @@ class StartupTests(WorkerTestCase):
         self.assertEqual(self.worker.value(code), [[True, True], []])
 
     def test_a_cell_that_takes_fds_3_and_4_keeps_the_worker(self):
-        # The pipes came in as fds 3 and 4; a cell reusing those numbers (dup2, close)
-        # must not cut the worker off: the next cells answer with the namespace intact.
+        # The pipes came in as fds 3 and 4 (the server's numbers; the harness passes its
+        # own); a cell reusing those numbers (dup2, close) must not cut the worker off:
+        # the next cells answer with the namespace intact.
+        read_fd, write_fd = self.worker.child_fds
         code = (
-            'import os\nx = 41\nnull = os.open(os.devnull, os.O_RDWR)\n'
-            'os.dup2(null, 3)\nos.dup2(null, 4)\nos.close(3)\nos.close(null)\n"taken"'
+            f'import os\nx = 41\nnull = os.open(os.devnull, os.O_RDWR)\n'
+            f'os.dup2(null, {read_fd})\nos.dup2(null, {write_fd})\nos.close({read_fd})\nos.close(null)\n"taken"'
         )
         self.assertEqual(self.worker.value(code), 'taken')
         for _ in range(3):
