@@ -8,7 +8,6 @@ pipe on fd 1 and fd 2, which the worker writes its barrier to and knows by ident
 import codecs
 import collections
 import fcntl
-import io
 import os
 import re
 import threading
