@@ -5,12 +5,14 @@
 // A guardian is the repl-mcp binary re-run with the hidden flag --internal-guardian.
 // The server starts it with [Start] as a session and process-group leader, connected by
 // a control socket on its stdin. The guardian reads the child's [Spec] from that socket,
-// starts the child in its own group and then only watches: it never copies the child's
-// protocol bytes (the server hands its pipes down as inherited descriptors), so it adds
-// no hop to any message. When the control socket hangs up (the server closed it or
-// died) or the child exits, the guardian SIGKILLs the detached job groups it was told
-// about and then its own process group, which holds the child and every ordinary
-// descendant.
+// starts the child as the leader of a process group of its own (so the child cannot
+// setsid out of it) and then only watches: it never copies the child's protocol bytes
+// (the server hands its pipes down as inherited descriptors), so it adds no hop to any
+// message. On Linux it is a child subreaper, so orphans below it become its children.
+// When the control socket hangs up (the server closed it or died) or the child exits,
+// the guardian SIGKILLs the detached job groups it was told about and the child's
+// group, reaps the child, kills and reaps every orphan it adopted, and then kills its
+// own process group.
 //
 // The package does not know what the child is: a Python worker, an interpreter probe
 // or a downstream MCP server are all just a [Spec].

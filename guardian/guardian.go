@@ -235,8 +235,17 @@ func (p *Process) reap() {
 // Pid is the child's pid.
 func (p *Process) Pid() int { return p.pid }
 
-// Group is the process group id shared by the guardian and the child.
+// Group is the guardian's process group (and session).
 func (p *Process) Group() int { return p.cmd.Process.Pid }
+
+// ChildGroup is the child's process group: the child leads a group of its own, which
+// holds it and every ordinary descendant. Before the child runs it is the guardian's.
+func (p *Process) ChildGroup() int {
+	if p.pid > 0 {
+		return p.pid
+	}
+	return p.Group()
+}
 
 // Exited is closed once the child has exited (or the guardian is gone).
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -247,18 +256,36 @@ func (p *Process) ExitStatus() Exit {
 	return p.exit
 }
 
-// Signal sends sig to the whole process group. A group that is already gone is not
-// an error.
+// Signal sends sig to the child's whole process group. A group that is already gone
+// is not an error, and once the guardian has been reaped nothing is signalled: the
+// group is gone and its number may be another's.
 func (p *Process) Signal(sig syscall.Signal) error {
-	err := syscall.Kill(-p.Group(), sig)
+	return p.signalGroup(p.ChildGroup(), sig)
+}
+
+func (p *Process) signalGroup(pgid int, sig syscall.Signal) error {
+	select {
+	case <-p.waited:
+		return nil
+	default:
+	}
+	err := syscall.Kill(-pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
 	return err
 }
 
-// Kill SIGKILLs the whole group at once.
+// Kill SIGKILLs the child's whole group at once; the guardian then sees the child
+// exit and tears down the rest (detached jobs, adopted orphans, itself).
 func (p *Process) Kill() { _ = p.Signal(syscall.SIGKILL) }
+
+// killAll SIGKILLs the child's group and the guardian's, for a guardian that did not
+// tear down by itself.
+func (p *Process) killAll() {
+	_ = p.signalGroup(p.ChildGroup(), syscall.SIGKILL)
+	_ = p.signalGroup(p.Group(), syscall.SIGKILL)
+}
 
 // AddJob tells the guardian about a detached process group (a child that made its
 // own session) that must die with this one.
@@ -288,8 +315,8 @@ func (p *Process) Wait() error {
 // Done is closed once the guardian has been reaped.
 func (p *Process) Done() <-chan struct{} { return p.waited }
 
-// Stop hangs up, waits up to grace for the group to go, SIGKILLs it if it has not,
-// and reaps the guardian.
+// Stop hangs up, waits up to grace for the guardian to tear down, SIGKILLs the child's
+// group and the guardian's if it has not, and reaps the guardian.
 func (p *Process) Stop(grace time.Duration) {
 	p.Close()
 	select {
@@ -297,7 +324,7 @@ func (p *Process) Stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	p.Kill()
+	p.killAll()
 	<-p.waited
 }
 

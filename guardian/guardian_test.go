@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,12 +47,18 @@ func alive(pid int) bool {
 // grandchild starts a child that starts an ordinary grandchild and reports its pid.
 func grandchild(t *testing.T) (*Process, int) {
 	t.Helper()
+	return descendant(t, "sleep 60 & echo $! >&3; wait")
+}
+
+// descendant starts a child running script, which reports a descendant's pid on fd 3.
+func descendant(t *testing.T, script string) (*Process, int) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := Start(Config{Spec: shell("sleep 60 & echo $! >&3; wait"), ExtraFiles: []*os.File{w}})
+	p, err := Start(Config{Spec: shell(script), ExtraFiles: []*os.File{w}})
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -206,4 +213,38 @@ func TestStdinAndStdout(t *testing.T) {
 	if err != nil || string(buf[:n]) != "got:hello\n" {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
+}
+
+// TestChildLeadsItsGroup: the child leads a process group of its own, so setsid fails
+// in it (EPERM) and it cannot take itself out of the group that is killed; signals
+// reach that group.
+func TestChildLeadsItsGroup(t *testing.T) {
+	p, gc := grandchild(t)
+	defer p.Stop(time.Second)
+	pgid, err := syscall.Getpgid(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pgid != p.Pid() {
+		t.Fatalf("child %d is in process group %d (the guardian's is %d), want a group of its own", p.Pid(), pgid, p.Group())
+	}
+	if gcGroup, _ := syscall.Getpgid(gc); gcGroup != pgid {
+		t.Fatalf("grandchild in group %d, want the child's %d", gcGroup, pgid)
+	}
+}
+
+// TestAdoptedOrphanDiesAtTeardown: a double fork with setsid leaves an orphan in a
+// session of its own; the guardian adopts it (a child subreaper) and kills it when the
+// group goes.
+func TestAdoptedOrphanDiesAtTeardown(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux has child subreapers; docs/contract.md §5.9 says what escapes elsewhere")
+	}
+	p, orphan := descendant(t, `(setsid sh -c 'sleep 60 & echo $! >&3' &); exec sleep 60`)
+	if pgid, _ := syscall.Getpgid(orphan); pgid == p.Group() || pgid == p.Pid() {
+		t.Fatalf("orphan %d stayed in group %d, which the guardian kills anyway", orphan, pgid)
+	}
+	p.Close()
+	p.Wait()
+	waitGone(t, orphan, 2*time.Second)
 }

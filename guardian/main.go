@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,10 +23,13 @@ import (
 func Main() int {
 	// Pdeathsig (Linux) is tied to the thread that starts the child; keep it alive.
 	runtime.LockOSThread()
-	// Interrupts aimed at the group are for the child. Catching SIGINT (rather than
-	// ignoring it) lets the child start with the default disposition.
+	// The server signals the child's group, not the guardian's; a stray SIGINT here is
+	// caught (rather than ignored) so that the child starts with the default disposition.
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// Before the child exists, so that no SIGCHLD is missed.
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, syscall.SIGCHLD)
 
 	control := bufio.NewReaderSize(os.Stdin, 64<<10)
 	g := &guardian{jobs: map[int]bool{}}
@@ -34,16 +38,21 @@ func Main() int {
 		g.report(report{Error: err.Error()})
 		return 1
 	}
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "repl-mcp guardian: cannot adopt orphans (%v); a double fork may escape\n", err)
+	}
 	child, err := g.start(spec)
 	if err != nil {
 		g.report(report{Error: err.Error()})
 		return 1
 	}
-	g.report(report{Pid: child.Process.Pid})
+	r := newReaper(child.Process.Pid)
+	go r.run(sigchld)
+	g.report(report{Pid: r.child})
 
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { g.followCommands(control); done <- struct{}{} }()
-	go func() { g.reportExit(child.Wait(), child.ProcessState); done <- struct{}{} }()
+	go func() { <-r.childDone; g.reportExit(r.childStatus); done <- struct{}{} }()
 	go func() {
 		for s := range signals {
 			if s != syscall.SIGINT {
@@ -53,7 +62,7 @@ func Main() int {
 		}
 	}()
 	<-done
-	g.teardown(child.Process.Pid)
+	g.teardown(r)
 	return 1
 }
 
@@ -93,8 +102,8 @@ func readControlLine(control *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// start launches the child in the guardian's own process group with fd 0 on
-// /dev/null, fd 1 and 2 inherited, and the passed-down descriptors at their numbers.
+// start launches the child as the leader of a process group of its own (in the
+// guardian's session) with fd 0 on /dev/null, fd 1 and 2 inherited, and the passed-down descriptors at their numbers.
 func (g *guardian) start(spec Spec) (*exec.Cmd, error) {
 	cmd := exec.Command(spec.Program, spec.Args...)
 	cmd.Env = spec.Env
@@ -143,14 +152,12 @@ func (g *guardian) followCommands(control *bufio.Reader) {
 	}
 }
 
-func (g *guardian) reportExit(_ error, state *os.ProcessState) {
+func (g *guardian) reportExit(ws syscall.WaitStatus) {
 	r := report{Exited: true, Code: -1}
-	if state != nil {
-		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.Signal = signalName(ws.Signal())
-		} else {
-			r.Code = state.ExitCode()
-		}
+	if ws.Signaled() {
+		r.Signal = signalName(ws.Signal())
+	} else {
+		r.Code = ws.ExitStatus()
 	}
 	g.report(r)
 }
@@ -169,14 +176,90 @@ func (g *guardian) report(r report) {
 	os.Stdin.Write(append(line, '\n'))
 }
 
-// teardown kills the detached job groups, the child, and finally the guardian's own
-// group, which takes every ordinary descendant and the guardian itself.
-func (g *guardian) teardown(child int) {
+// teardownWait bounds how long teardown waits for what it killed to be reaped; only a
+// process stuck in the kernel takes longer, and the server's own group kill follows.
+const teardownWait = 2 * time.Second
+
+// teardown kills the detached job groups and the child's group, reaps the child (so
+// that it never lingers as init's zombie), kills and reaps every orphan the guardian
+// adopted, and finally kills its own group, which takes the guardian itself.
+func (g *guardian) teardown(r *reaper) {
+	deadline := time.Now().Add(teardownWait)
 	g.mu.Lock()
 	for pgid := range g.jobs {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	g.mu.Unlock()
-	syscall.Kill(child, syscall.SIGKILL)
+	syscall.Kill(-r.child, syscall.SIGKILL)
+	syscall.Kill(r.child, syscall.SIGKILL)
+	select {
+	case <-r.childDone:
+	case <-time.After(time.Until(deadline)):
+	}
+	killAdopted(r, deadline)
 	syscall.Kill(0, syscall.SIGKILL)
+}
+
+// killAdopted SIGKILLs the guardian's remaining children (orphans it adopted, each
+// with its group) until none is left: the children of each one killed are adopted in
+// turn as it dies, and found on the next round.
+func killAdopted(r *reaper, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		pids := children()
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(-pid, syscall.SIGKILL) // ESRCH unless it leads a group
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		select {
+		case <-r.reaped:
+		case <-time.After(10 * time.Millisecond): // a zombie already reaped, or a slow death
+		}
+	}
+}
+
+// reaper is the guardian's one waiter: it reaps every child, the one it started and
+// the orphans it adopted, so that neither lingers as a zombie, and records how the
+// started one ended.
+type reaper struct {
+	child       int
+	childDone   chan struct{} // closed once the child is reaped
+	childStatus syscall.WaitStatus
+	reaped      chan struct{} // a nudge after each reap, for teardown
+}
+
+func newReaper(child int) *reaper {
+	return &reaper{child: child, childDone: make(chan struct{}), reaped: make(chan struct{}, 1)}
+}
+
+// run reaps whatever has exited each time a SIGCHLD arrives (signals coalesce, so
+// each round reaps until none is left).
+func (r *reaper) run(sigchld <-chan os.Signal) {
+	for {
+		r.reapExited()
+		<-sigchld
+	}
+}
+
+func (r *reaper) reapExited() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		if pid == r.child {
+			r.childStatus = ws
+			close(r.childDone)
+		}
+		select {
+		case r.reaped <- struct{}{}:
+		default:
+		}
+	}
 }

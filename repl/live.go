@@ -81,11 +81,14 @@ func tailStart[T string | []byte](b T, limit int) int {
 
 // Offsets are how much of a run's stdout and stderr a poller has read already:
 // python_run's stdout_offset and stderr_offset, in bytes of the whole stream, as the
-// stdout_end and stderr_end of an earlier answer give them. Nil means not given.
+// stdout_end and stderr_end of an earlier answer give them. Native is
+// native_stderr_offset, which only a live snapshot has (a result's native output
+// follows its stderr). Nil means not given.
 type Offsets struct {
-	Stdout, Stderr *int64
+	Stdout, Stderr, Native *int64
 }
 
+// given reports offsets into a result's streams.
 func (o Offsets) given() bool { return o.Stdout != nil || o.Stderr != nil }
 
 func offsetOf(p *int64) int64 {
@@ -98,7 +101,7 @@ func offsetOf(p *int64) int64 {
 // OffsetError is an offset past the end of what the run's stream has had so far:
 // most likely an offset read from another run's answer.
 type OffsetError struct {
-	Stream string // "stdout" or "stderr"
+	Stream string // "stdout", "stderr" or "native_stderr"
 	End    int64  // bytes the stream has had
 }
 

@@ -16,6 +16,7 @@ import (
 type nativeOutput struct {
 	mu      sync.Mutex
 	text    *terminalText
+	live    liveStream    // the run's bytes as they came, for python_run's offset polling
 	pending []byte        // bytes held back: maybe the start of the barrier
 	barrier []byte        // the token being waited for, framed
 	seen    chan struct{} // closed when the barrier arrives
@@ -63,7 +64,10 @@ func (n *nativeOutput) add(p []byte) {
 	n.pending = append([]byte(nil), data[len(data)-k:]...)
 }
 
-func (n *nativeOutput) keep(p []byte) { n.text.write(p) }
+func (n *nativeOutput) keep(p []byte) {
+	n.text.write(p)
+	n.live.add(string(p))
+}
 
 // partialPrefix is the length of the longest suffix of data that is a proper prefix
 // of token.
@@ -81,6 +85,7 @@ func (n *nativeOutput) reset(token string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.text = newTerminalText(LiveLimit, streamHead)
+	n.live = liveStream{}
 	n.pending = nil
 	n.barrier = []byte("\x1e" + token + "\x1e")
 	n.seen = make(chan struct{})
@@ -112,4 +117,14 @@ func (n *nativeOutput) take() (string, bool) {
 	out, truncated := n.text.view()
 	out = boundHeadTail(out+string(n.pending), LiveLimit, streamHead, &truncated)
 	return strings.ToValidUTF8(out, "\uFFFD"), truncated
+}
+
+// from is the run's native output from offset on, as python_run's live snapshot shows
+// it (the rules of liveStream.from, the bytes made valid UTF-8), the offset it starts
+// at, and how many bytes the run has written so far.
+func (n *nativeOutput) from(offset int64) (text string, start, end int64, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	text, start, _, err = n.live.from("native_stderr", offset)
+	return strings.ToValidUTF8(text, "\uFFFD"), start, n.live.end, err
 }

@@ -40,11 +40,20 @@ wait`)
 
 func TestOpenCancelledPublishesNothing(t *testing.T) {
 	m := newTestManager(t, realPython(t))
-	fake := fakePython(t, `sleep 60`)
+	m.SetProbeTimeout(time.Hour) // only the cancel ends this probe
+	started := t.TempDir()
+	fake := fakePython(t, `: > `+started+`/$$; exec sleep 3600`)
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err := m.Open(ctx, OpenRequest{Name: "c", Project: t.TempDir(), Python: fake})
-	if err == nil || !strings.Contains(err.Error(), msgOpenCancelled) {
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := m.Open(ctx, OpenRequest{Name: "c", Project: t.TempDir(), Python: fake})
+		ended <- err
+	}()
+	// Cancel once the probe runs: the open is then surely in progress.
+	testwait.Until(t, time.Minute, "the probe to start", func() bool { return probesStarted(started) == 1 })
+	cancel()
+	if err := <-ended; err == nil || !strings.Contains(err.Error(), msgOpenCancelled) {
 		t.Fatalf("err = %v", err)
 	}
 	if n := len(m.List()); n != 1 {
@@ -52,27 +61,47 @@ func TestOpenCancelledPublishesNothing(t *testing.T) {
 	}
 }
 
+// TestOpeningCapacity: maxOpening opens in progress (each with its probe running, held
+// until the test cancels them, whatever the machine's load) make the next one fail at
+// once with msgOpeningFull.
 func TestOpeningCapacity(t *testing.T) {
 	m := newTestManager(t, realPython(t))
-	fake := fakePython(t, `sleep 60`)
+	m.SetProbeTimeout(time.Hour) // only the cancel ends these probes
+	started := t.TempDir()
+	fake := fakePython(t, `: > `+started+`/$$; exec sleep 3600`)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	started := make(chan error, maxOpening)
+	ended := make(chan error, maxOpening)
 	for range maxOpening {
 		go func() {
 			_, err := m.Open(ctx, OpenRequest{Name: "slow", Project: t.TempDir(), Python: fake})
-			started <- err
+			ended <- err
 		}()
 	}
-	testwait.Until(t, 10*time.Second, "every opening slot to be taken", func() bool { return len(m.opening) == maxOpening })
+	testwait.Until(t, time.Minute, "every opening's probe to run", func() bool {
+		select {
+		case err := <-ended:
+			t.Fatalf("an open ended before it was cancelled: %v", err)
+		default:
+		}
+		return probesStarted(started) == maxOpening
+	})
 	_, err := m.Open(t.Context(), OpenRequest{Name: "fifth", Project: t.TempDir(), Python: realPython(t)})
 	if err == nil || !strings.Contains(err.Error(), msgOpeningFull) {
 		t.Fatalf("err = %v", err)
 	}
 	cancel()
 	for range maxOpening {
-		<-started
+		if err := <-ended; err == nil || !strings.Contains(err.Error(), msgOpenCancelled) {
+			t.Fatalf("a held open ended with %v, want %q", err, msgOpenCancelled)
+		}
 	}
+}
+
+// probesStarted counts the fake interpreters that have started (each leaves a file).
+func probesStarted(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	return len(entries)
 }
 
 func atoi(t *testing.T, s string) int {

@@ -244,21 +244,26 @@ func (r *run) appendOutput(stream, text string) {
 // continues. LiveTruncated says that output the poller asked for had already been
 // dropped from the bounded live copy (*_start is then past the offset asked for).
 type Snapshot struct {
-	ServerID      string    `json:"server_id"`
-	SessionID     string    `json:"session_id"`
-	Generation    uint64    `json:"generation"`
-	RunID         string    `json:"run_id"`
-	Status        RunStatus `json:"status"`
-	ElapsedMS     float64   `json:"elapsed_ms"`
-	Stdout        string    `json:"stdout"`
-	Stderr        string    `json:"stderr"`
-	StdoutStart   int64     `json:"stdout_start"`
-	StdoutEnd     int64     `json:"stdout_end"`
-	StderrStart   int64     `json:"stderr_start"`
-	StderrEnd     int64     `json:"stderr_end"`
-	NativeStderr  string    `json:"native_stderr"`
-	OutputLimit   int       `json:"output_limit_bytes_per_stream"`
-	LiveTruncated Truncated `json:"truncated"`
+	ServerID    string    `json:"server_id"`
+	SessionID   string    `json:"session_id"`
+	Generation  uint64    `json:"generation"`
+	RunID       string    `json:"run_id"`
+	Status      RunStatus `json:"status"`
+	ElapsedMS   float64   `json:"elapsed_ms"`
+	Stdout      string    `json:"stdout"`
+	Stderr      string    `json:"stderr"`
+	StdoutStart int64     `json:"stdout_start"`
+	StdoutEnd   int64     `json:"stdout_end"`
+	StderrStart int64     `json:"stderr_start"`
+	StderrEnd   int64     `json:"stderr_end"`
+	// NativeStderr is the run's fd 1 and 2 output from native_stderr_offset on,
+	// offset-polled like the streams: it begins at byte NativeStderrStart of that
+	// output, which has had NativeStderrEnd bytes so far.
+	NativeStderr      string    `json:"native_stderr"`
+	NativeStderrStart int64     `json:"native_stderr_start"`
+	NativeStderrEnd   int64     `json:"native_stderr_end"`
+	OutputLimit       int       `json:"output_limit_bytes_per_stream"`
+	LiveTruncated     Truncated `json:"truncated"`
 }
 
 func (r *run) snapshot(from Offsets) (Snapshot, error) {
@@ -281,7 +286,11 @@ func (r *run) snapshot(from Offsets) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	if r.proc != nil {
-		s.NativeStderr, _ = r.proc.native.take()
+		if s.NativeStderr, s.NativeStderrStart, s.NativeStderrEnd, err = r.proc.native.from(offsetOf(from.Native)); err != nil {
+			return Snapshot{}, err
+		}
+	} else if from.Native != nil && *from.Native > 0 {
+		return Snapshot{}, &OffsetError{Stream: "native_stderr"} // nothing written yet
 	}
 	return s, nil
 }

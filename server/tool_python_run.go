@@ -12,10 +12,11 @@ import (
 const runSchema = `{
   "type": "object",
   "oneOf": [
-    {"required": ["run_id", "status", "stdout_end", "stderr_end"], "properties": {
+    {"required": ["run_id", "status", "stdout_end", "stderr_end", "native_stderr_end"], "properties": {
       "status": {"type": "string", "enum": ["starting", "running"]},
       "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
-      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"}}},
+      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"},
+      "native_stderr_start": {"type": "integer"}, "native_stderr_end": {"type": "integer"}}},
     {"required": ["run_id", "success"], "properties": {
       "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
       "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"}}},
@@ -35,6 +36,7 @@ type pollParams struct {
 	RunID        string  `json:"run_id"`
 	StdoutOffset *uint64 `json:"stdout_offset"`
 	StderrOffset *uint64 `json:"stderr_offset"`
+	NativeOffset *uint64 `json:"native_stderr_offset"`
 	Wait         float64 `json:"wait"`
 }
 
@@ -47,7 +49,7 @@ func (p pollParams) offsets() repl.Offsets {
 		n := int64(min(*v, math.MaxInt64))
 		return &n
 	}
-	return repl.Offsets{Stdout: clamp(p.StdoutOffset), Stderr: clamp(p.StderrOffset)}
+	return repl.Offsets{Stdout: clamp(p.StdoutOffset), Stderr: clamp(p.StderrOffset), Native: clamp(p.NativeOffset)}
 }
 
 func outputOffsetParam(stream string) param {
@@ -72,11 +74,12 @@ func (s *Server) pythonRunTool() tool {
 		name: "python_run",
 		description: "Inspect the active run (live stdout/stderr so far) or a retained result (the last 64 runs of " +
 			"the session, each with the generation it ran under); omit run_id for the active or latest run. " +
-			"To poll without re-reading, pass stdout_offset and stderr_offset from the previous answer's " +
-			"stdout_end and stderr_end; pass wait to wait for the run's end in the same call. Reading never " +
-			"re-executes anything.",
+			"To poll without re-reading, pass stdout_offset, stderr_offset and native_stderr_offset from the " +
+			"previous answer's stdout_end, stderr_end and native_stderr_end; pass wait to wait for the run's end " +
+			"in the same call. Reading never re-executes anything.",
 		input: inputSchema{
-			sessionIDParam(), runIDParam(), outputOffsetParam("stdout"), outputOffsetParam("stderr"), waitParam(),
+			sessionIDParam(), runIDParam(), outputOffsetParam("stdout"), outputOffsetParam("stderr"),
+			outputOffsetParam("native_stderr"), waitParam(),
 		},
 		output:      runSchema,
 		annotations: annotations(true, false, true, false),

@@ -36,11 +36,45 @@ class StartupTests(WorkerTestCase):
         self.assertEqual(self.worker.value('[__name__, __builtins__ is __import__("builtins")]'), ['__repl__', True])
 
     def test_protocol_fds_are_not_inheritable(self):
+        # The numbers the pipes came in on hold /dev/null now, and no descriptor of the
+        # worker but 0, 1 and 2 would pass to a child.
+        code = (
+            'import os\ndef inheritable(fd):\n    try:\n        return os.get_inheritable(fd)\n'
+            '    except OSError:\n        return None\n'
+            '[[os.path.samestat(os.fstat(fd), os.stat(os.devnull)) for fd in %r], '
+            '[fd for fd in range(3, 256) if inheritable(fd)]]'
+        ) % (self.worker.child_fds,)
+        self.assertEqual(self.worker.value(code), [[True, True], []])
+
+    def test_a_cell_that_takes_fds_3_and_4_keeps_the_worker(self):
+        # The pipes came in as fds 3 and 4 (the server's numbers; the harness passes its
+        # own); a cell reusing those numbers (dup2, close) must not cut the worker off:
+        # the next cells answer with the namespace intact.
         read_fd, write_fd = self.worker.child_fds
-        self.assertEqual(self.worker.value(f'import os\n[os.get_inheritable({read_fd}), os.get_inheritable({write_fd})]'), [False, False])
+        code = (
+            f'import os\nx = 41\nnull = os.open(os.devnull, os.O_RDWR)\n'
+            f'os.dup2(null, {read_fd})\nos.dup2(null, {write_fd})\nos.close({read_fd})\nos.close(null)\n"taken"'
+        )
+        self.assertEqual(self.worker.value(code), 'taken')
+        for _ in range(3):
+            self.assertEqual(self.worker.value('x += 1\nx'), 42 + _)
 
 
 class ExecutionTests(WorkerTestCase):
+    def test_stdout_and_stderr_reconfigure_as_text_streams(self):
+        code = (
+            'import sys\nsys.stdout.reconfigure(line_buffering=True, write_through=False)\n'
+            'sys.stderr.reconfigure(encoding="ascii", errors="backslashreplace")\n'
+            'print("café")\nprint("café", file=sys.stderr)\n'
+            '[sys.stdout.line_buffering, sys.stdout.write_through, sys.stderr.encoding, sys.stderr.errors]'
+        )
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [True, False, 'ascii', 'backslashreplace'])
+        self.assertEqual([result['stdout'], result['stderr']], ['café\n', 'caf\\xe9\n'])
+        # Like a real stream's, the setting lasts: the next cell writes under it too.
+        self.assertEqual(self.worker.run('import sys\nprint("é", file=sys.stderr)')['stderr'], '\\xe9\n')
+
     def test_two_plus_two(self):
         result = self.worker.run('2+2')
         self.assert_ok(result)
@@ -172,6 +206,91 @@ class TracebackTests(WorkerTestCase):
         result = self.worker.run('import json\njson.loads("{")')
         self.assertIn('\njson.decoder.JSONDecodeError: Expecting', result['error'])
         self.assertNotIn('json/decoder.py', result['error'])
+
+    # A group of three: two raised through a function, one with a cause, and a nested
+    # group, as a cell raises them. GROUP_CODE leaves the group to define on its first line.
+    GROUP_CODE = (
+        'def boom(n):\n    raise ValueError(n)\nerrors = []\nfor n in (1, 2):\n    try:\n        boom(n)\n'
+        '    except ValueError as e:\n        errors.append(e)\ntry:\n    raise KeyError("k")\n'
+        'except KeyError as e:\n    cause = OSError("o")\n    cause.__cause__ = e\n'
+        'errors.append(cause)\nraise Group("two", [*errors, Group("inner", [TypeError("t")])])'
+    )
+    GROUP_ERROR = [
+        '  + Exception Group Traceback (most recent call last):',
+        '  |   File "<repl:group>", line 16, in <module>',
+        '  |     raise Group("two", [*errors, Group("inner", [TypeError("t")])])',
+        '  | {name}: two (4 sub-exceptions)',
+        '  +-+---------------- 1 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 7, in <module>',
+        '    |     boom(n)',
+        '    |   File "<repl:group>", line 3, in boom',
+        '    |     raise ValueError(n)',
+        '    | ValueError: 1',
+        '    +---------------- 2 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 7, in <module>',
+        '    |     boom(n)',
+        '    |   File "<repl:group>", line 3, in boom',
+        '    |     raise ValueError(n)',
+        '    | ValueError: 2',
+        '    +---------------- 3 ----------------',
+        '    | Traceback (most recent call last):',
+        '    |   File "<repl:group>", line 11, in <module>',
+        '    |     raise KeyError("k")',
+        "    | KeyError: 'k'",
+        '    | ',
+        '    | The above exception was the direct cause of the following exception:',
+        '    | ',
+        '    | OSError: o',
+        '    +---------------- 4 ----------------',
+        '    | {name}: inner (1 sub-exception)',
+        '    +-+---------------- 1 ----------------',
+        '      | TypeError: t',
+        '      +------------------------------------',
+    ]
+
+    def test_exception_group_shows_its_sub_exceptions_as_python(self):
+        if sys.version_info >= (3, 11):
+            # Python's own ExceptionGroup: the text is what Python prints, user frames only.
+            result = self.worker.run('Group = ExceptionGroup\n' + self.GROUP_CODE, 'group')
+            name = 'ExceptionGroup'
+        else:
+            # 3.10 has no ExceptionGroup; the `exceptiongroup` backport's groups (here a
+            # stand-in module of that name) are laid out the same way once it is imported.
+            backport = (
+                'import sys, types\nmodule = types.ModuleType("exceptiongroup")\n'
+                'class BaseExceptionGroup(BaseException):\n'
+                '    def __init__(self, message, exceptions):\n'
+                '        super().__init__(message, exceptions)\n'
+                '        self.message, self.exceptions = message, tuple(exceptions)\n'
+                '    def __str__(self):\n'
+                '        n = len(self.exceptions)\n'
+                '        return f"{self.message} ({n} sub-exception{\'s\' if n > 1 else \'\'})"\n'
+                'class ExceptionGroup(BaseExceptionGroup, Exception):\n    pass\n'
+                'module.BaseExceptionGroup, module.ExceptionGroup = BaseExceptionGroup, ExceptionGroup\n'
+                'sys.modules["exceptiongroup"] = module\nGroup = ExceptionGroup'
+            )
+            self.assert_ok(self.worker.run(backport))
+            result = self.worker.run(self.GROUP_CODE.replace('def boom', '\ndef boom', 1), 'group')
+            name = 'ExceptionGroup'
+        self.assertEqual(result['error'], '\n'.join(self.GROUP_ERROR).format(name=name))
+
+    def test_exception_group_bounds(self):
+        # At most 15 sections a group, as Python prints; and the whole within the bound of
+        # a traceback: the sections past it are counted, not shown.
+        if sys.version_info < (3, 11):
+            self.assertIn('NameError', self.worker.run('ExceptionGroup')['error'])  # none on 3.10
+            return
+        error = self.worker.run('raise ExceptionGroup("many", [ValueError(i) for i in range(17)])')['error']
+        self.assertEqual(error.count('    | ValueError: '), 15)
+        self.assertTrue(error.endswith(
+            '    +---------------- ... ----------------\n    | and 2 more exceptions\n    +------------------------------------'), error)
+        error = self.worker.run('raise ExceptionGroup("big", [ValueError("x" * 400) for i in range(60)])')['error']
+        shown = error.count('    | ValueError: ')
+        self.assertLess(len(error), 10_200)
+        self.assertGreater(shown, 10)
+        self.assertIn(f'    | and {60 - shown} more exceptions\n', error)
 
     def test_exception_chain_reads_as_python(self):
         result = self.worker.run('try:\n    {}["k"]\nexcept KeyError as e:\n    raise ValueError("bad") from e', 'chain')

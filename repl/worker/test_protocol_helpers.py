@@ -51,6 +51,32 @@ class HelperTests(WorkerTestCase):
         code = 'r = sh("head -c 60000 /dev/zero | tr \'\\\\0\' \'\\\\377\'")\n[len(r.encode()), set(r) == {"\\ufffd"}, r.truncated]'
         self.assertEqual(self.worker.value(code), [49_998, True, True])
 
+    def test_a_forked_child_never_speaks_for_the_worker(self):
+        # A bare os.fork() in a cell: the child lives on (blocked on a pipe) while later
+        # cells run, then finishes its copy of the cell and must end instead of reading
+        # commands; every answer comes from the worker itself.
+        worker = self.worker.ready['pid']
+        code = (
+            'import os, time\nrelease_r, release_w = os.pipe()\nforked = os.fork()\n'
+            'if forked == 0:\n    os.close(release_w)\n    os.read(release_r, 1)\n'
+            'else:\n    os.close(release_r)\n'
+            'os.getpid()'
+        )
+        self.assertEqual(self.worker.value(code), worker)
+        child = self.worker.value('forked')
+        self.assertNotEqual(child, worker)
+        for _ in range(3):
+            self.assertEqual(self.worker.value('[os.getpid(), os.waitpid(forked, os.WNOHANG)]'), [worker, [0, 0]])
+        code = (
+            'os.write(release_w, b"x")\ndeadline = time.monotonic() + 10\n'
+            'while (status := os.waitpid(forked, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:\n'
+            '    time.sleep(0.01)\n'
+            '"still running" if status == (0, 0) else os.waitstatus_to_exitcode(status[1])'
+        )
+        self.assertEqual(self.worker.value(code), 0)
+        for n in range(20):
+            self.assertEqual(self.worker.value(f'[os.getpid(), {n}]'), [worker, n])
+
     def test_sh_kills_background_descendants_and_limits_concurrency(self):
         pid = self.worker.value('int(sh("sleep 60 >/dev/null 2>&1 & echo $!").strip())')
         self.assertTrue(wait_gone(pid))

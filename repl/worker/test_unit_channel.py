@@ -16,6 +16,33 @@ class ProtocolError(Exception):
     pass
 
 
+def open_fds():
+    """The descriptors open in this process (fstat up to a bound, so that it works without
+    /proc)."""
+    found = set()
+    for fd in range(1024):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        found.add(fd)
+    return found
+
+
+_FDS_BEFORE = set()
+
+
+def setUpModule():
+    _FDS_BEFORE.update(open_fds())
+
+
+def tearDownModule():
+    # Every pipe and file a test opened, or a Channel took over, is closed again.
+    left = open_fds() - _FDS_BEFORE
+    if left:
+        raise AssertionError(f'test_unit_channel left descriptors open: {sorted(left)}')
+
+
 def refuse(message):
     raise ProtocolError(message)
 
@@ -84,13 +111,14 @@ class ReaderQueueTests(unittest.TestCase):
         patcher.start()
         self.addCleanup(patcher.stop)
         read_fd, write_fd = os.pipe()
-        self.addCleanup(os.close, read_fd)
+        # The channel moves the pipes and leaves /dev/null at these numbers.
+        self.addCleanup(lambda: [os.close(fd) for fd in (read_fd, write_fd)])
         self.results = []
         with mock.patch.dict(os.environ, {'REPL_MCP_WORKER_FDS': f'{read_fd},{write_fd}'}):
             self.channel = channel.Channel(self.results.append)
             self.assertNotIn('REPL_MCP_WORKER_FDS', os.environ)  # taken away from user code
-        self.addCleanup(self.channel._writer.close)
-        self.assertFalse(os.get_inheritable(read_fd) or os.get_inheritable(write_fd))
+        self.addCleanup(self.channel.close)
+        self.assertFalse(os.get_inheritable(self.channel._read_fd) or os.get_inheritable(self.channel._writer.fileno()))
 
     def test_complete_frames_are_queued_a_partial_one_kept(self):
         received = bytearray(b'{"type":"shutdown"}\n{"type":"rpc_result","id":"a"}\n{"type":"shu')
@@ -134,10 +162,12 @@ class ReadingTests(unittest.TestCase):
     def setUp(self):
         self.command_r, self.command_w = os.pipe()
         self.event_r, self.event_w = os.pipe()
-        self.addCleanup(lambda: [os.close(fd) for fd in (self.command_w, self.event_r)])
+        fds = (self.command_r, self.command_w, self.event_r, self.event_w)
+        self.addCleanup(lambda: [os.close(fd) for fd in fds])
         self.results = []
         with mock.patch.dict(os.environ, {'REPL_MCP_WORKER_FDS': f'{self.command_r},{self.event_w}'}):
             self.channel = channel.Channel(self.results.append)
+        self.addCleanup(self.channel.close)  # first, as cleanups run last in, first out
 
     def execute(self, run_id):
         return ('{"type":"execute","id":"%s","code":"1","barrier":"b"}\n' % run_id).encode()

@@ -11,7 +11,7 @@ import threading
 import types
 import unittest
 
-from replworker import messages, output
+from replworker import messages, output, sinks
 from replworker.limits import (
     ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, LINE_CHARS, LIVE_PENDING_CHARS, SPOOL_HEAD, STREAM_BUDGET,
     STREAM_HEAD, STREAM_MARKER,
@@ -27,7 +27,7 @@ def sink(stream='stdout', cell=None):
     holder.write = lambda stream, text: output.Output.write(holder, stream, text)
     holder.write_bytes = lambda stream, data: output.Output.write_bytes(holder, stream, data)
     holder._capture = lambda: output.Output._capture(holder)
-    return output.Sink(stream, 1 if stream == 'stdout' else 2, holder, NATIVE)
+    return sinks.Sink(stream, 1 if stream == 'stdout' else 2, holder, NATIVE)
 
 
 def finished(capture, stream='stdout'):
@@ -315,6 +315,53 @@ class SinkBufferTests(unittest.TestCase):
         self.assertEqual(finished(cell), 'wrapped é\ntext after\n')
 
 
+class ReconfigureTests(unittest.TestCase):
+    """sys.stdout.reconfigure() as on a real text stream."""
+
+    def test_line_buffering_and_write_through_are_kept(self):
+        cell = output.cell_capture('r')
+        s = sink('stdout', cell)
+        self.assertEqual([s.line_buffering, s.write_through], [False, True])
+        self.assertIsNone(s.reconfigure(line_buffering=True, write_through=False))
+        self.assertEqual([s.line_buffering, s.write_through, s.encoding, s.errors], [True, False, 'utf-8', 'replace'])
+        print('still captured', file=s)
+        self.assertEqual(finished(cell), 'still captured\n')
+
+    def test_encoding_and_errors_as_a_terminal_would_show_them(self):
+        cell = output.cell_capture('r')
+        s = sink('stdout', cell)
+        s.reconfigure(encoding='ascii', errors='backslashreplace')
+        self.assertEqual([s.encoding, s.errors], ['ascii', 'backslashreplace'])
+        s.write('café\n')
+        s.reconfigure(errors='strict')
+        with self.assertRaises(UnicodeEncodeError):
+            s.write('é')
+        s.reconfigure(encoding='utf-8')  # an encoding alone resets errors to 'strict'
+        self.assertEqual(s.errors, 'strict')
+        with self.assertRaises(UnicodeEncodeError):
+            s.write('lone \udc80')
+        s.reconfigure(errors='replace', newline='\r\n')
+        s.write('a\nb\n')  # \r\n ends a line as \n does
+        self.assertEqual(finished(cell), 'caf\\xe9\na\nb\n')
+
+    def test_bad_arguments_are_refused_as_a_text_stream_refuses_them(self):
+        s = sink('stderr')
+        cases = [
+            ({'encoding': 'no-such-codec'}, LookupError, 'unknown encoding: no-such-codec'),
+            ({'encoding': 'hex'}, LookupError, "'hex' is not a text encoding; use codecs.open() to handle arbitrary codecs"),
+            ({'encoding': 5}, TypeError, "reconfigure() argument 'encoding' must be str or None, not int"),
+            ({'errors': 'no-such-handler'}, LookupError, "unknown error handler name 'no-such-handler'"),
+            ({'newline': 'x'}, ValueError, 'illegal newline value: x'),
+        ]
+        for kwargs, error, message in cases:
+            with self.assertRaises(error, msg=kwargs) as caught:
+                s.reconfigure(**kwargs)
+            self.assertEqual(str(caught.exception), message)
+        with self.assertRaises(TypeError):
+            s.reconfigure('utf-8')  # keyword-only, as on TextIOWrapper
+        self.assertEqual([s.encoding, s.errors, s.newline], ['utf-8', 'replace', None])  # nothing changed
+
+
 class InputTests(unittest.TestCase):
     def test_input_fails_at_once_and_says_why(self):
         cell = output.cell_capture('r')
@@ -323,7 +370,7 @@ class InputTests(unittest.TestCase):
         sys.stdout = s
         try:
             with self.assertRaises(EOFError) as caught:
-                output.no_input('Name? ')
+                sinks.no_input('Name? ')
         finally:
             sys.stdout = real
         self.assertEqual(str(caught.exception), messages.INPUT_NO_STDIN)

@@ -65,7 +65,23 @@ func runUnittest(t *testing.T, python string, env []string, args ...string) []by
 	if err != nil {
 		t.Fatalf("%s: worker unit tests failed: %v\n%s", python, err, out)
 	}
+	// A suite that stops early with status 0 (a test thread calling os._exit) must not
+	// pass: unittest's own summary has to be there.
+	if !completeRun.Match(out) {
+		t.Fatalf("%s: the worker unit tests stopped before unittest's summary (no \"Ran N tests\" then \"OK\"):\n%s", python, tail(out, 4000))
+	}
 	t.Logf("%s: %s", python, lastLine(out))
+	return out
+}
+
+// completeRun is the end of a unittest run that got to its summary and passed.
+var completeRun = regexp.MustCompile(`(?m)^Ran [1-9]\d* tests? in [\d.]+s\n\n(OK|OK \(.*\))\s*$`)
+
+// tail is the last n bytes of out, for a failure message.
+func tail(out []byte, n int) []byte {
+	if len(out) > n {
+		return out[len(out)-n:]
+	}
 	return out
 }
 

@@ -36,7 +36,8 @@ from .messages import (
     INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
     THREADS_INTERRUPTED, THREADS_MORE,
 )
-from .output import STREAMS, NativeOutput, Output, Sink, Spool, no_input
+from .output import STREAMS, NativeOutput, Output, Spool
+from .sinks import Sink, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
 from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error

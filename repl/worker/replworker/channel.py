@@ -3,6 +3,7 @@ fds. Outgoing frames are written whole under one lock; incoming ones are bounded
 checked and queued by a daemon reader thread."""
 
 import collections
+import fcntl
 import json
 import os
 import select
@@ -16,6 +17,9 @@ from .messages import (
 
 PROTOCOL_VERSION = 1
 EXIT_PROTOCOL_ERROR = 2
+# Where the protocol pipes move, away from the fds 3 and 4 the server passed them as
+# (a placement, not a bound: any free number at or above it will do).
+PROTOCOL_FD_FLOOR = 64
 
 
 def protocol_error(message):
@@ -80,9 +84,9 @@ class Channel:
         spec = os.environ.pop('REPL_MCP_WORKER_FDS', '')
         try:
             read_fd, write_fd = (int(part) for part in spec.split(','))
-            # User subprocesses must never hold the protocol pipes.
-            os.set_inheritable(read_fd, False)
-            os.set_inheritable(write_fd, False)
+            os.fstat(read_fd)
+            os.fstat(write_fd)
+            read_fd, write_fd = _private_fd(read_fd), _private_fd(write_fd)
             # Two threads may find it readable and only one gets the bytes.
             os.set_blocking(read_fd, False)
         except (ValueError, OSError) as exc:
@@ -102,6 +106,23 @@ class Channel:
         # other tells the reader to stop polling (park_reader).
         self._main_wake_r, self._main_wake_w = _wake_pipe()
         self._reader_wake_r, self._reader_wake_w = _wake_pipe()
+        self._reader = None  # the reader thread, once started
+        self._closing = False  # close() was called: the reader thread returns
+        os.register_at_fork(after_in_child=self._disown)
+
+    def _disown(self):
+        """In the child of a bare os.fork() in a cell: the protocol pipes are the worker's
+        alone, or parent and child would split the commands and both answer. /dev/null
+        takes their numbers (closing them would let a later open() reuse one), so what the
+        child sends is lost and its next read of a command is EOF, which ends it as the
+        server going would. Locks another thread held at the fork are made anew."""
+        for fd in (self._read_fd, self._writer.fileno()):
+            _null_over(fd)
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._arrived = threading.Lock()
+        self._received = bytearray()
+        self._reader_on = threading.Event()
 
     def send(self, frame):
         self.send_encoded(encode_frame(frame))
@@ -116,7 +137,21 @@ class Channel:
                 exit_now(0)  # the server closed its end: there is nobody left to report to
 
     def start_reader(self):
-        threading.Thread(target=self._read_forever, name='repl-mcp-reader', daemon=True).start()
+        self._reader = threading.Thread(target=self._read_forever, name='repl-mcp-reader', daemon=True)
+        self._reader.start()
+
+    def close(self):
+        """Stop the reader thread and close every descriptor the channel holds. The worker
+        never needs it (it ends with os._exit); a test that makes channels does, so that no
+        thread reads a descriptor number after it was closed and reused."""
+        self._closing = True
+        if self._reader is not None:
+            self._reader_on.set()
+            _kick(self._reader_wake_w)
+            self._reader.join()
+        self._writer.close()
+        for fd in (self._read_fd, self._main_wake_r, self._main_wake_w, self._reader_wake_r, self._reader_wake_w):
+            os.close(fd)
 
     def need_reader(self):
         """Have the reader thread read while the main thread cannot: from any thread, before
@@ -167,6 +202,8 @@ class Channel:
         ready.register(self._reader_wake_r, select.POLLIN)
         while True:
             self._reader_on.wait()
+            if self._closing:
+                return
             for fd, _ in ready.poll():
                 if fd == self._reader_wake_r:
                     _drain(fd)
@@ -223,6 +260,26 @@ class Channel:
 
 
 _MAIN_THREAD = threading.main_thread().ident
+
+
+def _private_fd(fd):
+    """A close-on-exec copy of fd at PROTOCOL_FD_FLOOR or above, with /dev/null left at the
+    original number: user subprocesses never hold the protocol pipes, and a cell that takes
+    fds 3 and 4 for its own (dup2, close, a library's fd juggling) cannot cut the worker off
+    from the server. The placeholder keeps the worker's own later pipes off those numbers."""
+    try:
+        private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, PROTOCOL_FD_FLOOR)
+    except OSError:  # a descriptor limit below the floor: any free number will do
+        private = os.dup(fd)
+    _null_over(fd)
+    return private
+
+
+def _null_over(fd):
+    """Put a non-inheritable /dev/null at fd, closing what was there."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, fd, inheritable=False)
+    os.close(null)
 
 
 def _wake_pipe():

@@ -81,6 +81,7 @@ class _Children:
 
     def start(self, channel):
         self._channel = channel
+        os.register_at_fork(after_in_child=self._forget_all)
         subprocess.Popen = Popen
         threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
 
@@ -91,6 +92,12 @@ class _Children:
             self._channel.send({'type': 'job', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
         ref = weakref.ref(proc, self._forget)
         self._live[id(ref)] = (ref, proc.pid, run_id, job, not reaped_elsewhere)
+
+    def _forget_all(self):
+        """In a forked child: the worker's children are not its own to reap, report or
+        kill when it exits."""
+        self._live = {}
+        self._dropped_jobs = collections.deque()
 
     def _forget(self, ref):
         entry = self._live.pop(id(ref), None)

@@ -167,6 +167,9 @@ INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
 
 # Tracebacks, laid out as Python's own.
 TRACEBACK_HEAD = 'Traceback (most recent call last):'
+GROUP_TRACEBACK_HEAD = 'Exception Group Traceback (most recent call last):'
+GROUP_MORE = 'and {} more exception{}'
+GROUP_DEPTH_CUT = '... (max_group_depth is {})'
 CHAIN_CAUSE = '\n\nThe above exception was the direct cause of the following exception:\n\n'
 CHAIN_CONTEXT = '\n\nDuring handling of the above exception, another exception occurred:\n\n'
 CHAIN_ELIDED = '[{} earlier exceptions of the chain not shown]\n\n'

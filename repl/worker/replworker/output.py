@@ -8,20 +8,18 @@ pipe on fd 1 and fd 2, which the worker writes its barrier to and knows by ident
 import codecs
 import collections
 import fcntl
-import io
 import os
 import re
 import threading
 import time
 
-from .common import type_name, utf8_prefix
+from .common import utf8_prefix
 from .limits import (
     ARTIFACT_CHUNK, ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, BACKGROUND_HEAD, FLUSH_INTERVAL, LINE_CHARS, PUMP_LINGER,
     LIVE_PENDING_CHARS, SPOOL_BUFFER, SPOOL_HEAD, STREAM_BUDGET, STREAM_HEAD, STREAM_MARKER,
 )
-from .messages import (
-    INPUT_NO_STDIN, LIVE_DROPPED, NO_NATIVE_FD, OUTPUT_LEFT_OUT, WRITE_NOT_BYTES, WRITE_NOT_STR,
-)
+from .messages import LIVE_DROPPED, OUTPUT_LEFT_OUT
+from .sinks import RAW_BATCH, Sink, SinkBuffer, transcode
 from .threads import THREADS
 
 # Bytes written to a sink's buffer that are not UTF-8 become U+FFFD, as with errors='replace'.
@@ -30,7 +28,6 @@ _decode_utf8 = codecs.utf_8_decode  # (text, bytes consumed); a split last chara
 _CONTROL = re.compile('[\r\n]')  # what moves a terminal's cursor: to the line's start, to a new line
 _SIZE_SLICE = 1 << 20  # characters encoded at a time to measure a long non-ASCII text
 FINAL_BATCH = 8_192  # characters of final text a stream collects before it counts, keeps and spools them
-RAW_BATCH = 16_384  # characters a capture collects before it takes them into its streams
 STREAMS = ('stdout', 'stderr')
 MAIN_THREAD = threading.main_thread().ident
 get_ident = threading.get_ident
@@ -484,113 +481,6 @@ def background_capture():
     return Capture(None, BACKGROUND_BUDGET, BACKGROUND_HEAD, live=False)
 
 
-def no_input(prompt=''):
-    """input() in the worker: a cell has no stdin to read (it is /dev/null), so this fails at
-    once and says so, instead of an EOFError that reads as if stdin had ended. The prompt is
-    still written, so the output shows what was asked."""
-    if prompt:
-        print(prompt, end='', flush=True)
-    raise EOFError(INPUT_NO_STDIN)
-
-
-class Sink(io.TextIOBase):
-    """sys.stdout / sys.stderr in the worker, installed for good at its start. Each write goes
-    to the capture of the thread that makes it (Output.write): the running cell's, or the
-    background's. So a stream kept by a long-lived object (say a logging.StreamHandler made
-    in an earlier cell) writes into whichever cell is running when the cell's own code
-    logs, and into the background when a thread of an earlier cell does.
-
-    As in plain Python, `buffer` takes bytes and fileno() is a descriptor of the
-    native-output pipe (fd 1 or 2 while it still is the pipe), whose bytes the server
-    appends to the run's stderr. Unencodable characters (lone surrogates) become '?'."""
-
-    encoding = 'utf-8'
-    errors = 'replace'
-
-    def __init__(self, stream, fd, output, native):
-        super().__init__()
-        self.name = f'<{stream}>'
-        self.buffer = SinkBuffer(self)
-        self._stream = stream
-        self._fd = fd
-        self._output = output
-        self._native = native
-
-    def write(self, text):
-        if not isinstance(text, str):
-            raise TypeError(WRITE_NOT_STR.format(type_name(type(text))))
-        # Output.write and Capture.write, inline: every print goes through here.
-        output = self._output
-        cell = output.cell
-        capture = cell if cell is not None and (
-            get_ident() == MAIN_THREAD or THREADS.current_run() == cell.run_id
-        ) else output.background
-        with capture._lock:
-            if not capture.closed and not capture._partial[self._stream]:
-                capture._raw.append((self._stream, text))
-                capture._raw_chars += len(text)
-                if capture._raw_chars >= RAW_BATCH:
-                    capture._process()
-                return len(text)
-        output.write(self._stream, text)  # a split character to end first, or a capture that ended
-        return len(text)
-
-    def write_bytes(self, data):
-        self._output.write_bytes(self._stream, data)
-
-    def writable(self):
-        return True
-
-    def fileno(self):
-        fd = self._native.descriptor(self._fd)
-        if fd is None:
-            raise io.UnsupportedOperation(NO_NATIVE_FD.format(self.name, self._stream))
-        return fd
-
-    def close(self):
-        """Ignored: the sinks serve every later cell, so closing one must not break them."""
-
-    def isatty(self):
-        return False
-
-
-class SinkBuffer(io.BufferedIOBase):
-    """sys.stdout.buffer / sys.stderr.buffer: bytes written here are captured with the
-    sink's text, in write order and under the same budget, decoded as UTF-8 (see
-    BYTES_ERRORS). io.TextIOWrapper(sys.stdout.buffer) works; closing it, or this, is
-    ignored like closing the sink."""
-
-    mode = 'wb'
-
-    def __init__(self, sink):
-        super().__init__()
-        self.name = sink.name
-        self._sink = sink
-
-    def write(self, data):
-        try:
-            view = memoryview(data)
-        except TypeError:
-            raise TypeError(WRITE_NOT_BYTES.format(type_name(type(data)))) from None
-        if not view.c_contiguous:
-            view = memoryview(view.tobytes())
-        view = view.cast('B')
-        self._sink.write_bytes(view)
-        return len(view)
-
-    def writable(self):
-        return True
-
-    def fileno(self):
-        return self._sink.fileno()
-
-    def close(self):
-        """Ignored, like closing the sink."""
-
-    def isatty(self):
-        return False
-
-
 def coalesce(pending):
     """Merge consecutive pieces of the same stream into one frame's text."""
     merged = []
@@ -708,7 +598,7 @@ class Output:
 # raise KeyboardInterrupt in it as it would in the user's code (interrupts.py), which is
 # what stops a cell that spends its time printing. Each step there tolerates that.
 INTERRUPTIBLE_CODE = tuple(function.__code__ for function in (
-    Sink.write, Sink.write_bytes, SinkBuffer.write, Output.write, Output.write_bytes, Output._capture,
+    Sink.write, Sink.write_bytes, SinkBuffer.write, transcode, Output.write, Output.write_bytes, Output._capture,
     Capture.write, Capture.write_bytes, Capture._process, Capture._queue_live, Capture._trim_live,
     Capture._end_partial,
     StreamText.write, StreamText._put, StreamText._end_line, StreamText._flush, StreamText._cut,

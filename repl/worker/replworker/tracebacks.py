@@ -5,6 +5,7 @@ saved files whose source is retained. The worker's own modules have filenames of
 own (`<repl-mcp worker>/cells.py`, see bootstrap.py), so their frames never qualify."""
 
 import asyncio
+import builtins
 import linecache
 import sys
 
@@ -14,8 +15,8 @@ from .limits import (
     TRACEBACK_MESSAGE_CHARS, TRACEBACK_SOURCE_CHARS, TYPE_NAME_CHARS,
 )
 from .messages import (
-    CHAIN_CAUSE, CHAIN_CONTEXT, CHAIN_ELIDED, INTERRUPTED, SOURCE_UNKNOWN, STR_FAILED, SYNTAX_NO_DETAIL,
-    TRACEBACK_HEAD,
+    CHAIN_CAUSE, CHAIN_CONTEXT, CHAIN_ELIDED, GROUP_DEPTH_CUT, GROUP_MORE, GROUP_TRACEBACK_HEAD, INTERRUPTED,
+    SOURCE_UNKNOWN, STR_FAILED, SYNTAX_NO_DETAIL, TRACEBACK_HEAD,
 )
 
 _type_qualname_slot = type.__dict__['__qualname__'].__get__
@@ -230,7 +231,12 @@ def _chain(exc, sources):
 def _block(exc, room, limit, newest, sources):
     """One exception as Python prints it, within `room` characters (None when even its
     description does not fit): the head, the user's frames, innermost first to fit, and
-    the description."""
+    the description; an exception group with its sub-exceptions (_GroupLayout)."""
+    if _sub_exceptions(exc) is not None:
+        layout = _GroupLayout(sources, room)
+        layout.one(exc, limit, newest)
+        text = '\n'.join(layout.lines)
+        return None if len(text) > room and not newest else text
     frames = cell_frames(exc, sources)
     last = _describe(exc, limit)
     # Python prints the head for an exception with a traceback; a cell that did not
@@ -246,6 +252,123 @@ def _block(exc, room, limit, newest, sources):
         kept.append(frame)
         room -= len(frame) + 1
     return '\n'.join([*head, *reversed(kept), last])
+
+
+# Python's own bounds on an exception group's layout (traceback.TracebackException's
+# max_group_width and max_group_depth).
+GROUP_WIDTH = 15
+GROUP_DEPTH = 10
+
+
+def _group_types():
+    """The exception-group base classes there are: the builtin one (Python 3.11+) and, on
+    3.10, the `exceptiongroup` backport's once something imported it."""
+    found = []
+    builtin = getattr(builtins, 'BaseExceptionGroup', None)
+    if builtin is not None:
+        found.append(builtin)
+    backport = getattr(sys.modules.get('exceptiongroup'), 'BaseExceptionGroup', None)
+    if isinstance(backport, type) and backport not in found:
+        found.append(backport)
+    return tuple(found)
+
+
+def _sub_exceptions(exc):
+    """An exception group's sub-exceptions, or None for any other exception (or a group
+    whose `exceptions` is not a sequence of exceptions)."""
+    groups = _group_types()
+    if not groups or not isinstance(exc, groups):
+        return None
+    try:
+        subs = tuple(exc.exceptions)
+    except Exception:
+        return None
+    return subs if all(isinstance(sub, BaseException) for sub in subs) else None
+
+
+class _GroupLayout:
+    """An exception group laid out as Python prints it (traceback.TracebackException.format,
+    3.11+): its head, frames and description behind a `|` margin (`+` on the outermost
+    head), each sub-exception with its own chain in a numbered section below, nested groups
+    indented further, at most GROUP_WIDTH sections a group and GROUP_DEPTH levels. Only the
+    user's frames are shown, as everywhere. Sections that would take the text past `room`
+    characters are counted in an `and N more exceptions` section instead."""
+
+    def __init__(self, sources, room):
+        self.sources = sources
+        self.room = room
+        self.lines = []
+        self.size = 0  # characters of self.lines joined
+        self.depth = 0  # Python's exception_group_depth
+        self.need_close = False
+
+    def add(self, line):
+        self.size += len(line) + (1 if self.lines else 0)
+        self.lines.append(line)
+
+    def emit(self, text, margin='|'):
+        prefix = ' ' * (2 * self.depth) + (margin + ' ' if self.depth else '')
+        for line in text.split('\n'):
+            self.add(prefix + line)
+
+    def chain(self, exc):
+        """A sub-exception and its causes and contexts, oldest first."""
+        for link, separator in reversed(_chain(exc, self.sources)):
+            self.one(link, TRACEBACK_CAUSE_CHARS, False)
+            if separator:
+                self.emit(separator[1:-1])  # its outer newlines end and start the blocks
+
+    def one(self, exc, limit, newest):
+        frames = cell_frames(exc, self.sources)
+        subs = _sub_exceptions(exc)
+        if subs is None:
+            if frames:
+                self.emit(TRACEBACK_HEAD)
+            for frame in frames:
+                self.emit(frame)
+            self.emit(_describe(exc, limit))
+            return
+        if self.depth > GROUP_DEPTH:
+            self.emit(GROUP_DEPTH_CUT.format(GROUP_DEPTH))
+            return
+        outermost = self.depth == 0
+        if outermost:
+            self.depth += 1
+        if frames or newest:
+            self.emit(GROUP_TRACEBACK_HEAD, margin='+' if outermost else '|')
+        for frame in frames:
+            self.emit(frame)
+        self.emit(_describe(exc, limit))
+        self.sections(subs)
+        if outermost:
+            self.depth = 0
+
+    def sections(self, subs):
+        shown = min(len(subs), GROUP_WIDTH)
+        self.need_close = False
+        for i in range(shown + (len(subs) > shown)):
+            last = i == shown + (len(subs) > shown) - 1
+            mark, size = len(self.lines), self.size
+            if i < shown:
+                self.section(i, str(i + 1), last, lambda: self.chain(subs[i]))
+                if self.size <= self.room:
+                    continue
+                del self.lines[mark:]  # past the bound: this section and the rest are counted
+                self.size = size
+            remaining = len(subs) - i
+            self.section(i, '...', True, lambda: self.emit(GROUP_MORE.format(remaining, 's' if remaining > 1 else '')))
+            return
+
+    def section(self, i, title, last, body):
+        self.add(' ' * (2 * self.depth) + ('+-' if i == 0 else '  ') + f'+---------------- {title} ----------------')
+        self.depth += 1
+        if last:
+            self.need_close = True  # a nested group that ends this section closes it itself
+        body()
+        if last and self.need_close:
+            self.add(' ' * (2 * self.depth) + '+------------------------------------')
+            self.need_close = False
+        self.depth -= 1
 
 
 class RunFailure(Exception):
