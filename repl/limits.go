@@ -73,3 +73,7 @@ const (
 	maxImageArtifacts = 8      // references in image_artifacts
 	historyImageBytes = 2 << 20
 )
+
+// maxHTMLBytes bounds the text/html of a trailing value (pandas' own rendering of a
+// DataFrame or Styler), which only the session's notebook shows.
+const maxHTMLBytes = 131072

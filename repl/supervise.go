@@ -374,6 +374,8 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		ArtifactError:            wr.ArtifactError,
 		Images:                   wr.Images,
 		ImageArtifacts:           wr.ImageArtifacts,
+		HTML:                     wr.HTML,
+		Repr:                     wr.Repr,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true

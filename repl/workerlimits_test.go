@@ -52,6 +52,7 @@ var workerLimitTwins = map[string]twin{
 	"IMAGE_BYTES":             equals(maxImageBytes),
 	"IMAGE_CHUNK":             equals(imageChunkBytes),
 	"IMAGE_ARTIFACTS":         equals(maxImageArtifacts),
+	"HTML_BYTES":              equals(maxHTMLBytes),
 
 	"ARTIFACT_CHUNK":      equals(artifacts.ChunkBytes),
 	"ARTIFACT_MAX_BYTES":  equals(artifacts.MaxArtifactBytes),
