@@ -266,6 +266,7 @@ func (s *Session) execute(ctx context.Context, r *run) *Result {
 		retainImages(s.history)
 		s.mu.Unlock()
 	}
+	s.record(r, res)
 	r.finish(res)
 	return res
 }
@@ -343,6 +344,9 @@ func (s *Session) Close(grace time.Duration) {
 	s.rpcs.Wait()
 	if s.cfg.Services != nil {
 		s.cfg.Services.SessionClosed(s.id, s.env.project)
+	}
+	if s.cfg.Recorder != nil {
+		s.cfg.Recorder.SessionClosed(s.id)
 	}
 	if state, _ := s.settled(nil); state == workerReady {
 		p := s.proc

@@ -1,0 +1,250 @@
+package notebook
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
+	"github.com/iota-uz/repl-mcp/internal/savefile"
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// Config configures a [Keeper].
+type Config struct {
+	// Dir is the private directory the records live in, one subdirectory per
+	// session: made 0700 if missing, removed by Close. It must be the keeper's own.
+	Dir string
+	// LiveDir, when set, receives <session name>-<short id>.ipynb, replaced
+	// atomically after every cell (--notebook-dir).
+	LiveDir string
+	Logger  *slog.Logger // nil discards
+}
+
+// Keeper keeps the sessions' records and writes their notebooks; it is safe for
+// concurrent use.
+type Keeper struct {
+	dir    string
+	live   string
+	limits limits
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*kept
+}
+
+// kept is one session's record and what its notebook says about the session.
+type kept struct {
+	mu     sync.Mutex
+	info   session
+	record *record
+}
+
+var _ repl.Recorder = (*Keeper)(nil)
+
+// New makes the keeper and its private directory.
+func New(cfg Config) (*Keeper, error) {
+	return newKeeper(cfg, limits{cells: MaxCells, bytes: MaxBytes})
+}
+
+func newKeeper(cfg Config, lim limits) (*Keeper, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("notebook: no record directory")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Keeper{dir: cfg.Dir, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{}}, nil
+}
+
+// Close removes every record.
+func (k *Keeper) Close() error {
+	k.mu.Lock()
+	k.sessions = map[string]*kept{}
+	k.mu.Unlock()
+	return os.RemoveAll(k.dir)
+}
+
+func (k *Keeper) session(id, name string) *kept {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := k.sessions[id]
+	if s == nil {
+		s = &kept{info: session{id: id, name: name}}
+		k.sessions[id] = s
+	}
+	return s
+}
+
+// CellFinished records a finished cell and, with a live directory, rewrites the
+// session's live notebook. A failure to write is logged: the run's result stands.
+func (k *Keeper) CellFinished(fc repl.FinishedCell) {
+	s := k.session(fc.SessionID, fc.SessionName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fc.Python != nil {
+		s.info.pythonVersion, s.info.pythonExecutable = fc.Python.PythonVersion, fc.Python.PythonExecutable
+	}
+	if s.record == nil {
+		rec, err := newRecord(filepath.Join(k.dir, fc.SessionID), k.limits)
+		if err != nil {
+			k.log.Warn("notebook: cannot keep the session's record", "session", fc.SessionID, "err", err)
+			return
+		}
+		s.record = rec
+	}
+	if err := s.record.add(cellOf(fc)); err != nil {
+		k.log.Warn("notebook: cannot record a cell", "session", fc.SessionID, "err", err)
+		return
+	}
+	if k.live == "" {
+		return
+	}
+	data, err := k.renderLocked(s)
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID)), data, 0o644)
+	}
+	if err != nil {
+		k.log.Warn("notebook: cannot write the live notebook", "session", fc.SessionID, "dir", k.live, "err", err)
+	}
+}
+
+// SessionClosed removes the session's record; a live notebook stays, the person's.
+func (k *Keeper) SessionClosed(sessionID string) {
+	k.mu.Lock()
+	s := k.sessions[sessionID]
+	delete(k.sessions, sessionID)
+	k.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.record != nil {
+		if err := s.record.remove(); err != nil {
+			k.log.Warn("notebook: cannot remove a closed session's record", "session", sessionID, "err", err)
+		}
+		s.record = nil
+	}
+}
+
+// LiveName is the file name of a session's live notebook: its name (characters
+// outside letters, digits, dot, dash and underscore as underscores) and the first 8
+// characters of its id.
+func LiveName(name, id string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+	short := id
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return strings.TrimLeft(safe, ".") + "-" + short + ".ipynb"
+}
+
+// Exported is what an export wrote (docs/contract.md §3, python_session_export).
+type Exported struct {
+	Path    string `json:"path"`
+	Cells   int    `json:"cells"`
+	Dropped int    `json:"dropped"`
+	Bytes   int    `json:"bytes"`
+}
+
+// Errors of an export, after artifact_save's path rules.
+var (
+	ErrExportPath   = errors.New("Notebook export needs an absolute destination path")
+	ErrExportDir    = errors.New("Notebook destination is a directory")
+	ErrExportParent = errors.New("Notebook destination directory does not exist or is not a directory")
+	ErrExportExists = errors.New("Notebook destination exists or cannot be linked; pass overwrite=true to replace it")
+	ErrExportWrite  = errors.New("Notebook destination cannot be written")
+	ErrRecordRead   = errors.New("Notebook record of the session cannot be read")
+)
+
+func exportRules() savefile.Rules {
+	return savefile.Rules{
+		TempPrefix: ".repl-notebook-export-",
+		NotAbs:     ErrExportPath, IsDir: ErrExportDir, Parent: ErrExportParent,
+		Exists: ErrExportExists, Write: ErrExportWrite,
+	}
+}
+
+// Export writes the notebook of session id (named name) to the absolute path,
+// under artifact_save's rules: an existing file is replaced only when overwrite is
+// set, and the path is never half-written. A session that has finished no cell
+// gets a notebook with its first cell only.
+func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bool) (Exported, error) {
+	s := k.session(id, name)
+	s.mu.Lock()
+	data, err := k.renderLocked(s)
+	cells, dropped := 0, 0
+	if s.record != nil {
+		cells, dropped = len(s.record.kept), s.record.dropped
+	}
+	s.mu.Unlock()
+	if err != nil {
+		k.log.Warn("notebook: cannot read the session's record", "session", id, "err", err)
+		return Exported{}, ErrRecordRead
+	}
+	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
+		_, err := w.Write(data)
+		if err != nil {
+			return errors.Join(ErrExportWrite, savefile.SysCause(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return Exported{}, err
+	}
+	return Exported{Path: written, Cells: cells, Dropped: dropped, Bytes: len(data)}, nil
+}
+
+// renderLocked is s's notebook now; s.mu is held.
+func (k *Keeper) renderLocked(s *kept) ([]byte, error) {
+	var cells []cell
+	dropped := 0
+	if s.record != nil {
+		var err error
+		if cells, err = s.record.cells(); err != nil {
+			return nil, err
+		}
+		dropped = s.record.dropped
+	}
+	return render(s.info, cells, dropped, k.now())
+}
+
+// cellOf is the record's cell of a finished run.
+func cellOf(fc repl.FinishedCell) cell {
+	res := fc.Result
+	c := cell{
+		RunID: res.RunID, Generation: res.Generation, Started: fc.Started, ElapsedMS: res.ElapsedMS,
+		Code: fc.Code, SourcePath: fc.SourcePath, Argv: fc.Argv, Reset: fc.Reset, Fresh: fc.Fresh,
+		Success: res.Success, Cleared: res.State == repl.StateCleared,
+		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
+		ImagesNotShown: len(res.ImageArtifacts),
+	}
+	if res.Repr != "" && res.ReturnValue != nil {
+		c.Preview = &res.Repr // what Jupyter shows of a builtin value
+	}
+	for _, img := range res.Images {
+		if img.Data == nil {
+			c.ImagesNotShown++
+			continue
+		}
+		c.Images = append(c.Images, image{MIME: img.MIME, Width: img.Width, Height: img.Height, Data: img.Data})
+	}
+	return c
+}

@@ -1,0 +1,48 @@
+package repl
+
+import "time"
+
+// Recorder keeps what a person reads of a session beyond its 64-run history: every
+// cell it finished, in order (package notebook). A session tells it of each
+// finished run, before the run's caller gets the result, and of its own close.
+// The calls for one session never overlap; those of different sessions may.
+type Recorder interface {
+	CellFinished(c FinishedCell)
+	SessionClosed(sessionID string)
+}
+
+// FinishedCell is one run as its session finished it.
+type FinishedCell struct {
+	SessionID   string
+	SessionName string
+	Started     time.Time
+	// Code is the cell's source; for a saved file, SourcePath and Argv say what ran.
+	Code       string
+	SourcePath string
+	Argv       []string
+	Reset      bool // the run asked for a new worker first
+	Fresh      bool // a saved file run in a worker of its own: the namespace was untouched
+	Result     *Result
+	// Python is the handshake of the session's latest worker: its interpreter and
+	// version; nil when none ever started.
+	Python *Ready
+}
+
+// record tells the session's Recorder of a finished run and then drops the run's
+// HTML and repr, which only the record keeps: the history does not hold them for
+// nothing.
+func (s *Session) record(r *run, res *Result) {
+	if s.cfg.Recorder == nil || r.req.inventory {
+		res.HTML, res.Repr = "", ""
+		return
+	}
+	s.mu.Lock()
+	python := s.lastReady
+	s.mu.Unlock()
+	s.cfg.Recorder.CellFinished(FinishedCell{
+		SessionID: s.id, SessionName: s.name, Started: r.started,
+		Code: r.req.Code, SourcePath: r.req.SourcePath, Argv: r.req.Argv,
+		Reset: r.req.Reset, Fresh: r.req.Fresh, Result: res, Python: python,
+	})
+	res.HTML, res.Repr = "", ""
+}
