@@ -26,6 +26,8 @@ import (
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
+	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
 )
@@ -72,7 +74,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--notebook-dir DIR] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -90,6 +92,7 @@ type options struct {
 	journal      string
 	oauthLogin   string
 	resultFormat server.ResultFormat
+	notebookDir  string
 	showVersion  bool
 	doctor       bool
 }
@@ -112,6 +115,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
+	fs.StringVar(&o.notebookDir, "notebook-dir", "", "write each session's notebook to `DIR`/<session name>-<short id>.ipynb, replaced atomically after every cell, for JupyterLab or VS Code to show live")
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -164,6 +168,14 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	o.resultFormat = format
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
+	}
+	if o.notebookDir != "" {
+		if o.notebookDir, err = filepath.Abs(o.notebookDir); err != nil {
+			return o, usageError{fmt.Errorf("--notebook-dir: %w", err)}
+		}
+		if st, err := os.Stat(o.notebookDir); err != nil || !st.IsDir() {
+			return o, usageError{fmt.Errorf("--notebook-dir %s: not an existing directory", o.notebookDir)}
+		}
 	}
 	return o, nil
 }
@@ -221,14 +233,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
-	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store})
+	notebooks, err := notebook.New(notebook.Config{Dir: notebookRecords(), LiveDir: o.notebookDir, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("the sessions' notebook record: %w", err)
+	}
+	defer notebooks.Close()
+	cfg.Recorder = notebooks
+	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks})
 	cfg.Services = ops
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		ResultFormat: o.resultFormat, Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {
@@ -240,6 +258,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// notebookRecords is this server lifetime's own directory for the sessions'
+// records: repl-mcp/notebooks/<uuid> in the user cache directory (the temp
+// directory without one), removed at exit.
+func notebookRecords() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "repl-mcp", "notebooks", ids.UUID())
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read
