@@ -187,7 +187,12 @@ func exportRules() savefile.Rules {
 // set, and the path is never half-written. A session that has finished no cell
 // gets a notebook with its first cell only.
 func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bool) (Exported, error) {
-	s := k.session(id, name)
+	k.mu.Lock()
+	s := k.sessions[id]
+	k.mu.Unlock()
+	if s == nil { // no cell finished yet: nothing to keep for it
+		s = &kept{info: session{id: id, name: name}}
+	}
 	s.mu.Lock()
 	data, err := k.renderLocked(s)
 	cells, dropped := 0, 0

@@ -304,3 +304,15 @@ func TestExportPathRules(t *testing.T) {
 		}
 	}
 }
+
+func TestExportOfASessionWithoutCells(t *testing.T) {
+	k := keeper(t, "", 100, 1<<20)
+	out, err := k.Export(t.Context(), "fedcba9876543210", "empty", filepath.Join(t.TempDir(), "e.ipynb"), false)
+	if err != nil || out.Cells != 0 {
+		t.Fatalf("export of a session without cells: %+v %v", out, err)
+	}
+	n := readNotebook(t, out.Path)
+	if len(n.Cells) != 1 || !strings.Contains(n.Cells[0].text(), "session `empty`") {
+		t.Fatalf("cells: %+v", n.Cells)
+	}
+}

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 
 // TestLiveNotebookAfterEveryCell runs real cells in a real worker with a live
 // directory: after each cell the session's live notebook holds exactly the cells
-// run so far, and a reader polling the directory the whole time never finds an
-// .ipynb that is not a whole notebook.
+// run so far, and a reader polling the directory (and exporting) the whole time
+// never finds an .ipynb that is not a whole notebook.
 func TestLiveNotebookAfterEveryCell(t *testing.T) {
 	live := t.TempDir()
 	k, err := notebook.New(notebook.Config{Dir: filepath.Join(t.TempDir(), "records"), LiveDir: live})
@@ -41,6 +41,7 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 	defer m.Close(0)
 	sess := m.Default()
 	name := filepath.Join(live, notebook.LiveName("default", sess.ID()))
+	exported := filepath.Join(t.TempDir(), "exported.ipynb")
 
 	stop := make(chan struct{})
 	var reads, torn int
@@ -53,6 +54,11 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 			case <-stop:
 				return
 			default:
+			}
+			// An export while cells finish reads the record under the same lock.
+			if _, err := k.Export(t.Context(), sess.ID(), "default", exported, true); err != nil {
+				t.Errorf("export while cells run: %v", err)
+				return
 			}
 			matches, _ := filepath.Glob(filepath.Join(live, "*.ipynb"))
 			for _, path := range matches {
