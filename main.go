@@ -26,7 +26,6 @@ import (
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
-	"github.com/iota-uz/repl-mcp/internal/ids"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
@@ -233,7 +232,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
-	notebooks, err := notebook.New(notebook.Config{Dir: notebookRecords(), LiveDir: o.notebookDir, Logger: cfg.Logger})
+	notebooks, err := notebook.New(notebook.Config{Root: notebookRecords(), LiveDir: o.notebookDir, Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("the sessions' notebook record: %w", err)
 	}
@@ -260,15 +259,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 
-// notebookRecords is this server lifetime's own directory for the sessions'
-// records: repl-mcp/notebooks/<uuid> in the user cache directory (the temp
-// directory without one), removed at exit.
+// notebookRecords is where the sessions' records live: repl-mcp/notebooks in the
+// user cache directory (the temp directory without one); each server lifetime keeps
+// its own directory there and removes it at exit.
 func notebookRecords() string {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
-	return filepath.Join(base, "repl-mcp", "notebooks", ids.UUID())
+	return filepath.Join(base, "repl-mcp", "notebooks")
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read

@@ -6,7 +6,8 @@
 //
 // A [Keeper] is package repl's Recorder: a session tells it of every finished cell
 // and of its close. It owns one private directory under the user's cache for this
-// server lifetime, one subdirectory per session holding one file per cell (at most
+// server lifetime (locked while it lives; a new Keeper removes those of dead
+// servers), one subdirectory per session holding one file per cell (at most
 // MaxCells and MaxBytes per session, oldest first out, the number dropped said in
 // the notebook), and removes a session's record when the session closes and its
 // whole directory at [Keeper.Close]. It starts no goroutine: every write happens in

@@ -4,3 +4,6 @@ package notebook
 func NewKeeperWithLimits(cfg Config, cells int, bytes int64) (*Keeper, error) {
 	return newKeeper(cfg, limits{cells: cells, bytes: bytes})
 }
+
+// Dir is the keeper's own directory of records.
+func (k *Keeper) Dir() string { return k.dir }

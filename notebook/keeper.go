@@ -12,15 +12,19 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/atomicfile"
+	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/savefile"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
 // Config configures a [Keeper].
 type Config struct {
-	// Dir is the private directory the records live in, one subdirectory per
-	// session: made 0700 if missing, removed by Close. It must be the keeper's own.
-	Dir string
+	// Root holds the records of every server lifetime: the keeper makes its own
+	// directory in it (a new UUID, 0700, one subdirectory per session), holds
+	// <uuid>.lock beside it while it lives, removes both at Close, and at New removes
+	// the directories whose lock nobody holds (servers that died without closing).
+	Root string
 	// LiveDir, when set, receives <session name>-<short id>.ipynb, replaced
 	// atomically after every cell (--notebook-dir).
 	LiveDir string
@@ -31,6 +35,7 @@ type Config struct {
 // concurrent use.
 type Keeper struct {
 	dir    string
+	lock   *os.File
 	live   string
 	limits limits
 	log    *slog.Logger
@@ -55,25 +60,68 @@ func New(cfg Config) (*Keeper, error) {
 }
 
 func newKeeper(cfg Config, lim limits) (*Keeper, error) {
-	if cfg.Dir == "" {
+	if cfg.Root == "" {
 		return nil, errors.New("notebook: no record directory")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{dir: cfg.Dir, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{}}, nil
+	dir := filepath.Join(cfg.Root, ids.UUID())
+	// Locked before the directory exists, so that a sweep never takes it for stale.
+	lock, err := privfile.Lock(dir + lockSuffix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		unlockRemove(lock, dir+lockSuffix)
+		return nil, err
+	}
+	sweep(cfg.Root, dir, log)
+	return &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{}}, nil
 }
 
-// Close removes every record.
+const lockSuffix = ".lock"
+
+// sweep removes the record directories under root, other than own, whose lock no
+// live server holds.
+func sweep(root, own string, log *slog.Logger) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || dir == own {
+			continue
+		}
+		lock, err := privfile.Lock(dir + lockSuffix)
+		if err != nil {
+			continue // a live server's, or not ours to judge
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Warn("notebook: cannot remove a dead server's records", "dir", dir, "err", err)
+		}
+		unlockRemove(lock, dir+lockSuffix)
+	}
+}
+
+func unlockRemove(lock *os.File, path string) {
+	os.Remove(path)
+	privfile.Unlock(lock)
+}
+
+// Close removes every record and the keeper's directory.
 func (k *Keeper) Close() error {
 	k.mu.Lock()
 	k.sessions = map[string]*kept{}
 	k.mu.Unlock()
-	return os.RemoveAll(k.dir)
+	err := os.RemoveAll(k.dir)
+	unlockRemove(k.lock, k.dir+lockSuffix)
+	return err
 }
 
 func (k *Keeper) session(id, name string) *kept {

@@ -61,7 +61,7 @@ func readNotebook(t *testing.T, path string) nb {
 
 func keeper(t *testing.T, live string, cells int, bytes int64) *notebook.Keeper {
 	t.Helper()
-	k, err := notebook.NewKeeperWithLimits(notebook.Config{Dir: filepath.Join(t.TempDir(), "records"), LiveDir: live}, cells, bytes)
+	k, err := notebook.NewKeeperWithLimits(notebook.Config{Root: filepath.Join(t.TempDir(), "records"), LiveDir: live}, cells, bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +215,13 @@ func TestRecordDropsOldestFirst(t *testing.T) {
 
 func TestClosedSessionRecordIsRemoved(t *testing.T) {
 	records := filepath.Join(t.TempDir(), "records")
-	k, err := notebook.New(notebook.Config{Dir: records})
+	k, err := notebook.New(notebook.Config{Root: records})
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.CellFinished(finished(1, 1, "x = 1", "", nil))
-	dir := filepath.Join(records, "0123456789abcdef")
+	own := k.Dir()
+	dir := filepath.Join(own, "0123456789abcdef")
 	if files, err := os.ReadDir(dir); err != nil || len(files) != 1 {
 		t.Fatalf("the record of one cell: %v %v", files, err)
 	}
@@ -229,8 +230,38 @@ func TestClosedSessionRecordIsRemoved(t *testing.T) {
 		t.Fatalf("a closed session's record is still there: %v", err)
 	}
 	k.Close()
-	if _, err := os.Stat(records); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the keeper's directory outlived it: %v", err)
+	if entries, err := os.ReadDir(records); err != nil || len(entries) != 0 {
+		t.Fatalf("the keeper's directory or lock outlived it: %v %v", entries, err)
+	}
+}
+
+// TestDeadServersRecordsAreSwept: a new keeper removes the records of a server that
+// died without closing (its lock is free), never those of a live one.
+func TestDeadServersRecordsAreSwept(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "records")
+	live, err := notebook.New(notebook.Config{Root: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	live.CellFinished(finished(1, 1, "x = 1", "", nil))
+	dead := filepath.Join(records, "dead-server")
+	os.MkdirAll(filepath.Join(dead, "some-session"), 0o700)
+	os.WriteFile(filepath.Join(dead, "some-session", "000000001.json"), []byte("{}"), 0o600)
+	os.WriteFile(dead+".lock", nil, 0o600) // left by a SIGKILLed server: nobody holds it
+	next, err := notebook.New(notebook.Config{Root: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a dead server's records were kept: %v", err)
+	}
+	if _, err := os.Stat(dead + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a dead server's lock was kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(live.Dir(), "0123456789abcdef")); err != nil {
+		t.Fatalf("a live server's records were swept: %v", err)
 	}
 }
 

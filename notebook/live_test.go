@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // never finds an .ipynb that is not a whole notebook.
 func TestLiveNotebookAfterEveryCell(t *testing.T) {
 	live := t.TempDir()
-	k, err := notebook.New(notebook.Config{Dir: filepath.Join(t.TempDir(), "records"), LiveDir: live})
+	k, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records"), LiveDir: live})
 	if err != nil {
 		t.Fatal(err)
 	}

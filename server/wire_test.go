@@ -95,7 +95,7 @@ func newServerPartsFormat(t *testing.T, ctx context.Context, project string, for
 	t.Cleanup(func() { brokers.Close(); effects.Close() })
 	store := artifacts.New(artifacts.Config{})
 	t.Cleanup(store.Close)
-	notebooks, err := notebook.New(notebook.Config{Dir: filepath.Join(t.TempDir(), "records")})
+	notebooks, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records")})
 	if err != nil {
 		t.Fatal(err)
 	}
