@@ -232,9 +232,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
-	notebooks, err := notebook.New(notebook.Config{Root: notebookRecords(), LiveDir: o.notebookDir, Logger: cfg.Logger})
+	notebooks, err := notebookKeeper(o, cfg)
 	if err != nil {
-		return fmt.Errorf("the sessions' notebook record: %w", err)
+		return err
 	}
 	defer notebooks.Close()
 	cfg.Recorder = notebooks
@@ -259,15 +259,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 
-// notebookRecords is where the sessions' records live: repl-mcp/notebooks in the
-// user cache directory (the temp directory without one); each server lifetime keeps
-// its own directory there and removes it at exit.
-func notebookRecords() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
+// notebookKeeper keeps the sessions' records in repl-mcp/notebooks in the user
+// cache directory, or, where that cannot be made (a read-only home), in a directory
+// of this user's under the temp directory; each server lifetime keeps its own
+// directory there and removes it at exit.
+func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
+	var roots []string
+	if base, err := os.UserCacheDir(); err == nil {
+		roots = append(roots, filepath.Join(base, "repl-mcp", "notebooks"))
 	}
-	return filepath.Join(base, "repl-mcp", "notebooks")
+	roots = append(roots, filepath.Join(os.TempDir(), fmt.Sprintf("repl-mcp-notebooks-%d", os.Geteuid())))
+	var errs []error
+	for _, root := range roots {
+		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Logger: cfg.Logger})
+		if err == nil {
+			return k, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no directory for the sessions' notebook records: %w", errors.Join(errs...))
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read
