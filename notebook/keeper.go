@@ -3,12 +3,14 @@ package notebook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/atomicfile"
@@ -66,6 +68,9 @@ func newKeeper(cfg Config, lim limits) (*Keeper, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, err
 	}
+	if err := privateDir(cfg.Root); err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -85,6 +90,26 @@ func newKeeper(cfg Config, lim limits) (*Keeper, error) {
 }
 
 const lockSuffix = ".lock"
+
+// privateDir checks that root, which may have existed before (a shared temp
+// directory), is a directory of this user's that no one else can enter: records hold
+// the cells' code and output.
+func privateDir(root string) error {
+	st, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("notebook records: %s is not a directory", root)
+	case st.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("notebook records: %s is open to other users (mode %#o)", root, st.Mode().Perm())
+	case ok && int(sys.Uid) != os.Geteuid():
+		return fmt.Errorf("notebook records: %s belongs to another user", root)
+	}
+	return nil
+}
 
 // sweep removes the record directories under root, other than own, whose lock no
 // live server holds.

@@ -347,3 +347,20 @@ func TestExportOfASessionWithoutCells(t *testing.T) {
 		t.Fatalf("cells: %+v", n.Cells)
 	}
 }
+
+// TestRecordsNeedAPrivateRoot: a root another user could read (a directory made
+// beforehand in a shared temp directory), or a symlink, is refused.
+func TestRecordsNeedAPrivateRoot(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o755)
+	if _, err := notebook.New(notebook.Config{Root: open}); err == nil || !strings.Contains(err.Error(), "open to other users") {
+		t.Fatalf("a root of mode 0755: %v", err)
+	}
+	private := filepath.Join(t.TempDir(), "private")
+	os.Mkdir(private, 0o700)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(private, link)
+	if _, err := notebook.New(notebook.Config{Root: link}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("a root that is a symlink: %v", err)
+	}
+}
