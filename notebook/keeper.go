@@ -186,7 +186,7 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	}
 	data, err := k.renderLocked(s)
 	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID)), data, 0o644)
+		err = atomicfile.WriteFile(filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID)), data, 0o600)
 	}
 	if err != nil {
 		k.log.Warn("notebook: cannot write the live notebook", "session", fc.SessionID, "dir", k.live, "err", err)

@@ -96,6 +96,9 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 	if last["output_type"] != "execute_result" || last["data"].(map[string]any)["text/plain"].([]any)[0] != "{'answer': 42}" {
 		t.Fatalf("the last cell's value: %v", last)
 	}
+	if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the live notebook's mode: %v %v", fi.Mode(), err)
+	}
 	entries, _ := os.ReadDir(live)
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".ipynb") {
