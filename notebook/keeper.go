@@ -310,7 +310,8 @@ func cellOf(fc repl.FinishedCell) cell {
 	c := cell{
 		RunID: res.RunID, Generation: res.Generation, Started: fc.Started, ElapsedMS: res.ElapsedMS,
 		Code: fc.Code, SourcePath: fc.SourcePath, Argv: fc.Argv, Reset: fc.Reset, Fresh: fc.Fresh,
-		Success: res.Success, Cleared: res.State == repl.StateCleared,
+		// A fresh worker's end says nothing of the session's namespace.
+		Success: res.Success, Cleared: res.State == repl.StateCleared && !fc.Fresh,
 		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
 		ImagesNotShown: len(res.ImageArtifacts),
 	}

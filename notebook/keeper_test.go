@@ -144,6 +144,10 @@ func TestNotebookErrorsAndLostState(t *testing.T) {
 	k.CellFinished(crash)
 	k.CellFinished(finished(5, 3, "z = 3", "", nil))
 	k.CellFinished(finished(6, 4, "w = 4", "", nil)) // the idle worker died between cells
+	fresh := finished(7, 4, "", "", nil)
+	fresh.SourcePath, fresh.Argv, fresh.Fresh = "/tmp/job.py", []string{"a b"}, true
+	fresh.Result.State, fresh.Result.Success = repl.StateCleared, false // its own worker died: the namespace is untouched
+	k.CellFinished(fresh)
 	_, n := export(t, k, filepath.Join(t.TempDir(), "s.ipynb"))
 
 	var kinds []string
@@ -160,6 +164,7 @@ func TestNotebookErrorsAndLostState(t *testing.T) {
 		"os._exit(1)", "The worker stopped during the cell above",
 		"z = 3",
 		"The worker was restarted before this cell", "w = 4",
+		"# python_execute_file(fresh=true): run in a worker of its own, the namespace untouched\n%run /tmp/job.py 'a b'",
 	}
 	if strings.Join(kinds, "|") != strings.Join(want, "|") {
 		t.Fatalf("cells:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
