@@ -318,6 +318,9 @@ func cellOf(fc repl.FinishedCell) cell {
 	if res.Repr != "" && res.ReturnValue != nil {
 		c.Preview = &res.Repr // what Jupyter shows of a builtin value
 	}
+	for _, d := range res.Displays {
+		c.Displays = append(c.Displays, display{Text: d.Text, HTML: d.HTML, Repr: d.Repr})
+	}
 	for _, img := range res.Images {
 		if img.Data == nil {
 			c.ImagesNotShown++

@@ -369,3 +369,37 @@ func TestRecordsNeedAPrivateRoot(t *testing.T) {
 		t.Fatalf("a root that is a symlink: %v", err)
 	}
 }
+
+// TestDisplaysBecomeDisplayData: what display() printed of objects that are no image
+// is a display_data where it was printed, between the stdout around it, with pandas'
+// HTML or the repr; a display the kept stdout no longer holds stays text.
+func TestDisplaysBecomeDisplayData(t *testing.T) {
+	k := keeper(t, "", 100, 1<<20)
+	c := finished(1, 1, "print('before'); display(df, {'a': 1}); print('after')", "before\n   a\n0  1\n{\"a\":1}\nafter\n", nil)
+	c.Result.Displays = []repl.Display{{Text: "   a\n0  1", HTML: "<table class=\"dataframe\"></table>"}, {Text: `{"a":1}`, Repr: "{'a': 1}"}, {Text: "cut away"}}
+	k.CellFinished(c)
+	_, n := export(t, k, filepath.Join(t.TempDir(), "s.ipynb"))
+	var got []string
+	for _, o := range n.code()[0].Outputs {
+		switch o["output_type"] {
+		case "stream":
+			got = append(got, "stream:"+strings.Join(anyStrings(o["text"]), ""))
+		case "display_data":
+			data := o["data"].(map[string]any)
+			got = append(got, "display:"+strings.Join(anyStrings(data["text/plain"]), "")+"|"+strings.Join(anyStrings(data["text/html"]), ""))
+		}
+	}
+	want := []string{"stream:before\n", "display:   a\n0  1|<table class=\"dataframe\"></table>", "display:{'a': 1}|", "stream:after\n"}
+	if strings.Join(got, "\n--\n") != strings.Join(want, "\n--\n") {
+		t.Fatalf("outputs:\n%q\nwant:\n%q", got, want)
+	}
+}
+
+func anyStrings(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i], _ = s.(string)
+	}
+	return out
+}

@@ -42,8 +42,17 @@ type cell struct {
 	HTML       string    `json:"html,omitempty"`
 	Error      *string   `json:"error,omitempty"`
 	Images     []image   `json:"images,omitempty"`
+	// Displays are what display() printed of objects that are no image; Stdout
+	// holds their text too.
+	Displays []display `json:"displays,omitempty"`
 	// ImagesNotShown counts the images past the run's inline bounds (artifacts).
 	ImagesNotShown int `json:"images_not_shown,omitempty"`
+}
+
+type display struct {
+	Text string `json:"text"`
+	HTML string `json:"html,omitempty"`
+	Repr string `json:"repr,omitempty"`
 }
 
 type image struct {

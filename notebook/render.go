@@ -193,10 +193,7 @@ func shellQuote(s string) string {
 // outputs are the cell's outputs as Jupyter writes them: its streams, its images,
 // its value, its error.
 func outputs(c cell) []any {
-	out := []any{}
-	if c.Stdout != "" {
-		out = append(out, stream("stdout", c.Stdout))
-	}
+	out := stdoutOutputs(c.Stdout, c.Displays)
 	if c.Stderr != "" {
 		out = append(out, stream("stderr", c.Stderr))
 	}
@@ -228,6 +225,43 @@ func outputs(c cell) []any {
 		})
 	}
 	return out
+}
+
+// stdoutOutputs is the cell's stdout as streams, with each display() of an object
+// that is no image as a display_data where its text was printed, as Jupyter shows
+// it. A display whose text the kept stdout no longer holds (a cut stream) and those
+// after it stay text.
+func stdoutOutputs(stdout string, displays []display) []any {
+	out := []any{}
+	rest := stdout
+	for _, d := range displays {
+		printed := d.Text + "\n"
+		i := strings.Index(rest, printed)
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			out = append(out, stream("stdout", rest[:i]))
+		}
+		out = append(out, displayData(d))
+		rest = rest[i+len(printed):]
+	}
+	if rest != "" {
+		out = append(out, stream("stdout", rest))
+	}
+	return out
+}
+
+func displayData(d display) map[string]any {
+	plain := d.Text
+	if d.Repr != "" {
+		plain = d.Repr
+	}
+	data := map[string]any{"text/plain": lines(plain)}
+	if d.HTML != "" {
+		data["text/html"] = lines(d.HTML)
+	}
+	return map[string]any{"output_type": "display_data", "data": data, "metadata": map[string]any{}}
 }
 
 func stream(name, text string) map[string]any {

@@ -100,6 +100,9 @@ type Result struct {
 	// result.
 	HTML string `json:"-"`
 	Repr string `json:"-"`
+	// Displays are what display() printed of objects that are no image, for the
+	// notebook too; never in a tool result.
+	Displays []Display `json:"-"`
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.
@@ -126,6 +129,7 @@ type workerResult struct {
 	ImageArtifacts []json.RawMessage `json:"image_artifacts"`
 	HTML           string            `json:"html"`
 	Repr           string            `json:"repr"`
+	Displays       []Display         `json:"displays"`
 }
 
 // failure is a result for a run that failed with msg and left the namespace in state.
@@ -172,6 +176,7 @@ func (r *Result) bound(valueLimit int) {
 	if len(r.Repr) > PreviewLimit || !utf8.ValidString(r.Repr) {
 		r.Repr = ""
 	}
+	r.Displays = boundDisplays(r.Displays)
 	if r.State == "" {
 		r.State = StatePreserved
 	}

@@ -376,6 +376,7 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		ImageArtifacts:           wr.ImageArtifacts,
 		HTML:                     wr.HTML,
 		Repr:                     wr.Repr,
+		Displays:                 wr.Displays,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true
