@@ -16,7 +16,7 @@ const (
 	// MaxCells is how many cells a session's record keeps; older ones are dropped.
 	MaxCells = 1000
 	// MaxBytes is how many bytes of cell files a session's record keeps; the oldest
-	// cells are dropped first. One cell is at most about 1.3 MB (its code, its
+	// cells are dropped first. One cell is at most about 1.5 MB (its code, its
 	// streams, preview, HTML and images are bounded already), so the newest always
 	// fits.
 	MaxBytes = 64 << 20
