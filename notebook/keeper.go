@@ -184,11 +184,8 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	if k.live == "" {
 		return
 	}
-	data, err := k.renderLocked(s)
-	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID)), data, 0o600)
-	}
-	if err != nil {
+	path := filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID))
+	if err := atomicfile.Write(path, 0o600, k.writerLocked(s)); err != nil {
 		k.log.Warn("notebook: cannot write the live notebook", "session", fc.SessionID, "dir", k.live, "err", err)
 	}
 }
@@ -234,7 +231,7 @@ type Exported struct {
 	Path    string `json:"path"`
 	Cells   int    `json:"cells"`
 	Dropped int    `json:"dropped"`
-	Bytes   int    `json:"bytes"`
+	Bytes   int64  `json:"bytes"`
 }
 
 // Errors of an export, after artifact_save's path rules.
@@ -267,41 +264,67 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 		s = &kept{info: session{id: id, name: name}}
 	}
 	s.mu.Lock()
-	data, err := k.renderLocked(s)
+	defer s.mu.Unlock() // a cell that finishes meanwhile waits: the notebook is one moment's
 	cells, dropped := 0, 0
 	if s.record != nil {
 		cells, dropped = len(s.record.kept), s.record.dropped
 	}
-	s.mu.Unlock()
-	if err != nil {
-		k.log.Warn("notebook: cannot read the session's record", "session", id, "err", err)
-		return Exported{}, ErrRecordRead
-	}
+	write := k.writerLocked(s)
+	var size int64
 	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
-		_, err := w.Write(data)
-		if err != nil {
-			return errors.Join(ErrExportWrite, savefile.SysCause(err))
-		}
-		return nil
+		cw := &countingWriter{w: w}
+		err := write(cw)
+		size = cw.n
+		return err
 	})
 	if err != nil {
 		return Exported{}, err
 	}
-	return Exported{Path: written, Cells: cells, Dropped: dropped, Bytes: len(data)}, nil
+	return Exported{Path: written, Cells: cells, Dropped: dropped, Bytes: size}, nil
 }
 
-// renderLocked is s's notebook now; s.mu is held.
-func (k *Keeper) renderLocked(s *kept) ([]byte, error) {
-	var cells []cell
-	dropped := 0
+// writerLocked writes s's notebook as it is now; s.mu is held while it runs. A cell
+// of the record that cannot be read fails it with ErrRecordRead, a write with
+// ErrExportWrite.
+func (k *Keeper) writerLocked(s *kept) func(io.Writer) error {
+	contents := keptCells{}
 	if s.record != nil {
-		var err error
-		if cells, err = s.record.cells(); err != nil {
-			return nil, err
+		contents = s.record.contents()
+		read := contents.cell
+		contents.cell = func(i int) (cell, error) {
+			c, err := read(i)
+			if err != nil {
+				k.log.Warn("notebook: cannot read the session's record", "session", s.info.id, "err", err)
+				return cell{}, ErrRecordRead
+			}
+			return c, nil
 		}
-		dropped = s.record.dropped
 	}
-	return render(s.info, cells, dropped, k.now())
+	return func(w io.Writer) error {
+		return writeNotebook(&failingWriter{w: w}, s.info, contents, k.now())
+	}
+}
+
+// failingWriter says ErrExportWrite when the destination refuses bytes.
+type failingWriter struct{ w io.Writer }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrExportWrite, savefile.SysCause(err))
+	}
+	return n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // cellOf is the record's cell of a finished run.

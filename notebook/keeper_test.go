@@ -403,3 +403,24 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// TestExportOfADamagedRecord: a cell file gone from the record fails the export with
+// ErrRecordRead and leaves nothing at the destination.
+func TestExportOfADamagedRecord(t *testing.T) {
+	k, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	k.CellFinished(finished(1, 1, "x = 1", "", nil))
+	k.CellFinished(finished(2, 1, "y = 2", "", nil))
+	os.Remove(filepath.Join(k.Dir(), "0123456789abcdef", "000000002.json"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.ipynb")
+	if _, err := k.Export(t.Context(), "0123456789abcdef", "analysis", path, false); !errors.Is(err, notebook.ErrRecordRead) {
+		t.Fatalf("export of a damaged record: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a failed export left %v", entries)
+	}
+}

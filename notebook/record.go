@@ -74,8 +74,9 @@ type record struct {
 }
 
 type entry struct {
-	count int
-	size  int64
+	count   int
+	size    int64
+	helpers []string // the repl-mcp-only helpers its code uses
 }
 
 type limits struct {
@@ -105,7 +106,7 @@ func (r *record) add(c cell) error {
 		return err
 	}
 	r.next++
-	r.kept = append(r.kept, entry{count: c.Count, size: int64(len(data))})
+	r.kept = append(r.kept, entry{count: c.Count, size: int64(len(data)), helpers: helpersIn(c.Code)})
 	r.bytes += int64(len(data))
 	for len(r.kept) > 1 && (len(r.kept) > r.limits.cells || r.bytes > r.limits.bytes) {
 		oldest := r.kept[0]
@@ -119,21 +120,40 @@ func (r *record) add(c cell) error {
 	return nil
 }
 
-// cells reads the kept cells, oldest first.
-func (r *record) cells() ([]cell, error) {
-	out := make([]cell, 0, len(r.kept))
-	for _, e := range r.kept {
-		data, err := os.ReadFile(r.path(e.count))
-		if err != nil {
-			return nil, err
-		}
-		var c cell
-		if err := json.Unmarshal(data, &c); err != nil {
-			return nil, fmt.Errorf("cell %d of the record: %w", e.count, err)
-		}
-		out = append(out, c)
+// cell reads the i-th kept cell, oldest first.
+func (r *record) cell(i int) (cell, error) {
+	e := r.kept[i]
+	data, err := os.ReadFile(r.path(e.count))
+	if err != nil {
+		return cell{}, err
 	}
-	return out, nil
+	var c cell
+	if err := json.Unmarshal(data, &c); err != nil {
+		return cell{}, fmt.Errorf("cell %d of the record: %w", e.count, err)
+	}
+	return c, nil
+}
+
+// used is the repl-mcp-only helpers the kept cells use, in replOnlyHelpers' order.
+func (r *record) used() []string {
+	seen := map[string]bool{}
+	for _, e := range r.kept {
+		for _, h := range e.helpers {
+			seen[h] = true
+		}
+	}
+	var used []string
+	for _, name := range replOnlyHelpers {
+		if seen[name] {
+			used = append(used, name)
+		}
+	}
+	return used
+}
+
+// contents is what a notebook of the record is written from.
+func (r *record) contents() keptCells {
+	return keptCells{n: len(r.kept), cell: r.cell, used: r.used(), dropped: r.dropped}
 }
 
 func (r *record) remove() error { return os.RemoveAll(r.dir) }

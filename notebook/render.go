@@ -1,9 +1,11 @@
 package notebook
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -32,19 +34,62 @@ var helperUse = func() map[string]*regexp.Regexp {
 	return m
 }()
 
-// render is the nbformat 4.5 notebook of cells, with dropped older cells gone.
-func render(s session, cells []cell, dropped int, now time.Time) ([]byte, error) {
-	nb := map[string]any{
-		"nbformat":       4,
-		"nbformat_minor": 5,
-		"metadata":       notebookMetadata(s, dropped, now),
-		"cells":          renderCells(s, cells, dropped),
+// kept is what a notebook is written from: the record's cells in order, read one
+// at a time so that a notebook of 64 MiB of cells is never held whole.
+type keptCells struct {
+	n       int
+	cell    func(i int) (cell, error)
+	used    []string // the repl-mcp-only helpers the cells use
+	dropped int
+}
+
+// writeNotebook writes the nbformat 4.5 notebook of cells to w, as nbformat itself
+// does (keys sorted, one space of indent).
+func writeNotebook(w io.Writer, s session, cells keptCells, now time.Time) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("{\n \"cells\": [")
+	count := 0
+	emit := func(v any) error {
+		data, err := json.MarshalIndent(v, "  ", " ")
+		if err != nil {
+			return err
+		}
+		if count > 0 {
+			bw.WriteByte(',')
+		}
+		count++
+		bw.WriteString("\n  ")
+		_, err = bw.Write(data)
+		return err
 	}
-	data, err := json.MarshalIndent(nb, "", " ")
+	if err := emit(markdown("repl-mcp-about", aboutText(s, cells.used, cells.dropped))); err != nil {
+		return err
+	}
+	var generation uint64
+	var previous cell
+	for i := range cells.n {
+		c, err := cells.cell(i)
+		if err != nil {
+			return err
+		}
+		for _, v := range renderCell(c, i > 0, previous, generation) {
+			if err := emit(v); err != nil {
+				return err
+			}
+		}
+		if !c.Fresh {
+			generation = c.Generation
+		}
+		previous = c
+	}
+	meta, err := json.MarshalIndent(notebookMetadata(s, cells.dropped, now), " ", " ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return append(data, '\n'), nil
+	bw.WriteString("\n ],\n \"metadata\": ")
+	bw.Write(meta)
+	bw.WriteString(",\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n")
+	return bw.Flush()
 }
 
 func notebookMetadata(s session, dropped int, now time.Time) map[string]any {
@@ -73,22 +118,19 @@ func notebookMetadata(s session, dropped int, now time.Time) map[string]any {
 	}
 }
 
-func renderCells(s session, cells []cell, dropped int) []any {
-	out := []any{markdown("repl-mcp-about", aboutText(s, cells, dropped))}
-	var generation uint64
-	for i, c := range cells {
-		if i > 0 && !c.Fresh && generation != 0 && c.Generation != generation && !cells[i-1].Cleared {
-			out = append(out, markdown(fmt.Sprintf("repl-mcp-restart-%d", c.Count), restartText(c, generation)))
-		}
-		out = append(out, codeCell(c))
-		if c.Cleared {
-			out = append(out, markdown(fmt.Sprintf("repl-mcp-lost-%d", c.Count), fmt.Sprintf(
-				"**The worker stopped during the cell above** (state cleared, generation %d): "+
-					"every variable defined so far was lost; the next cell starts a new worker.", c.Generation)))
-		}
-		if !c.Fresh {
-			generation = c.Generation
-		}
+// renderCell is c's code cell, with the markdown cells that say where the worker
+// lost its variables: before c, when c found a new worker (generation is the
+// session's before c, previous the cell before it); after c, when it stopped during c.
+func renderCell(c cell, hasPrevious bool, previous cell, generation uint64) []any {
+	var out []any
+	if hasPrevious && !c.Fresh && generation != 0 && c.Generation != generation && !previous.Cleared {
+		out = append(out, markdown(fmt.Sprintf("repl-mcp-restart-%d", c.Count), restartText(c, generation)))
+	}
+	out = append(out, codeCell(c))
+	if c.Cleared {
+		out = append(out, markdown(fmt.Sprintf("repl-mcp-lost-%d", c.Count), fmt.Sprintf(
+			"**The worker stopped during the cell above** (state cleared, generation %d): "+
+				"every variable defined so far was lost; the next cell starts a new worker.", c.Generation)))
 	}
 	return out
 }
@@ -104,7 +146,7 @@ func restartText(c cell, before uint64) string {
 
 // aboutText is the first cell: where the notebook comes from, what it no longer
 // holds, and what will not run in a plain Jupyter kernel.
-func aboutText(s session, cells []cell, dropped int) string {
+func aboutText(s session, used []string, dropped int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# repl-mcp session `%s`\n\n", s.name)
 	fmt.Fprintf(&b, "The cells an agent ran in repl-mcp session `%s` (id `%s`), in order, with their outputs", s.name, s.id)
@@ -116,7 +158,6 @@ func aboutText(s session, cells []cell, dropped int) string {
 		fmt.Fprintf(&b, "**%d older cells were dropped**: a session's record keeps its newest %d cells and %d MiB.\n\n",
 			dropped, MaxCells, MaxBytes>>20)
 	}
-	used := usedHelpers(cells)
 	if len(used) == 0 {
 		b.WriteString("The cells use none of repl-mcp's own helpers: they should re-run in a plain Jupyter kernel.")
 	} else {
@@ -126,14 +167,12 @@ func aboutText(s session, cells []cell, dropped int) string {
 	return b.String()
 }
 
-func usedHelpers(cells []cell) []string {
+// helpersIn are the repl-mcp-only helpers code uses, in replOnlyHelpers' order.
+func helpersIn(code string) []string {
 	var used []string
 	for _, name := range replOnlyHelpers {
-		for _, c := range cells {
-			if helperUse[name].MatchString(c.Code) {
-				used = append(used, name)
-				break
-			}
+		if helperUse[name].MatchString(code) {
+			used = append(used, name)
 		}
 	}
 	return used

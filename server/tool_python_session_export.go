@@ -26,7 +26,7 @@ type sessionExported struct {
 	Path     string `json:"path"`
 	Cells    int    `json:"cells"`
 	Dropped  int    `json:"dropped"`
-	Bytes    int    `json:"bytes"`
+	Bytes    int64  `json:"bytes"`
 	identity
 }
 
