@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,5 +105,41 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 		if !strings.HasSuffix(e.Name(), ".ipynb") {
 			t.Errorf("the live directory holds %s", e.Name())
 		}
+	}
+}
+
+// TestRecordOutlivesTheHistory: past the session's 64 retained results the record
+// still has every cell; python_run can no longer find the first, the notebook can.
+func TestRecordOutlivesTheHistory(t *testing.T) {
+	k, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	project, _ := filepath.EvalSymlinks(t.TempDir())
+	m := repl.NewManager(t.Context(), repl.Config{
+		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(),
+		Version: "test", Recorder: k,
+	})
+	defer m.Close(0)
+	sess := m.Default()
+	total := repl.HistoryRuns + 6
+	var first string
+	for i := range total {
+		res := sess.Execute(t.Context(), repl.ExecRequest{Code: "n = " + strconv.Itoa(i)})
+		if i == 0 {
+			first = res.RunID
+		}
+	}
+	if _, _, err := sess.Lookup(first, repl.Offsets{}); err == nil {
+		t.Fatal("the history still has the first run: the test proves nothing")
+	}
+	out, err := k.Export(t.Context(), sess.ID(), "default", filepath.Join(t.TempDir(), "all.ipynb"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := readNotebook(t, out.Path).code()
+	if out.Cells != total || len(code) != total || code[0].text() != "n = 0" || code[0].Metadata["repl_mcp"].(map[string]any)["run_id"] != first {
+		t.Fatalf("exported %+v; first cell %+v", out, code[0])
 	}
 }
