@@ -14,7 +14,7 @@ BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor test vet fmt-check staticcheck verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-peers peers-deps peers-lock clean
+.PHONY: build doctor check test vet fmt-check staticcheck lint-py short verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-peers peers-deps peers-lock clean
 
 build:
 	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
@@ -22,6 +22,15 @@ build:
 # Build, then run the real server in-process with a real cell on this machine's Python.
 doctor: build
 	./$(BIN) doctor
+
+# The fast tier, for every edit: formatting, vet, staticcheck, the worker's lint, and
+# `go test -short` (the Go unit tests, the worker's own suite and the contract scripts on
+# one interpreter). Offline once it has run once (staticcheck's modules, the pinned ruff);
+# what needs npm, uv's venvs or PyPI skips and says so (internal/tier).
+check: fmt-check vet staticcheck lint-py short
+
+short:
+	$(GO) test -short -count=1 -p 8 ./...
 
 # Everything a change can break: formatting, vet, unit tests, the worker's unittest
 # suite on every CPython >= 3.10 here, the testscript contract suite against the
@@ -38,8 +47,9 @@ vet:
 staticcheck:
 	$(STATICCHECK) ./...
 
-# Everything before a release: formatting, vet, staticcheck and the whole test suite.
-verify: fmt-check vet staticcheck test
+# Everything before a release: formatting, vet, staticcheck, the worker's lint and the
+# whole test suite.
+verify: fmt-check vet staticcheck lint-py test
 
 # Wheels for every shipped platform, in dist/: goreleaser cross-compiles the static
 # binaries (.goreleaser.yaml), pywheel wraps each into a wheel (platform read from the
@@ -99,6 +109,17 @@ interop/node_modules/.interop-stamp: interop/package.json interop/package-lock.j
 $(UV_STAMP):
 	test -x interop/.venv-uv/bin/python || $(INTEROP_PYTHON) -m venv interop/.venv-uv
 	interop/.venv-uv/bin/pip install --quiet uv==$(UV_VERSION)
+	touch $@
+
+# The worker's lint (repl/worker/ruff.toml), by a ruff pinned beside the pinned uv.
+RUFF_VERSION := 0.17.5
+RUFF_STAMP   := interop/.venv-uv/.ruff-$(RUFF_VERSION)
+
+lint-py: $(RUFF_STAMP)
+	interop/.venv-uv/bin/ruff check --no-cache repl/worker/
+
+$(RUFF_STAMP): | $(UV_STAMP)
+	interop/.venv-uv/bin/pip install --quiet ruff==$(RUFF_VERSION)
 	touch $@
 
 interop/.venv/.interop-stamp: interop/requirements.txt | $(UV_STAMP)

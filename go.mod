@@ -9,13 +9,13 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sync v0.20.0
+	golang.org/x/sys v0.41.0
 )
 
 require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.42.0 // indirect
 )

@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -73,7 +76,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--notebook-dir DIR] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -91,6 +94,7 @@ type options struct {
 	journal      string
 	oauthLogin   string
 	resultFormat server.ResultFormat
+	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
 	notebookDir  string
 	showVersion  bool
 	doctor       bool
@@ -108,13 +112,18 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen. Without either, a token is generated and its file's path printed on stderr")
 	fs.BoolVar(&o.noAuth, "http-no-auth", false, "with --transport http on loopback: require no bearer token, so every local user and process that can connect runs code as you; for clients that cannot send one")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
-	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB, "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation")
+	fs.IntVar(&o.maxMemoryMiB, "max-memory-mib", repl.DefaultMaxRSSMiB(), "worker RSS ceiling in MiB, zero disables; a resource budget, not isolation. The default is half this machine's memory (or its cgroup's limit), at least 2048")
 	fs.StringVar(&o.config, "config", "", "explicit broker registry (JSON with mcpServers) for every session; relative to the working directory")
 	fs.StringVar(&o.scope, "mcp-scope", "project", "registries the broker reads: project, user, local (comma-separated), all, or none")
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
 	fs.StringVar(&o.notebookDir, "notebook-dir", "", "write each session's notebook to `DIR`/<session name>-<short id>.ipynb, replaced atomically after every cell, for JupyterLab or VS Code to show live")
+	fs.Func("yield-after", "`SECONDS` after which a cell still running becomes a background run and its call returns (status running; wait with python_run), for every client that passes no yield_after; 0 never yields. Default: 50 for Claude Code and Codex, 0 for other clients", func(v string) error {
+		d, err := parseYieldAfter(v)
+		o.yieldAfter = &d
+		return err
+	})
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -177,6 +186,15 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseYieldAfter reads --yield-after: seconds, as yield_after takes them.
+func parseYieldAfter(v string) (time.Duration, error) {
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(secs) || secs < 0 || secs > repl.MaxTimeout.Seconds() {
+		return 0, fmt.Errorf("must be seconds from 0 to %d", int(repl.MaxTimeout.Seconds()))
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 var errHelp = errors.New("help shown")
@@ -245,7 +263,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		Notebooks: notebooks, ResultFormat: o.resultFormat, Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {

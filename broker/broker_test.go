@@ -175,9 +175,13 @@ func TestAllowlistDenialConnectsNothing(t *testing.T) {
 	if tb.logLines("connect") != 0 || tb.Health().ConnectedTransports != 0 {
 		t.Fatal("a denied call connected the server")
 	}
-	tools, err := tb.ListTools(t.Context(), "fx", DefaultListTimeout)
+	l, err := tb.ListTools(t.Context(), "fx", DefaultListTimeout)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tools := l.Tools
+	if l.Fresh <= 0 || l.Fresh > catalogueTTL {
+		t.Errorf("a catalogue listed now is fresh for %v, want (0, %v]", l.Fresh, catalogueTTL)
 	}
 	if len(tools) != 1 || !strings.Contains(string(tools[0]), `"name":"echo"`) {
 		t.Fatalf("filtered catalogue = %s", tools)

@@ -217,36 +217,49 @@ func envelopeJSON(res *mcp.CallToolResult) (json.RawMessage, error) {
 	return out, nil
 }
 
+// Listing is a server's tools as ListTools returns them.
+type Listing struct {
+	Tools []json.RawMessage // the definitions the allowlist admits, complete schemas included
+	// Fresh is how much longer the broker serves this catalogue from its cache
+	// (at most 15 s): a client that keeps the listing that long reads nothing the
+	// broker would not give it anyway.
+	Fresh time.Duration
+}
+
 // ListTools returns the tool definitions (complete schemas) of server that its
 // allowlist admits, listing the catalogue when the cached one is older than 15 s.
 // timeout (MinTimeout..MaxTimeout) bounds the listing, connect included.
-func (b *Broker) ListTools(ctx context.Context, server string, timeout time.Duration) ([]json.RawMessage, error) {
+func (b *Broker) ListTools(ctx context.Context, server string, timeout time.Duration) (Listing, error) {
 	if err := CheckServerName(server); err != nil {
-		return nil, err
+		return Listing{}, err
 	}
 	if err := checkTimeout(timeout); err != nil {
-		return nil, err
+		return Listing{}, err
 	}
 	reg, err := b.ready(true)
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
 	e, err := b.entry(reg, server)
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t, p, release, err := b.slotAndPeer(ctx, e)
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
 	defer release()
 	cat, err := b.catalogue(ctx, t, p)
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
-	return cat.view(e)
+	tools, err := cat.view(e)
+	if err != nil {
+		return Listing{}, err
+	}
+	return Listing{Tools: tools, Fresh: max(0, catalogueTTL-time.Since(cat.fetched))}, nil
 }
 
 // catalogue is a server's complete tool list as last fetched.

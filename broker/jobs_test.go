@@ -80,9 +80,9 @@ func TestConcurrentListingsShareOneJob(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
-			tools, err := tb.ListTools(t.Context(), "web", DefaultListTimeout)
-			if err == nil && (len(tools) != 1 || !strings.Contains(string(tools[0]), `"echo"`)) {
-				err = errors.New("wrong catalogue: " + string(tools[0]))
+			l, err := tb.ListTools(t.Context(), "web", DefaultListTimeout)
+			if err == nil && (len(l.Tools) != 1 || !strings.Contains(string(l.Tools[0]), `"echo"`)) {
+				err = errors.New("wrong catalogue: " + string(l.Tools[0]))
 			}
 			errs[i] = err
 		})

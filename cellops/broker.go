@@ -34,8 +34,8 @@ func (o *Ops) brokerOps() map[string]opFunc {
 			return map[string]any{"servers": names}, err
 		},
 		"tools": func(ctx context.Context, b *broker.Broker, rpc repl.RPC) (any, error) {
-			tools, err := listTools(ctx, b, rpc.Params)
-			return map[string]any{"tools": tools}, err
+			l, err := listTools(ctx, b, rpc.Params)
+			return map[string]any{"tools": l.Tools, "ttlMs": l.Fresh.Milliseconds()}, err
 		},
 		"call": call,
 		"explain": func(_ context.Context, b *broker.Broker, rpc repl.RPC) (any, error) {
@@ -62,10 +62,10 @@ func (o *Ops) brokerOps() map[string]opFunc {
 	return table
 }
 
-func listTools(ctx context.Context, b *broker.Broker, params json.RawMessage) ([]json.RawMessage, error) {
+func listTools(ctx context.Context, b *broker.Broker, params json.RawMessage) (broker.Listing, error) {
 	var wire struct{ Server, Timeout json.RawMessage }
 	if err := json.Unmarshal(params, &wire); err != nil {
-		return nil, errors.New(msgToolsParams)
+		return broker.Listing{}, errors.New(msgToolsParams)
 	}
 	return b.ListTools(ctx, name(wire.Server), seconds(wire.Timeout, broker.DefaultListTimeout))
 }

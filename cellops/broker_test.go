@@ -106,7 +106,11 @@ func TestBrokerOpsResults(t *testing.T) {
 	if got := o.mustServe("servers", `{}`); !jsonEqual(t, got, `{"servers": ["fx"]}`) {
 		t.Errorf("servers = %v", got)
 	}
-	tools := o.mustServe("tools", `{"server": "fx", "timeout": 30}`)["tools"].([]any)
+	listing := o.mustServe("tools", `{"server": "fx", "timeout": 30}`)
+	if ttl, ok := listing["ttlMs"].(float64); !ok || ttl <= 0 || ttl > 15000 {
+		t.Errorf("tools ttlMs = %v, want the catalogue's freshness in (0, 15000] ms", listing["ttlMs"])
+	}
+	tools := listing["tools"].([]any)
 	var names []string
 	for _, tool := range tools {
 		def := tool.(map[string]any)

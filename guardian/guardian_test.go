@@ -98,6 +98,24 @@ func TestChildExitIsReportedAndGroupKilled(t *testing.T) {
 	p.Wait()
 }
 
+// TestSignalDeathNamesTheSignal: a child killed by a signal reads "killed by
+// SIGKILL", the name a person looks up, not Go's description ("killed").
+func TestSignalDeathNamesTheSignal(t *testing.T) {
+	p, err := Start(Config{Spec: shell("kill -KILL $$")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("exit not reported")
+	}
+	if got := p.ExitStatus().String(); got != "killed by SIGKILL" {
+		t.Fatalf("exit = %q, want %q", got, "killed by SIGKILL")
+	}
+	p.Wait()
+}
+
 func TestSignalReachesTheGroup(t *testing.T) {
 	p, gc := grandchild(t)
 	defer p.Stop(time.Second)

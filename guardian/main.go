@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Main is the guardian process: the hidden --internal-guardian entry of repl-mcp. Its
@@ -145,12 +147,21 @@ func (g *guardian) reportExit(_ error, state *os.ProcessState) {
 	r := report{Exited: true, Code: -1}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.Signal = ws.Signal().String()
+			r.Signal = signalName(ws.Signal())
 		} else {
 			r.Code = state.ExitCode()
 		}
 	}
 	g.report(r)
+}
+
+// signalName is the signal as a person looks it up ("SIGKILL"); Go's String is its
+// description ("killed"), which reads as nonsense after "killed by".
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }
 
 func (g *guardian) report(r report) {

@@ -41,6 +41,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/tier"
 )
 
 // Bounds: the whole conformance run takes a few seconds; these only stop a hang.
@@ -71,6 +73,7 @@ type conformanceRun struct {
 }
 
 func TestConformance(t *testing.T) {
+	tier.Full(t, interopNeeds)
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

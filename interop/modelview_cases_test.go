@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -88,7 +89,36 @@ pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.25]})
 `
 
 	cellSyntax = "def f(:\n    return 1\n"
+
+	// A cell past its timeout (timeoutLimit seconds): the failure line must say the
+	// limit, that the variables survived, and how to give a cell more time.
+	cellTimeoutPassed = "import time\nwhile True:\n    time.sleep(0.05)\n"
+
+	// A library object with no table of its own: it reads as pandas' repr, not as an
+	// omitted preview.
+	cellCategorical = `import pandas as pd
+pd.Categorical(["low", "high", "low"])
+`
 )
+
+// The long cell (docs/contract.md §5.6): it outlives the client's tool timeout, yields
+// before it, and the one python_run its result names (whose wait is the same yield,
+// under the deadline) gives its result. The issue's figures are a 75 s cell and Codex's
+// tool_timeout_sec = 60, with the default yield_after of 50 s (and a python_run wait of
+// 45 s); these are the same structure scaled down to keep the suite short: each
+// ordering holds (yield < timeout < cell < yield + wait, and wait < timeout), on a
+// server of its own (longrepl) so that its --yield-after and Codex's tool_timeout_sec
+// touch no other step. Without the yield, Codex cancels the call at its timeout ("timed
+// out awaiting tools/call after 10s"). Claude Code has no tool timeout by default: the
+// call would block; with the yield it reads the same as in Codex.
+const (
+	longToolTimeout = 10 // Codex's tool_timeout_sec for longrepl (the issue's 60)
+	longYieldAfter  = 7  // longrepl's --yield-after, and so the wait its text proposes (50, and 45)
+	cellLong        = "import time\nprint('long started', flush=True)\ntime.sleep(11)\nprint('long done')\n'long value'"
+)
+
+// timeoutLimit is the timeout of cellTimeoutPassed, in seconds.
+const timeoutLimit = 1
 
 // cellTimeout is every cell's timeout in seconds: under Codex's 60 s tool timeout, so a
 // stuck cell reads as repl-mcp's timeout, not as the agent's.
@@ -123,6 +153,11 @@ func modelViewSteps() []step {
 		exec("figure", cellFigure),
 		exec("dataframe", cellDataFrame),
 		exec("syntax", cellSyntax),
+		{id: "long", server: "longrepl", tool: "execute_python", args: map[string]any{"code": cellLong, "timeout": cellTimeout}},
+		{id: "long_wait", server: "longrepl", tool: "python_run", derive: deriveLongWait},
+		{id: "timeout", server: "repl", tool: "execute_python", session: true,
+			args: map[string]any{"code": cellTimeoutPassed, "timeout": timeoutLimit}},
+		exec("categorical", cellCategorical),
 		{id: "tiny_image", server: "everything", tool: "get-tiny-image", args: map[string]any{}},
 	}
 }
@@ -140,6 +175,57 @@ func deriveLargeArtifactRead(given map[string]*given) (map[string]any, string) {
 		return nil, "the large output's result names no artifact id (no UUID after the word artifact)"
 	}
 	return map[string]any{"id": m[1], "offset": 80000, "length": 4000}, ""
+}
+
+// backgroundEnv turns Claude Code's background tasks on, with a threshold under
+// longrepl's --yield-after: the user who lowers CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS
+// (120,000 by default) under the 50 s yield, scaled down as the long cell is.
+var backgroundEnv = []string{"CLAUDE_AUTO_BACKGROUND_TASKS=1", "CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS=2000"}
+
+// backgroundSteps are the long cell's two calls, as in modelViewSteps.
+func backgroundSteps() []step {
+	var out []step
+	for _, st := range modelViewSteps() {
+		if st.server == "longrepl" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// backgroundPoint: with Claude Code's background tasks on, the long cell's call is
+// moved to the background and its task later delivers the text of the yield whole,
+// with the python_run call to make; that call's result, background or not, is the
+// whole rest of the run with its footer.
+func backgroundPoint() point {
+	return point{"BackgroundTaskDeliversTheWholeResult", []string{"long", "long_wait"}, func(c *checker, a agentKind, r records) {
+		g := stepGiven(c, r, "long")
+		if g.Background == "" {
+			c.fatalf("Claude Code did not move the long call to the background (%v): the point is moot", backgroundEnv)
+		}
+		longCellPoint().check(c, a, r)
+	}}
+}
+
+// pythonRunCall finds the python_run call a yielded execution's text says to make.
+var pythonRunCall = regexp.MustCompile(`python_run (\{[^\n]*?\})\]`)
+
+// deriveLongWait makes the call the long cell's result says to make, as a model that
+// follows it would.
+func deriveLongWait(given map[string]*given) (map[string]any, string) {
+	g, ok := given["long"]
+	if !ok || g.Skipped != "" {
+		return nil, "the long cell's step did not run"
+	}
+	m := pythonRunCall.FindStringSubmatch(g.Text())
+	if m == nil {
+		return nil, "the long cell's result names no python_run call to wait with"
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(m[1]), &args); err != nil {
+		return nil, "the python_run call in the long cell's result is not JSON: " + err.Error()
+	}
+	return args, ""
 }
 
 // agentKind says what an agent's model API can carry.
@@ -167,6 +253,7 @@ var caretLine = regexp.MustCompile(`^\s*\^+\s*$`)
 // the format is the server's.
 func modelViewPoints() []point {
 	return []point{
+		longCellPoint(),
 		{"TrivialPrintCostsAtMost80Characters", []string{"hello"}, func(c *checker, a agentKind, r records) {
 			g := stepGiven(c, r, "hello")
 			if !strings.Contains(g.Text(), "hello") {
@@ -308,7 +395,63 @@ func modelViewPoints() []point {
 				c.errorf("%s does not set the error flag (is_error) on a SyntaxError", a.name)
 			}
 		}},
+		{"TimeoutSaysLimitStateAndRemedy", []string{"timeout"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "timeout")
+			text := g.Text()
+			if !strings.Contains(text, fmt.Sprintf("timed out after %d s", timeoutLimit)) {
+				c.errorf("the timeout's text does not say its limit (timed out after %d s):\n%s", timeoutLimit, clip(text, 600))
+			}
+			if !strings.Contains(text, "variables preserved") {
+				c.errorf("the timeout's text does not say whether the variables survived (variables preserved)")
+			}
+			if !strings.Contains(text, "python_start") {
+				c.errorf("the timeout's text does not say how to run a longer cell (python_start)")
+			}
+			if a.errorFlag && (g.IsError == nil || !*g.IsError) {
+				c.errorf("%s does not set the error flag (is_error) on a timeout", a.name)
+			}
+		}},
+		{"CategoricalReadsAsPandasRepr", []string{"categorical"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "categorical")
+			notError(c, a, g)
+			text := g.Text()
+			if strings.Contains(text, "safe preview omitted") {
+				c.errorf("the Categorical reads as its omitted preview")
+			}
+			if !strings.Contains(text, "['low', 'high', 'low']") || !strings.Contains(text, "Categories (2") {
+				c.errorf("the Categorical does not read as pandas shows it (its values, then Categories (2, ...)):\n%s", clip(text, 600))
+			}
+		}},
 	}
+}
+
+// longCellPoint: a cell longer than the client's tool timeout is not cancelled; the
+// model reads that it is still running, and one python_run with wait gives it the
+// rest, each byte once, and the whole result's footer.
+func longCellPoint() point {
+	return point{"LongCellYieldsAndOneWaitGivesItsResult", []string{"long", "long_wait"}, func(c *checker, a agentKind, r records) {
+		g := stepGiven(c, r, "long")
+		notError(c, a, g)
+		text := g.Text()
+		if !strings.Contains(text, "long started") {
+			c.errorf("the yielded call does not show the output so far (long started):\n%s", clip(text, 600))
+		}
+		if !strings.Contains(text, "still running as run") {
+			c.fatalf("the model does not read that the cell is still running:\n%s", clip(text, 600))
+		}
+		w := stepGiven(c, r, "long_wait")
+		notError(c, a, w)
+		rest := w.Text()
+		if !strings.Contains(rest, "long done") || !strings.Contains(rest, "long value") {
+			c.errorf("python_run with wait does not give the cell's end (long done, long value):\n%s", clip(rest, 600))
+		}
+		if strings.Contains(rest, "long started") {
+			c.errorf("python_run with the offsets it was given repeats output the model read already:\n%s", clip(rest, 600))
+		}
+		if lines := w.Lines(); len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "[ok") {
+			c.errorf("the result does not end with its footer saying ok:\n%s", clip(rest, 600))
+		}
+	}}
 }
 
 // stepGiven is the record of a step that ran; the test stops when there is none.

@@ -266,3 +266,36 @@ func TestFakeResponsesAPI(t *testing.T) {
 		t.Errorf("problems with code mode on: %q", p)
 	}
 }
+
+// A call Claude Code moved to the background: the fake keeps the conversation going
+// (a ToolSearch) until the task's notification arrives, in a system message here, and
+// records what it delivered as what the model read.
+func TestFakeAnthropicBackgroundTask(t *testing.T) {
+	m := newFakeModel("claude", "the prompt", []step{{id: "slow", server: "repl", tool: "execute_python", args: map[string]any{"code": "1"}}})
+	api := anthropicAPI{m}
+	all := []any{map[string]any{"name": "ToolSearch"}, map[string]any{"name": "mcp__repl__execute_python"}}
+	conv := []any{
+		map[string]any{"role": "user", "content": "the prompt"},
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_mv_slow", "name": "mcp__repl__execute_python", "input": map[string]any{"code": "1"}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_mv_slow", "content": []any{map[string]any{"type": "text",
+			"text": `MCP tool "repl/execute_python" is still running after 2s. It was moved to the background as task kabc123 and keeps running; you'll receive a notification with the result when it completes.`}}}}},
+	}
+	_, events, _ := post(t, api, "/v1/messages", map[string]any{"model": "m", "stream": true, "tools": all, "messages": conv})
+	if id, name, _ := claudeCall(t, events); name != "ToolSearch" || !strings.HasPrefix(id, claudeKeepAlivePrefix) {
+		t.Fatalf("while the task runs: %s %s, want a keep-alive ToolSearch", id, name)
+	}
+	if _, ok := m.records().given["slow"]; ok {
+		t.Fatal("the notice was recorded as what the model read")
+	}
+	conv = append(conv, map[string]any{"role": "system", "content": "[SYSTEM NOTIFICATION - NOT USER INPUT]\n\n<task-notification>\n<task-id>kabc123</task-id>\n" +
+		"<status>completed</status>\n<summary>done</summary>\n<result>\n1\n[ok; generation 1]\n</result>\n</task-notification>"})
+	_, events, _ = post(t, api, "/v1/messages", map[string]any{"model": "m", "stream": true, "tools": all, "messages": conv})
+	if id, name, _ := claudeCall(t, events); id != "" || name != "" {
+		t.Fatalf("after the notification: %s %s, want the final answer", id, name)
+	}
+	r := m.records()
+	g := r.given["slow"]
+	if g == nil || g.Text() != "1\n[ok; generation 1]" || !strings.Contains(g.Background, "kabc123") || !r.finished || len(r.problems) != 0 {
+		t.Fatalf("recorded %+v, finished %v, problems %q", g, r.finished, r.problems)
+	}
+}

@@ -47,6 +47,10 @@ type given struct {
 	Envelope []string
 	Images   []givenImage
 	Raw      json.RawMessage // the result's content exactly as the CLI sent it
+	// Background is Claude Code's notice that it moved the call to the background
+	// (CLAUDE_AUTO_BACKGROUND_TASKS); Texts are then the result its task
+	// notification delivered later.
+	Background string
 }
 
 // givenImage is one image block, decoded far enough to know it is an image.
@@ -116,8 +120,12 @@ func (g *given) summary() string {
 	for _, e := range g.Envelope {
 		env += utf8.RuneCountInString(e)
 	}
-	return fmt.Sprintf("%s (%s): %d characters of text in %d blocks, %s, images %v, %d characters of the CLI's own envelope; text:\n%s",
-		g.Step, g.Tool, g.Chars(), len(g.Texts), flag, imgs, env, clip(g.Text(), 1500))
+	via := ""
+	if g.Background != "" {
+		via = ", delivered by a background task"
+	}
+	return fmt.Sprintf("%s (%s): %d characters of text in %d blocks%s, %s, images %v, %d characters of the CLI's own envelope; text:\n%s",
+		g.Step, g.Tool, g.Chars(), len(g.Texts), via, flag, imgs, env, clip(g.Text(), 1500))
 }
 
 // clip keeps short texts whole and shows the head and tail of long ones.
@@ -159,6 +167,7 @@ type fakeModel struct {
 	handled    []string          // other requests it answered (token counts, model lists)
 	requests   int               // scripted requests served
 	finished   bool              // the final answer was sent
+	keptAlive  int               // turns spent waiting for a background task
 }
 
 func newFakeModel(agent, prompt string, steps []step) *fakeModel {
@@ -243,6 +252,14 @@ func (m *fakeModel) countRequest() int {
 	defer m.mu.Unlock()
 	m.requests++
 	return m.requests
+}
+
+// countKeepAlive counts a turn spent waiting for a background task.
+func (m *fakeModel) countKeepAlive() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keptAlive++
+	return m.keptAlive
 }
 
 func (m *fakeModel) unexpectedf(format string, args ...any) {

@@ -41,6 +41,12 @@ func TestModelViewRules(t *testing.T) {
 		"figure":         {Texts: []string{"[figure 1]"}, Images: []givenImage{png}},
 		"dataframe":      {Texts: []string{"   city   temp\n0  Oslo   3.50\n1  Lima  19.25"}},
 		"syntax":         {IsError: &yes, Texts: []string{"  File \"<repl:3f2a>\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n[failed]"}},
+		"long": {Texts: []string{"long started\n[still running as run 3f2b; 6.0 s so far; generation 1; wait for more with " +
+			`python_run {"run_id":"3f2b","wait":45,"stdout_offset":13,"stderr_offset":0}]`}},
+		"long_wait": {Texts: []string{"long done\n\"long value\"\n[ok; generation 1; run 3f2b]"}},
+		"timeout": {IsError: &yes, Texts: []string{"Execution timed out after 1 s; variables preserved; for a longer cell pass a larger timeout (up to 3600 s), " +
+			"or start it with python_start and poll python_run\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"['low', 'high', 'low']\nCategories (2, str): ['high', 'low']\n[ok; generation 1]"}},
 	}
 	// What the compact JSON of the structured value reads as (Claude Code passes an
 	// isError result's text only: the traceback alone).
@@ -71,6 +77,12 @@ func TestModelViewRules(t *testing.T) {
 		"figure":    {Texts: []string{jsonOf(nil)}},
 		"dataframe": {Texts: []string{jsonOf(map[string]any{"return_value": "<DataFrame; safe preview omitted>"})}},
 		"syntax":    {IsError: &yes, Texts: []string{"Traceback (most recent call last):\n  File \"<repl:3f2a>\", line 1\n    def f(:\nSyntaxError: invalid syntax"}},
+		// Before yield_after the long call blocked (Claude Code) or was cancelled at
+		// the tool timeout (Codex), and the model made no python_run.
+		"long": {Texts: []string{jsonOf(map[string]any{"stdout": "long started\nlong done\n", "return_value": "'long value'"})}},
+		// Before issue 21: the timeout said nothing more, the Categorical was omitted.
+		"timeout":     {IsError: &yes, Texts: []string{"Execution timed out\n[failed; generation 1]"}},
+		"categorical": {Texts: []string{"<Categorical; safe preview omitted>\n[ok; generation 1]"}},
 	}
 	recordsOf := func(m map[string]*given, flags bool) records {
 		r := records{given: map[string]*given{}}
@@ -121,6 +133,22 @@ func TestModelViewRules(t *testing.T) {
 			})
 		}
 	}
+	t.Run("ClaudeCodeBackground/"+backgroundPoint().name, func(t *testing.T) {
+		recs := func(background string) records {
+			long := *good["long"]
+			long.Step, long.Background = "long", background
+			wait := *good["long_wait"]
+			wait.Step = "long_wait"
+			return records{given: map[string]*given{"long": &long, "long_wait": &wait}, order: []string{"long", "long_wait"}}
+		}
+		notice := "MCP tool \"longrepl/execute_python\" is still running after 2s. It was moved to the background as task kabc123"
+		if f := runCheck(func(c *checker) { backgroundPoint().check(c, claudeCode, recs(notice)) }); len(f) > 0 {
+			t.Errorf("a delivered task's whole text is refused: %q", f)
+		}
+		if f := runCheck(func(c *checker) { backgroundPoint().check(c, claudeCode, recs("")) }); len(f) == 0 {
+			t.Errorf("a call that was never moved to the background passes: the point proves nothing")
+		}
+	})
 	t.Run("ClaudeCode/ErrorFlag", func(t *testing.T) {
 		noFlag := recordsOf(good, false)
 		for _, id := range []string{"error", "syntax"} {

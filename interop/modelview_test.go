@@ -56,8 +56,9 @@ const (
 const modelViewPrompt = "repl-mcp model-view script: make the tool calls the script makes."
 
 var (
-	claudeCode = agentKind{name: "ClaudeCode", errorFlag: true}
-	codex      = agentKind{name: "Codex"}
+	claudeCode           = agentKind{name: "ClaudeCode", errorFlag: true}
+	claudeCodeBackground = agentKind{name: "ClaudeCodeBackground", errorFlag: true}
+	codex                = agentKind{name: "Codex"}
 )
 
 func TestModelView(t *testing.T) {
@@ -79,6 +80,17 @@ func TestModelView(t *testing.T) {
 			}
 		})
 	}
+	// Claude Code with background tasks on, on a script of its own: the long cell's
+	// calls go to the background, and what the model finally reads is what their
+	// task notifications deliver.
+	t.Run(claudeCodeBackground.name, func(t *testing.T) {
+		t.Parallel()
+		bgSteps := backgroundSteps()
+		run := s.runClaudeCodeWith(t, bgSteps, claudeCodeBackground, s.modelViewServers(python), backgroundEnv...)
+		t.Run("Harness", func(t *testing.T) { run.checkHarness(t, bgSteps) })
+		p := backgroundPoint()
+		t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, claudeCode, run.recs) }) })
+	})
 	sdks := []struct{ name, interpreter, script string }{
 		{"PythonSDK", s.venvPython, s.path("clients", "py_client.py")},
 		{"TypeScriptSDK", s.node, s.path("clients", "ts_client.mjs")},
@@ -282,8 +294,22 @@ func agentEnv(home string, extra ...string) []string {
 	}, extra...)
 }
 
-// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API.
+// runClaudeCode runs Claude Code in print mode (`-p`) against the fake Messages API,
+// with the model-view servers.
 func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRun {
+	return s.runClaudeCodeWith(t, steps, claudeCode, s.modelViewServers(python))
+}
+
+// modelViewServers makes the model-view servers for each run, on python.
+func (s *suite) modelViewServers(python string) func(marker, project string) (map[string]agentServer, error) {
+	return func(marker, _ string) (map[string]agentServer, error) { return s.agentServers(python, marker), nil }
+}
+
+// runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
+// with the MCP servers that servers makes for the run's marker and project directory
+// (Claude Code's working directory, and the root it offers MCP servers), made before
+// Claude Code starts, and with more variables in its environment.
+func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -300,19 +326,23 @@ func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRu
 		}
 	}
 	return runAgent(t, agentSetup{
-		kind:    claudeCode,
+		kind:    kind,
 		handler: func(m *fakeModel) http.Handler { return anthropicAPI{m} },
 		command: func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
 			home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
 			if err := mkdirs(home, project); err != nil {
 				return nil, err
 			}
-			servers := map[string]any{}
-			for name, srv := range s.agentServers(python, marker) {
-				servers[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
-			}
 			config := filepath.Join(scratch, "claude-mcp.json")
-			if err := writeJSONFile(config, map[string]any{"mcpServers": servers}); err != nil {
+			made, err := servers(marker, project)
+			if err != nil {
+				return nil, err
+			}
+			configured := map[string]any{}
+			for name, srv := range made {
+				configured[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
+			}
+			if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
 				return nil, err
 			}
 			cmd := exec.CommandContext(ctx, claude, "-p", modelViewPrompt,
@@ -328,6 +358,7 @@ func runClaudeCode(t *testing.T, s *suite, python string, steps []step) *agentRu
 				"DISABLE_ERROR_REPORTING=1",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 			)
+			cmd.Env = append(cmd.Env, env...)
 			return cmd, nil
 		},
 	}, steps)
@@ -384,6 +415,9 @@ func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
 					b.WriteString(tomlString(a))
 				}
 				b.WriteString("]\nstartup_timeout_sec = 60\n")
+				if name == "longrepl" {
+					fmt.Fprintf(&b, "tool_timeout_sec = %d\n", longToolTimeout)
+				}
 				fmt.Fprintf(&b, "[mcp_servers.%s.env]\nINTEROP_MARKER = %s\n", name, tomlString(srv.env["INTEROP_MARKER"]))
 			}
 			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(b.String()), 0o600); err != nil {
@@ -406,11 +440,13 @@ type agentServer struct {
 }
 
 // agentServers are the MCP servers both agents get: repl-mcp on the data-work venv's
-// interpreter, and server-everything for the image control step.
+// interpreter, the same with the long cell's --yield-after (longYieldAfter), and
+// server-everything for the image control step.
 func (s *suite) agentServers(python, marker string) map[string]agentServer {
 	env := map[string]string{"INTEROP_MARKER": marker}
 	return map[string]agentServer{
 		"repl":       {command: s.replMCP, args: []string{"--python", python}, env: env},
+		"longrepl":   {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter)}, env: env},
 		"everything": {command: s.node, args: []string{s.everythingEntry(), "stdio"}, env: env},
 	}
 }

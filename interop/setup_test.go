@@ -11,11 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/tier"
 )
 
 // setupStep is what a reader must run when the third-party software is missing or
 // stale; every setup failure names it.
 const setupStep = "run `make interop-deps` at the repository root"
+
+// interopNeeds is why the suite is make test's alone (internal/tier).
+const interopNeeds = "it needs the interop suite's npm packages and uv venv (make interop-deps)"
 
 // The npm packages the tests run, each checked against the version package.json pins.
 var npmPackages = []string{
@@ -35,6 +40,7 @@ type suite struct {
 
 func newSuite(t *testing.T) *suite {
 	t.Helper()
+	tier.Full(t, interopNeeds)
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

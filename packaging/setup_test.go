@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/tier"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -30,6 +31,7 @@ type repo struct {
 }
 
 func newRepo(t *testing.T) *repo {
+	tier.Full(t, "it builds the binary and installs it into fresh venvs with pip and the pinned uv (minutes; make interop-deps)")
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/internal/testproc"
+	"github.com/iota-uz/repl-mcp/internal/tier"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -43,6 +44,7 @@ var mcpListLineRE = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpListName) + `: 
 // claudeCLI is the pinned Claude Code binary, or the test fails saying how to get it.
 func claudeCLI(t *testing.T, root string) string {
 	t.Helper()
+	tier.Full(t, "it needs the pinned Claude Code CLI from npm (make interop-deps)")
 	var pins struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/tier"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -413,6 +414,7 @@ func TestLauncherSnapshot(t *testing.T) {
 // which make interop-deps fills), UV_FIND_LINKS to them and UV_OFFLINE=1, with a uv
 // cache private to each case, so nothing is fetched.
 func TestLauncherEndToEnd(t *testing.T) {
+	tier.Full(t, "it needs the pinned uvx and the dependency wheels (make interop-deps)")
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -330,6 +330,7 @@ func TestSkill(t *testing.T) {
 		`mode: "fresh"`, "asyncio.run()", "expanduser", "reset=true", "checkpoint(", "repl_history()",
 		"sh(", "check=False", ".returncode", ".truncated", "uv pip install --python",
 		"mcp.call(", "mcp.acall(", "mcp.text(", "arguments=", "ToolError", "mcp.explain(",
+		"mcp.search(", ".acall(", "ToolResult", ".data", "only the summary", `mcp["files-writer"]`,
 		"mcp.journal()", "outcome_unknown", "mcp.refresh()", ".mcp.json",
 		"50,000", "20,000", "artifact(", "--transport http", "not a sandbox",
 	} {

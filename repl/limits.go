@@ -34,16 +34,19 @@ const (
 	maxArtifactErrorBytes = 1000
 
 	// The worker's life.
-	DefaultMaxRSSMiB  = 2048
-	handshakeTimeout  = 10 * time.Second
-	interruptGrace    = 2 * time.Second
-	busyWait          = 3500 * time.Millisecond
-	cancelPropagation = 150 * time.Millisecond
-	frameWriteTimeout = 5 * time.Second
-	barrierWait       = time.Second
-	workerStopGrace   = 3 * time.Second
-	abandonWait       = 5 * time.Second
-	rssInterval       = 250 * time.Millisecond
+	// MinDefaultMaxRSSMiB: the default worker RSS budget is half the machine's
+	// memory (DefaultMaxRSSMiB), never less than this.
+	MinDefaultMaxRSSMiB = 2048
+	handshakeTimeout    = 10 * time.Second
+	interruptGrace      = 2 * time.Second
+	busyWait            = 3500 * time.Millisecond
+	busyCodeChars       = 80 // of the active run\'s first code line in the busy refusal
+	cancelPropagation   = 150 * time.Millisecond
+	frameWriteTimeout   = 5 * time.Second
+	barrierWait         = time.Second
+	workerStopGrace     = 3 * time.Second
+	abandonWait         = 5 * time.Second
+	rssInterval         = 250 * time.Millisecond
 
 	// Cell code's rpcs in flight per run.
 	maxOutstandingRPCs = 64

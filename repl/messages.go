@@ -5,15 +5,24 @@ package repl
 // token.
 const (
 	// Runs.
-	msgBusy            = "A cell is already running; inspect python_run or cancel it"
-	msgLimits          = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
-	msgTimedOut        = "Execution timed out"
-	msgCancelled       = "Execution cancelled"
-	msgBeforeDispatch  = "Execution cancelled before dispatch"
-	msgDidNotStop      = "; worker did not stop; variables cleared"
-	msgExited          = "; worker exited; variables cleared"
-	msgCrashed         = "Python worker crashed; variables cleared"
-	msgRSS             = "Python worker exceeded RSS budget; variables cleared"
+	// msgBusyRun: the active run, for how long, its first code line, how to wait
+	// for it and how to stop it.
+	msgBusyRun          = "A cell is already running: run %s, for %s, code: %s; wait for it with python_run {\"run_id\": \"%s\"} or stop it with python_cancel"
+	msgBusy             = "A cell is already running; inspect python_run or cancel it"
+	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
+	msgTimedOut         = "Execution timed out after %s s"
+	msgKeptVariables    = "; variables preserved"
+	msgVariablesCleared = "variables cleared"
+	// How to give a cell more time: a call that blocks, and a background run.
+	msgLongerCell     = "; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run"
+	msgLongerStart    = "; for a longer run pass python_start a larger timeout (up to 3600 s)"
+	msgCancelled      = "Execution cancelled"
+	msgBeforeDispatch = "Execution cancelled before dispatch"
+	msgDidNotStop     = "; worker did not stop; variables cleared"
+	msgExited         = "; worker exited; variables cleared"
+	msgCrashed        = "Python worker crashed; variables cleared"
+	// msgRSS: the peak the worker reached, the budget, and how to change it.
+	msgRSS             = "Python worker exceeded RSS budget (peak %s MiB, budget %s MiB); variables cleared; restart repl-mcp with --max-memory-mib N for a larger budget (0 disables it), or hold less data at once"
 	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"
 	msgStaleGeneration = "STATE_CHANGED: stale expected_generation; inspect the session before executing"
 	msgWorkerRestarted = "STATE_CHANGED: worker restarted; expected_generation no longer matches"

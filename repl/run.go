@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -42,6 +43,8 @@ type run struct {
 	id      string
 	req     ExecRequest
 	started time.Time
+	// background: started by python_start, so no call waits for it.
+	background bool
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close
@@ -57,6 +60,9 @@ type run struct {
 	stderr     liveStream
 	lastStream string   // the stream that had output last
 	proc       *process // the worker executing it, once dispatched
+	// watches follow its output: its caller's (ExecRequest.Watch) and those of
+	// python_run calls waiting for it (Session.Await).
+	watches []*OutputWatch
 
 	done   chan struct{} // closed once result is set
 	result *Result
@@ -80,9 +86,24 @@ func newRun(ctx context.Context, req ExecRequest) *run {
 		done:      make(chan struct{}),
 	}
 	if req.Watch != nil {
-		req.Watch.attach(r)
+		r.follow(req.Watch)
 	}
 	return r
+}
+
+// follow makes w report the run's output from now on, until unfollow.
+func (r *run) follow(w *OutputWatch) {
+	w.attach(r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watches = append(r.watches, w)
+}
+
+func (r *run) unfollow(w *OutputWatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A new slice: appendOutput pulses a copy of the old one outside the lock.
+	r.watches = slices.DeleteFunc(slices.Clone(r.watches), func(x *OutputWatch) bool { return x == w })
 }
 
 func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
@@ -210,9 +231,10 @@ func (r *run) appendOutput(stream, text string) {
 		return
 	}
 	r.lastStream = stream
+	watches := r.watches
 	r.mu.Unlock()
-	if r.req.Watch != nil {
-		r.req.Watch.pulse()
+	for _, w := range watches {
+		w.pulse()
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,6 +29,9 @@ type ExecRequest struct {
 	Fresh bool
 	// Watch, when set, follows the run's output while Execute blocks.
 	Watch *OutputWatch
+	// YieldAfter, when positive, makes ExecuteOrYield leave a cell still running
+	// then to the session (yield.go); Execute ignores it.
+	YieldAfter time.Duration
 
 	inventory bool // a namespace inventory: no history, no user code
 }
@@ -104,6 +110,7 @@ func (s *Session) ID() string { return s.id }
 // Execute runs one cell and returns when it has finished, failed, timed out or been
 // cancelled through ctx. It never returns nil.
 func (s *Session) Execute(ctx context.Context, req ExecRequest) *Result {
+	req.YieldAfter = 0
 	r := newRun(ctx, req)
 	if res := s.admit(ctx, r, true); res != nil {
 		return res
@@ -128,6 +135,7 @@ type StartInfo struct {
 // limits, busy, closed, a stale expected_generation); such a run is not recorded.
 func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 	r := newRun(s.lifetime, req)
+	r.background = true
 	if res := s.admit(s.lifetime, r, false); res != nil {
 		return nil, res
 	}
@@ -163,9 +171,49 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 		return nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return s.early(r, msgBeforeDispatch)
+	case errors.Is(err, ErrBusy):
+		return s.early(r, s.busyError())
 	default:
 		return s.early(r, err.Error())
 	}
+}
+
+// busyError names the run that holds the slot, how long it has run and what it
+// runs, and how to wait for it or stop it: the caller may never have seen its id.
+func (s *Session) busyError() string {
+	s.mu.Lock()
+	active := s.active
+	s.mu.Unlock()
+	if active == nil {
+		return msgBusy // released meanwhile
+	}
+	what := firstLine(active.req.Code, busyCodeChars)
+	if active.req.SourcePath != "" {
+		what = "file " + active.req.SourcePath
+	}
+	return fmt.Sprintf(msgBusyRun, active.id, waited(time.Since(active.started)), what, active.id)
+}
+
+// firstLine is code's first non-blank line, cut to at most limit bytes.
+func firstLine(code string, limit int) string {
+	for line := range strings.Lines(code) {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > limit {
+				return CutUTF8(line, limit-3) + "..."
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+// waited writes d as a person reads a wait: tenths under ten seconds, whole
+// seconds above.
+func waited(d time.Duration) string {
+	if d < 10*time.Second {
+		return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + " s"
+	}
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + " s"
 }
 
 // early is a failure of a run that never reached a worker.
@@ -393,10 +441,10 @@ func (s *Session) ProjectPath(path string) string {
 	return filepath.Join(s.env.project, path)
 }
 
-// ExecuteFile runs a saved Python file; a relative path is taken against the
-// session's project.
-func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) *Result {
+// ExecuteFile runs a saved Python file as ExecuteOrYield runs a cell; a relative
+// path is taken against the session's project.
+func (s *Session) ExecuteFile(ctx context.Context, path string, req ExecRequest) (*Result, *Snapshot) {
 	req.SourcePath = s.ProjectPath(path)
 	req.Code = ""
-	return s.Execute(ctx, req)
+	return s.ExecuteOrYield(ctx, req)
 }

@@ -2,6 +2,8 @@ package repl
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -311,8 +313,8 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 	for {
 		select {
 		case <-rss.C:
-			if s.overBudget(p) {
-				return s.lost(p, r, msgRSS)
+			if rss, over := s.overBudget(p); over {
+				return s.lost(p, r, s.overBudgetError(p, rss))
 			}
 		case rf := <-p.results:
 			if rf.id != r.id {
@@ -326,7 +328,7 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 		case <-r.cancelled:
 			return s.interrupt(ctx, r, p, msgCancelled)
 		case <-deadline.C:
-			return s.interrupt(ctx, r, p, msgTimedOut)
+			return s.timedOut(ctx, r, p)
 		case <-s.lifetime.Done():
 			return s.lost(p, r, msgAbandoned)
 		case <-ctx.Done():
@@ -345,10 +347,18 @@ func (s *Session) rssSampler() *time.Ticker {
 }
 
 // overBudget reports a worker whose own resident memory (not its descendants')
-// exceeds the budget.
-func (s *Session) overBudget(p *process) bool {
+// exceeds the budget, with the resident bytes sampled.
+func (s *Session) overBudget(p *process) (int64, bool) {
 	rss, err := residentBytes(p.ready.Pid)
-	return err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
+	return rss, err == nil && rss > int64(s.cfg.MaxMemoryMiB)<<20
+}
+
+// overBudgetError says what the worker reached, the budget, and the flag that sets
+// it. The peak is the kernel's high-water mark when it keeps one: the sample only
+// saw the worker on its way up.
+func (s *Session) overBudgetError(p *process, sampled int64) string {
+	peak := max(sampled, peakResidentBytes(p.ready.Pid))
+	return fmt.Sprintf(msgRSS, grouped(peak>>20), grouped(int64(s.cfg.MaxMemoryMiB)))
 }
 
 // complete turns the worker's result into the run's result, with the native output
@@ -388,6 +398,34 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		// The worker ended its own state and exits; do not hand it another cell.
 		s.stopWorker(p, workerDead)
 	}
+	return res
+}
+
+// timedOut stops a run past its deadline. Its error's first line says the limit,
+// whether the variables survived, and how to give the cell more time; what the
+// worker said of its own state follows on the next lines.
+func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
+	reason := fmt.Sprintf(msgTimedOut, strconv.FormatFloat(r.req.Timeout.Seconds(), 'f', -1, 64))
+	res := s.interrupt(ctx, r, p, reason)
+	if res.Error == nil || !strings.HasPrefix(*res.Error, reason) {
+		return res // the run ended on its own meanwhile
+	}
+	first, rest, more := strings.Cut(*res.Error, "\n")
+	switch {
+	case res.State == StatePreserved:
+		first += msgKeptVariables
+	case !strings.Contains(first, msgVariablesCleared):
+		first += "; " + msgVariablesCleared // the worker's own lines say why
+	}
+	if r.background {
+		first += msgLongerStart
+	} else {
+		first += msgLongerCell
+	}
+	if more {
+		first += "\n" + rest
+	}
+	res.Error = &first
 	return res
 }
 

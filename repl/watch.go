@@ -8,7 +8,8 @@ import (
 // OutputWatch lets the caller of Execute follow its run's output while Execute
 // blocks, as progress notifications do. The run pulses Changed, without ever
 // blocking the reader of the worker's frames, each time output arrives; Latest says
-// what the output is then. One watch serves one Execute.
+// what the output is then. One watch follows one run: an Execute's, or the one
+// a python_run call waits for (Session.Await).
 type OutputWatch struct {
 	changed chan struct{}
 

@@ -71,6 +71,7 @@ var workerLimitTwins = map[string]twin{
 	"PREVIEW_STR_CHARS": workerOnly, "PREVIEW_INT_BITS": workerOnly,
 	"PREVIEW_NESTING": workerOnly, "PREVIEW_SORT_ITEMS": workerOnly, "FRAME_ROWS": workerOnly,
 	"FRAME_ROWS_SHORT": workerOnly, "FRAME_COLUMNS": workerOnly, "FRAME_COLWIDTH": workerOnly,
+	"FRAME_ROWS_MAX": workerOnly, "FRAME_COLUMNS_MAX": workerOnly,
 	"INDEX_ITEMS": workerOnly, "ARRAY_THRESHOLD": workerOnly, "ARRAY_EDGE_ITEMS": workerOnly,
 	"ARRAY_SHOWN_ITEMS": workerOnly, "ARRAY_ITEM_CHARS": workerOnly, "TRACEBACK_CHAIN": workerOnly,
 	"TRACEBACK_FRAMES": workerOnly, "TRACEBACK_SOURCE_CHARS": workerOnly, "TRACEBACK_MESSAGE_CHARS": workerOnly,
@@ -88,6 +89,8 @@ var workerLimitTwins = map[string]twin{
 	"ARTIFACT_STRING_BUDGET": workerOnly, "ARTIFACT_TEXT_SLICE": workerOnly, "ARTIFACT_ABORT_WAIT": workerOnly,
 	"LINE_CHARS": workerOnly, "LIVE_PENDING_CHARS": workerOnly, "SPOOL_BUFFER": workerOnly,
 	"SHELL_ERROR_TAIL": workerOnly, "RPC_QUEUED": workerOnly,
+	"SEARCH_LIMIT_MAX": workerOnly, "SEARCH_LINE_CHARS": workerOnly, "SEARCH_SENTENCE_CHARS": workerOnly,
+	"DOC_WIDTH": workerOnly, "ENUM_LITERALS": workerOnly, "TOOL_DOC_PARAM_CHARS": workerOnly,
 	// The spool keeps a cut stream's complete output; its head past the artifact bound
 	// must leave room for a tail in the same artifact.
 	"SPOOL_HEAD": atMost(artifacts.MaxArtifactBytes / 2),

@@ -58,3 +58,13 @@ func withRequired(p param) param {
 	p.required = true
 	return p
 }
+
+func yieldAfterParam() param {
+	return param{
+		name: "yield_after", typ: "number", min: bound(0), max: bound(repl.MaxTimeout.Seconds()),
+		desc: "Seconds after which a cell still running goes on in the background as its run_id and the call " +
+			"returns status running with the output so far; wait for the rest with python_run (wait). 0 waits " +
+			"for the end. Default 50 for Claude Code and Codex, 0 for other clients, unless the server's " +
+			"--yield-after sets it.",
+	}
+}

@@ -181,8 +181,10 @@ func TestExecTextNewFields(t *testing.T) {
 			"head...tail\n[stderr]\ne\n[ok; generation 1; complete stdout: artifact O1 (2,000,000 bytes); complete stderr: artifact O2 (70,000 bytes); session S]"},
 		{"images", `{"success":true,"state":"preserved","generation":1,"images":[{"mime":"image/png","bytes":1234,"width":640,"height":480}]}`,
 			"[ok; generation 1; image: png 640x480]"},
-		{"image artifacts", `{"success":true,"state":"preserved","session_id":"S","generation":1,"images":[{"mime":"image/png","bytes":1,"width":1,"height":1},{"mime":"image/jpeg","bytes":2,"width":2,"height":3}],"image_artifacts":[{"id":"I1","size":9000000,"format":"binary"}]}`,
-			"[ok; generation 1; images: png 1x1, jpeg 2x3; images too large to show: artifact I1 (9,000,000 bytes); session S]"},
+		{"image artifacts", `{"success":true,"state":"preserved","session_id":"S","generation":1,"images":[{"mime":"image/png","bytes":1,"width":1,"height":1},{"mime":"image/jpeg","bytes":2,"width":2,"height":3}],"image_artifacts":[{"id":"I1","size":9000000,"format":"binary","reason":"past the 512 KiB of images one run shows inline"}]}`,
+			"[ok; generation 1; images: png 1x1, jpeg 2x3; 1 image not shown (past the 512 KiB of images one run shows inline), kept as artifact: artifact I1 (9,000,000 bytes); session S]"},
+		{"images past the count", `{"success":true,"state":"preserved","session_id":"S","generation":1,"images":[` + strings.Repeat(`{"mime":"image/png","bytes":1,"width":640,"height":480},`, 7) + `{"mime":"image/png","bytes":1,"width":640,"height":480}],"image_artifacts":[{"id":"I9","size":4102,"format":"binary","reason":"more than 8 images in one run"},{"id":"I10","size":4102,"format":"binary","reason":"more than 8 images in one run"}]}`,
+			"[ok; generation 1; 8 images: png 640x480, png 640x480, png 640x480, png 640x480, and 4 more; 2 images not shown (more than 8 images in one run), kept as artifacts: artifact I9 (4,102 bytes), artifact I10 (4,102 bytes); session S]"},
 	} {
 		if got := execText(view(t, c.raw), false, noSave); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)

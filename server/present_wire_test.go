@@ -214,8 +214,8 @@ func TestNewResultFieldsOverTheServer(t *testing.T) {
 		{"output_artifacts", `"output_artifacts":{"stdout":{"id":"O","size":900000,"format":"text","sha256":"x","lifetime":"server","eviction":"oldest-first"}}`,
 			"[ok; generation 3; complete stdout: artifact O (900,000 bytes); session S]"},
 		{"images", `"images":[{"mime":"image/png","bytes":2048,"width":64,"height":32}]`, "[ok; generation 3; image: png 64x32]"},
-		{"image_artifacts", `"image_artifacts":[{"id":"I","size":5000000,"format":"binary","sha256":"x","lifetime":"server","eviction":"oldest-first"}]`,
-			"[ok; generation 3; images too large to show: artifact I (5,000,000 bytes); session S]"},
+		{"image_artifacts", `"image_artifacts":[{"id":"I","size":5000000,"format":"binary","sha256":"x","lifetime":"server","eviction":"oldest-first","reason":"past the 512 KiB of images one run shows inline"}]`,
+			"[ok; generation 3; 1 image not shown (past the 512 KiB of images one run shows inline), kept as artifact: artifact I (5,000,000 bytes); session S]"},
 	} {
 		raw = `{"success":true,` + base + `,` + c.json + `}`
 		got, isError := text.textCall(t, "synthetic_result", map[string]any{})

@@ -9,9 +9,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Live progress of execute_python and python_execute_file (docs/contract.md §3.1): a
-// call whose _meta carries a progressToken gets notifications/progress while its
-// cell runs, on the first output and then at most once a second, each with the last
+// Live progress of execute_python and python_execute_file, and of a python_run that
+// waits (docs/contract.md §3.1, §3.5): a call whose _meta carries a progressToken
+// gets notifications/progress while its cell runs (or, for python_run, while it
+// waits), on the first output and then at most once a second, each with the last
 // output line as its message. None is ever sent after the call's reply.
 
 const (
@@ -27,26 +28,26 @@ func withCallRequest(ctx context.Context, req *mcp.CallToolRequest) context.Cont
 	return context.WithValue(ctx, callRequestKey{}, req)
 }
 
-// followProgress makes req report its output to the client when the call in ctx
-// asked for progress, and returns the function that ends the reports: the handler
-// calls it before it returns, and it waits for a notification being written, so
-// that every notification precedes the reply. ctx must be the handler's own: over
-// Streamable HTTP it is what ties a notification to its request's stream.
-func followProgress(ctx context.Context, req *repl.ExecRequest) (stop func()) {
+// followProgress returns the watch that reports a run's output to the client when
+// the call in ctx asked for progress (nil when it did not), and the function that
+// ends the reports: the handler calls it before it returns, and it waits for a
+// notification being written, so that every notification precedes the reply. ctx
+// must be the handler's own: over Streamable HTTP it is what ties a notification to
+// its request's stream.
+func followProgress(ctx context.Context) (watch *repl.OutputWatch, stop func()) {
 	call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest)
 	if call == nil || call.Session == nil || call.Params == nil {
-		return func() {}
+		return nil, func() {}
 	}
 	token := call.Params.GetProgressToken()
 	if token == nil {
-		return func() {}
+		return nil, func() {}
 	}
-	watch := repl.NewOutputWatch()
-	req.Watch = watch
+	watch = repl.NewOutputWatch()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { reportProgress(ctx, call.Session, token, watch, done) })
-	return func() {
+	return watch, func() {
 		close(done)
 		wg.Wait()
 	}

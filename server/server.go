@@ -33,7 +33,10 @@ type Config struct {
 	Notebooks *notebook.Keeper
 	// ResultFormat shapes results per client (docs/contract.md §3.4); "" is FormatAuto.
 	ResultFormat ResultFormat
-	Logger       *slog.Logger
+	// YieldAfter is yield_after's default for every client (docs/contract.md
+	// §5.6); nil leaves it per client: 50 s for the text form's, none for others.
+	YieldAfter *time.Duration
+	Logger     *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
@@ -44,6 +47,8 @@ type Server struct {
 	artifacts *artifacts.Store
 	notebooks *notebook.Keeper
 	format    ResultFormat
+	// yieldDefault is Config.YieldAfter.
+	yieldDefault *time.Duration
 	// saved names the artifacts made of cut execution texts (present.go).
 	saved  savedTexts
 	logger *slog.Logger
@@ -77,7 +82,7 @@ func New(cfg Config) *Server {
 	if format == "" {
 		format = FormatAuto
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own

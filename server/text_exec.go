@@ -75,8 +75,8 @@ type execView struct {
 		Stdout *artifactRef `json:"stdout"`
 		Stderr *artifactRef `json:"stderr"`
 	} `json:"output_artifacts"`
-	Images         []imageInfo   `json:"images"`
-	ImageArtifacts []artifactRef `json:"image_artifacts"`
+	Images         []imageInfo     `json:"images"`
+	ImageArtifacts []imageArtifact `json:"image_artifacts"`
 }
 
 // imageInfo is what a result says of an image the cell displayed; the image
@@ -90,6 +90,37 @@ type imageInfo struct {
 
 func (im imageInfo) String() string {
 	return fmt.Sprintf("%s %dx%d", strings.TrimPrefix(im.MIME, "image/"), im.Width, im.Height)
+}
+
+// imageArtifact is an image the run kept as an artifact instead of showing it,
+// with the worker's reason (docs/contract.md §7.9).
+type imageArtifact struct {
+	artifactRef
+	Reason string `json:"reason"`
+}
+
+// imageArtifactItems are the footer's items for the images not shown: one per
+// reason, in order, saying how many, why, and where they are.
+func imageArtifactItems(refs []imageArtifact) []string {
+	var reasons []string
+	byReason := map[string][]artifactRef{}
+	for _, ref := range refs {
+		if _, seen := byReason[ref.Reason]; !seen {
+			reasons = append(reasons, ref.Reason)
+		}
+		byReason[ref.Reason] = append(byReason[ref.Reason], ref.artifactRef)
+	}
+	items := make([]string, 0, len(reasons))
+	for _, reason := range reasons {
+		kept := byReason[reason]
+		why := ""
+		if reason != "" {
+			why = " (" + cutFooter(reason, footerNameMax) + ")"
+		}
+		items = append(items, fmt.Sprintf("%d image%s not shown%s, kept as artifact%s: %s",
+			len(kept), plural(len(kept)), why, plural(len(kept)), listed(kept, artifactRef.String)))
+	}
+	return items
 }
 
 // artifactRef is the part of an artifact reference a footer names.
@@ -305,12 +336,12 @@ func (v *execView) footer(polled bool, saved *artifactRef, saveErr error) string
 	if v.BackgroundOutput != nil && v.BackgroundOutput.Truncated {
 		items = append(items, "background output cut")
 	}
-	if len(v.Images) > 0 {
-		items = append(items, fmt.Sprintf("image%s: ", plural(len(v.Images)))+listed(v.Images, imageInfo.String))
+	if n := len(v.Images); n > footerListed {
+		items = append(items, fmt.Sprintf("%d images: ", n)+listed(v.Images, imageInfo.String)) // the count at once
+	} else if n > 0 {
+		items = append(items, fmt.Sprintf("image%s: ", plural(n))+listed(v.Images, imageInfo.String))
 	}
-	if len(v.ImageArtifacts) > 0 {
-		items = append(items, "images too large to show: "+listed(v.ImageArtifacts, artifactRef.String))
-	}
+	items = append(items, imageArtifactItems(v.ImageArtifacts)...)
 	var outputs [2]*artifactRef
 	if o := v.OutputArtifacts; o != nil {
 		outputs = [2]*artifactRef{o.Stdout, o.Stderr}

@@ -49,7 +49,7 @@ func toolText(value any, structured []byte) string {
 	case *repl.StartInfo:
 		return fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
 			"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)
-	case *repl.Snapshot:
+	case runningRun:
 		return snapshotText(v)
 	case cancelled:
 		return fmt.Sprintf("Cancel requested for run %s; poll python_run for its result. External effects may "+
@@ -233,13 +233,18 @@ func inspectText(in inspection) string {
 }
 
 // snapshotText is a run still going: its output so far within modelTextLimit, and
-// a footer.
-func snapshotText(s *repl.Snapshot) string {
+// a footer that says how to wait for the rest (and, for the execution that yielded,
+// that it is still running).
+func snapshotText(r runningRun) string {
+	s := r.Snapshot
 	ps := []part{
 		{text: s.Stdout, what: "stdout"},
 		{label: "[stderr]", text: s.Stderr + s.NativeStderr, what: "stderr"},
 	}
 	items := []string{string(s.Status), "run " + s.RunID, fmt.Sprintf("%.1f s so far", s.ElapsedMS/1000), fmt.Sprintf("generation %d", s.Generation)}
+	if r.yielded {
+		items = append([]string{"still running as run " + s.RunID}, items[2:]...)
+	}
 	for _, c := range []struct {
 		name string
 		cut  bool
@@ -248,7 +253,7 @@ func snapshotText(s *repl.Snapshot) string {
 			items = append(items, fmt.Sprintf("live %s cut at %s bytes; the result keeps its own", c.name, count(s.OutputLimit)))
 		}
 	}
-	foot := "[" + strings.Join(items, "; ") + "; poll again for more]"
+	foot := "[" + strings.Join(items, "; ") + "; wait for more with " + waitHint(s, r.wait) + "]"
 	shares := fitShares([]string{ps[0].text, ps[1].text}, modelTextLimit-len(foot)-64)
 	for i := range ps {
 		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)

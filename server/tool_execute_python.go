@@ -9,11 +9,23 @@ import (
 
 // executionResultSchema is the output schema of an execution result (reference 3.1,
 // and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work
-// and the artifacts of cut output streams of docs/contract.md §4.1).
+// and the artifacts of cut output streams of docs/contract.md §4.1), or of the run
+// an execution became after yield_after (§5.6): python_run's live snapshot.
 const executionResultSchema = `{
   "type": "object",
-  "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
+  "required": ["run_id", "stdout", "stderr", "elapsed_ms"],
+  "oneOf": [
+    {"required": ["success", "return_value", "error", "truncated", "state"]},
+    {"required": ["status", "stdout_end", "stderr_end", "generation"], "not": {"required": ["success"]}}
+  ],
   "properties": {
+    "status": {"type": "string", "enum": ["starting", "running"]},
+    "stdout_start": {"type": "integer"},
+    "stdout_end": {"type": "integer"},
+    "stderr_start": {"type": "integer"},
+    "stderr_end": {"type": "integer"},
+    "native_stderr": {"type": "string"},
+    "output_limit_bytes_per_stream": {"type": "integer"},
     "run_id": {"type": "string"},
     "success": {"type": "boolean"},
     "stdout": {"type": "string"},
@@ -70,6 +82,20 @@ func (p execParams) request() repl.ExecRequest {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// cellParams are execute_python's arguments: python_start's and yield_after.
+type cellParams struct {
+	Code               string   `json:"code"`
+	SessionID          string   `json:"session_id"`
+	ExpectedGeneration *uint64  `json:"expected_generation"`
+	Reset              bool     `json:"reset"`
+	Timeout            float64  `json:"timeout"`
+	YieldAfter         *float64 `json:"yield_after"`
+}
+
+func (p cellParams) request() repl.ExecRequest {
+	return execParams{Code: p.Code, ExpectedGeneration: p.ExpectedGeneration, Reset: p.Reset, Timeout: p.Timeout}.request()
+}
+
 func (s *Server) executePythonTool() tool {
 	return tool{
 		name: "execute_python",
@@ -82,17 +108,21 @@ func (s *Server) executePythonTool() tool {
 			"256 KiB. reset=true restarts the worker (clears variables, cwd and environment). Cancellation " +
 			"interrupts the code, but external effects may already have happened. Results carry run_id, " +
 			"session_id and generation; state says whether variables survived.",
-		input:           executionInput(),
+		input:           append(executionInput(), yieldAfterParam()),
 		output:          executionResultSchema,
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
+		handler: handle(func(ctx context.Context, sess *repl.Session, p cellParams) (any, error) {
 			req := p.request()
+			req.YieldAfter = s.yieldAfter(ctx, p.YieldAfter)
 			// Reports output as it comes when the call asked for progress, and
 			// stops before the reply is written.
-			defer followProgress(ctx, &req)()
-			return executed(sess.Execute(ctx, req)), nil
+			watch, stop := followProgress(ctx)
+			defer stop()
+			req.Watch = watch
+			res, snap := sess.ExecuteOrYield(ctx, req)
+			return executedOrYielded(res, snap, req.YieldAfter), nil
 		}),
 	}
 }

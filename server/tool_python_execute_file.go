@@ -13,6 +13,7 @@ type fileParams struct {
 	Mode               string   `json:"mode"`
 	Timeout            float64  `json:"timeout"`
 	ExpectedGeneration *uint64  `json:"expected_generation"`
+	YieldAfter         *float64 `json:"yield_after"`
 }
 
 func (s *Server) pythonExecuteFileTool() tool {
@@ -30,6 +31,7 @@ func (s *Server) pythonExecuteFileTool() tool {
 			{name: "mode", typ: "string", enum: []string{"persistent", "fresh"}, def: "persistent", desc: "persistent: the session's namespace; fresh: a separate worker."},
 			timeoutParam(),
 			expectedGenerationParam(),
+			yieldAfterParam(),
 		},
 		output:      executionResultSchema,
 		annotations: annotations(false, true, false, true),
@@ -40,11 +42,15 @@ func (s *Server) pythonExecuteFileTool() tool {
 				Fresh:              p.Mode == "fresh",
 				Timeout:            seconds(p.Timeout),
 				ExpectedGeneration: p.ExpectedGeneration,
+				YieldAfter:         s.yieldAfter(ctx, p.YieldAfter),
 			}
 			// Reports output as it comes when the call asked for progress, and
 			// stops before the reply is written.
-			defer followProgress(ctx, &req)()
-			return executed(sess.ExecuteFile(ctx, p.Path, req)), nil
+			watch, stop := followProgress(ctx)
+			defer stop()
+			req.Watch = watch
+			res, snap := sess.ExecuteFile(ctx, p.Path, req)
+			return executedOrYielded(res, snap, req.YieldAfter), nil
 		}),
 	}
 }

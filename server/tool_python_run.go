@@ -35,6 +35,7 @@ type pollParams struct {
 	RunID        string  `json:"run_id"`
 	StdoutOffset *uint64 `json:"stdout_offset"`
 	StderrOffset *uint64 `json:"stderr_offset"`
+	Wait         float64 `json:"wait"`
 }
 
 func (p pollParams) offsets() repl.Offsets {
@@ -58,20 +59,35 @@ func outputOffsetParam(stream string) param {
 	}
 }
 
+func waitParam() param {
+	return param{
+		name: "wait", typ: "number", min: bound(0), max: bound(repl.MaxWait.Seconds()), def: 0,
+		desc: fmt.Sprintf("Seconds to wait for the run to end before answering (at most %d): the answer comes "+
+			"when it ends or when wait has passed, whichever is first. 0 answers at once.", int(repl.MaxWait.Seconds())),
+	}
+}
+
 func (s *Server) pythonRunTool() tool {
 	return tool{
 		name: "python_run",
 		description: "Inspect the active run (live stdout/stderr so far) or a retained result (the last 64 runs of " +
 			"the session, each with the generation it ran under); omit run_id for the active or latest run. " +
 			"To poll without re-reading, pass stdout_offset and stderr_offset from the previous answer's " +
-			"stdout_end and stderr_end. Reading never re-executes anything.",
+			"stdout_end and stderr_end; pass wait to wait for the run's end in the same call. Reading never " +
+			"re-executes anything.",
 		input: inputSchema{
-			sessionIDParam(), runIDParam(), outputOffsetParam("stdout"), outputOffsetParam("stderr"),
+			sessionIDParam(), runIDParam(), outputOffsetParam("stdout"), outputOffsetParam("stderr"), waitParam(),
 		},
 		output:      runSchema,
 		annotations: annotations(true, false, true, false),
 		routed:      true,
-		handler: handle(func(_ context.Context, sess *repl.Session, p pollParams) (any, error) {
+		handler: handle(func(ctx context.Context, sess *repl.Session, p pollParams) (any, error) {
+			if p.Wait > 0 {
+				// Progress flows while it waits, as during the call that ran the cell.
+				watch, stop := followProgress(ctx)
+				sess.Await(ctx, p.RunID, seconds(p.Wait), watch)
+				stop()
+			}
 			snap, res, err := sess.Lookup(p.RunID, p.offsets())
 			var past *repl.OffsetError
 			switch {
@@ -82,7 +98,8 @@ func (s *Server) pythonRunTool() tool {
 			case err != nil:
 				return nil, err
 			case snap != nil:
-				return snap, nil
+				// The wait its text proposes is this client's yield: under its deadline.
+				return runningRun{Snapshot: snap, wait: s.yieldAfter(ctx, nil)}, nil
 			}
 			return polledResult(res), nil
 		}),

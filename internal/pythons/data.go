@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/iota-uz/repl-mcp/internal/tier"
 )
 
 // DataVenv is the interpreter of interop/.venv-data, the venv `make data-deps` makes
@@ -13,6 +15,7 @@ import (
 // the make target, when the venv is missing: it never passes without them.
 func DataVenv(t testing.TB) string {
 	t.Helper()
+	tier.Full(t, "it needs interop/.venv-data, the data libraries from PyPI (make data-deps)")
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("find the repository root for interop/.venv-data: %v", err)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iota-uz/repl-mcp/internal/tier"
 )
 
 // Interpreter is one usable CPython.
@@ -105,6 +107,10 @@ func ForTest(t testing.TB) []Interpreter {
 	}
 	if len(found) == 0 {
 		t.Fatal("no CPython 3.10 or newer found (neither pyenv versions nor python3 on PATH); these tests need a real interpreter")
+	}
+	if tier.Fast() && len(found) > 1 {
+		t.Logf("make check (-short) runs on %s alone; make test runs on each interpreter found", found[0].Name)
+		found = found[:1]
 	}
 	for _, py := range found {
 		t.Logf("interpreter %s: %s", py.Version, py.Path)

@@ -156,14 +156,21 @@ class WorkerProcess:
     pipe first. `cache` is the code-cache directory (None: none); `bundle` replaces the
     real bundle (bytes, header included) to test the bootstrap's checks; without
     `wait_ready` the ready frame is left unread (self.ready is None); `python` is the
-    interpreter (this one unless given)."""
+    interpreter (this one unless given); `env` holds variables set (or, as None, unset) in
+    the worker's environment."""
 
-    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True, python=None):
+    def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True, python=None, env=None):
         command_r, command_w = os.pipe()
         event_r, event_w = os.pipe()
         native_r, native_w = os.pipe()
+        extra = env or {}
         env = dict(os.environ, REPL_MCP_WORKER_FDS=f'{command_r},{event_w}', REPL_MCP_NO_BRIDGE='1')
         env.pop('REPL_MCP_WORKER_CACHE', None)
+        for name, value in extra.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         if cache is not None:
             env['REPL_MCP_WORKER_CACHE'] = cache
         self.proc = subprocess.Popen(

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+import unittest
 import uuid
 
 from harness import (
@@ -48,7 +49,7 @@ class BridgeTests(WorkerTestCase):
         self.assertEqual(result['value'], reply)
         self.assertEqual(json.loads(result['return_value']), reply)
         code = '[mcp.text(r), type(r).__name__, isinstance(r, dict), r["_meta"]]'
-        self.assertEqual(self.worker.value(code), ['first\nsecond', 'McpResult', True, {'m': 1}])
+        self.assertEqual(self.worker.value(code), ['first\nsecond', 'ToolResult', True, {'m': 1}])
         self.assertIn('TypeError', self.worker.run('mcp.text("not an envelope")')['error'])
 
     def test_awaited_sync_call_dispatches_once(self):
@@ -292,9 +293,13 @@ class BridgeTests(WorkerTestCase):
         run_id = self.worker.start('mcp.help("fixture", "echo", timeout=0.5)')
         rpc = self.worker.next_rpc(run_id)
         self.assertEqual([rpc['op'], rpc['params']], ['tools', {'server': 'fixture', 'timeout': 0.5}])
-        self.worker.reply(rpc['id'], {'tools': tools})
-        result, events = self.worker.events_until_result(run_id)
-        self.assertEqual([result['value'], events], [tools[1], []])
+        self.worker.reply(rpc['id'], {'tools': tools})  # no ttlMs: nothing is kept
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['op'], 'servers')
+        self.worker.reply(rpc['id'], {'servers': ['fixture']})
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertTrue(''.join(o['text'] for o in outputs).startswith('mcp.fixture.echo()\n    (no description)'), outputs)
         run_id = self.worker.start('mcp.help("fixture", "nope")')
         rpc = self.worker.next_rpc(run_id)
         self.assertEqual(rpc['params'], {'server': 'fixture', 'timeout': 30.0})
@@ -303,7 +308,6 @@ class BridgeTests(WorkerTestCase):
 
     def test_other_ops(self):
         cases = [
-            ('mcp.help()', 'servers', {}, {'servers': ['s']}, ['s']),
             ('mcp.list_tools("s")', 'tools', {'server': 's', 'timeout': 30.0}, {'tools': []}, []),
             ('mcp.refresh()', 'refresh', {}, {'healthy': True}, {'healthy': True}),
             ('mcp.journal()', 'journal', {}, {'records': [{'tool': 't'}]}, [{'tool': 't'}]),
@@ -453,12 +457,19 @@ class ArtifactTests(WorkerTestCase):
         refused = [
             'Custom()', '[Custom()]', '{"k": Custom()}', 'Custom(), format="json"', 'D(a=1)', '[D()]', 'S("s")',
             '[S("s")]', 'I(1)', 'bytearray(b"x")', 'float("nan")', '[float("inf")]', '{1, 2}', '[frozenset()]',
-            '{1: "int key"}', '{("t",): 1}', '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
-            '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
+            '{1: "int key"}', '{("t",): 1}',
         ]
         for args in refused:
             with self.subTest(args=args):
                 self.assert_refused(f'artifact({args})', f'ValueError: {ARTIFACT_UNSUPPORTED}')
+        # Exact JSON past a bound: the message names the bound, and how to save it anyway.
+        past_bounds = [
+            '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
+            '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
+        ]
+        for args in past_bounds:
+            with self.subTest(args=args):
+                self.assert_refused(f'artifact({args})', 'ValueError: Artifact JSON is past its bounds (')
         self.assertEqual(self.worker.value('flag'), [])
         # Just within the budgets: the check passes and the upload begins.
         accepted = ['2 ** 4095', 'deep[0]', '[0] * 99_999', '["x" * (4 * 1024 * 1024)]', '{"k" * (2 * 1024 * 1024): "v" * (2 * 1024 * 1024)}']
@@ -596,7 +607,7 @@ class ArtifactTests(WorkerTestCase):
                 self.worker.reply(rpc['id'], reply)
                 result, events = self.worker.events_until_result(run_id)
                 self.assertEqual(events, [])
-                expected = ['McpResult', reply] if code.startswith('r = ') else reply
+                expected = ['ToolResult', reply] if code.startswith('r = ') else reply
                 self.assertEqual(result['value'], expected)
         run_id = self.worker.start('artifact_read("gone")')
         self.worker.reply(self.worker.next_rpc(run_id)['id'], error='Artifact unknown, expired, evicted or belongs to another session')
@@ -696,7 +707,12 @@ class ArtifactTests(WorkerTestCase):
         result, events = self.worker.events_until_result(run_id)
         self.assertEqual(events, [])
         self.assert_ok(result)
-        self.assertEqual(result['artifact_error'], f'Automatic artifact upload failed: {ARTIFACT_UNSUPPORTED} (nesting deeper than 32)')
+        self.assertEqual(result['artifact_error'], "Automatic artifact not made: Artifact JSON is past its bounds (nesting deeper than 32); "
+                         "write the value to a file and pass artifact(path=...)")
+        # A list of 100,001 ints is exact JSON: the reason is its size, not its types.
+        result = self.worker.run('list(range(100_001))')
+        self.assertEqual(result['artifact_error'], "Automatic artifact not made: Artifact JSON is past its bounds (more than 100,000 values); "
+                         "write the value to a file and pass artifact(path=...)")
         # A saved file's trailing value is handled like a cell's.
         with open(self.path('big.py'), 'w') as file:
             file.write('"q" * 30_000\n')

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+import unittest
 import uuid
 
 from harness import HELPERS, INVENTORY_NOTE, MAX_FRAME, WorkerTestCase, library_test

@@ -10,11 +10,15 @@ import signal
 import subprocess
 import sys
 import time
+import unittest
 import zipfile
 
 from harness import (
-    HELPERS, WorkerProcess, WorkerTestCase, group_members, read_text, wait_gone, zombie_children,
+    HELPERS, HERE, WorkerProcess, WorkerTestCase, group_members, library_test, read_text, wait_gone, zombie_children,
 )
+
+# The real uv, which interop/.venv-uv holds beside the data venv (make interop-deps).
+UV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-uv', 'bin', 'uv'))
 
 
 class HelperTests(WorkerTestCase):
@@ -99,7 +103,7 @@ class HelperTests(WorkerTestCase):
             'other.json': ({'format': 'other', 'values': {'x': 999}}, 'Unsupported checkpoint format; expected repl-checkpoint-v1'),
             'many.json': ({'format': 'repl-checkpoint-v1', 'values': {f'v{i}': i for i in range(257)}}, 'at most 256 variables'),
         }
-        for name, (document, message) in bad_files.items():
+        for name, (document, _message) in bad_files.items():
             with open(self.path(name), 'w') as file:
                 json.dump(document, file)
         with open(self.path('big.json'), 'w') as file:
@@ -170,8 +174,9 @@ class ShellLineTests(WorkerTestCase):
         error = result['error']
         self.assertIn(f'File "<repl:{run_id}>", line 2, in <module>\n    !echo "no such package" >&2; exit 3', error)
         self.assertTrue(error.endswith(
-            'ShellError: Shell exited with status 3; inspect exception.stderr. Its stderr ends:\nno such package'
+            "ShellError: Shell exited with status 3; its stderr is the cell's stderr; the rest of the cell did not run"
         ), error)
+        self.assertEqual(result['stderr'], 'no such package\n', 'said once, where it was written')
         self.assertIn('NameError', self.worker.run('z')['error'])  # the rest did not run
 
     def test_an_interrupt_stops_the_command_and_kills_its_group(self):
@@ -199,6 +204,23 @@ class ShellLineTests(WorkerTestCase):
         self.assertTrue(result['stdout'].startswith(f"$ '{python}' -m pip install --no-index"), result['stdout'][:200])
         self.assertIn('Successfully installed tinypkg-1.0', result['stdout'])
         self.assertEqual(worker.run('%pip --version')['stdout'].count(' from '), 1)
+
+    def test_pip_without_pip_or_uv_says_how_to_add_pip(self):
+        venv = self.path('venv')
+        subprocess.run([sys.executable, '-m', 'venv', '--without-pip', venv], check=True, timeout=60)
+        python = os.path.join(venv, 'bin', 'python')
+        path = os.pathsep.join(d for d in os.environ['PATH'].split(os.pathsep) if not os.path.exists(os.path.join(d, 'uv')))
+        worker = WorkerProcess(self.dir, python=python, env={'PATH': path})
+        self.addCleanup(worker.close)
+        result = worker.run('%pip install tinypkg\nz = 1')
+        self.assertFalse(result['success'])
+        self.assertEqual((result['stdout'], result['stderr']), ('', ''), 'no pip was run, nothing printed')
+        self.assertTrue(result['error'].endswith(
+            f"RuntimeError: %pip: '{python}' has no pip (a venv made by `uv venv` has none) and uv is not on PATH; "
+            f"add pip with `!'{python}' -m ensurepip`, or put uv on PATH"
+        ), result['error'])
+        self.assertEqual(result['error'].count('has no pip'), 1)
+        self.assertIn('NameError', worker.run('z')['error'])  # the rest did not run
 
     def test_input_fails_at_once_and_says_why(self):
         result = self.worker.run('name = input("Your name? ")')
@@ -289,3 +311,28 @@ class ChildProcessTests(WorkerTestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+@library_test
+class PipUvLibraryTests(WorkerTestCase):
+    """%pip in a venv made by `uv venv`, which has no pip: uv's pip installs into it."""
+
+    def test_pip_in_a_uv_venv_uses_uv(self):
+        if not os.access(UV, os.X_OK):
+            raise FileNotFoundError(f'{UV}: no uv beside the data venv; run make interop-deps')
+        env = {'UV_CACHE_DIR': self.path('uv-cache'), 'UV_OFFLINE': '1', 'UV_NO_CONFIG': '1'}
+        venv = self.path('venv')
+        subprocess.run([UV, 'venv', '--python', sys.executable, venv], check=True, timeout=60, env=dict(os.environ, **env),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        python = os.path.join(venv, 'bin', 'python')
+        self.assertNotEqual(subprocess.run([python, '-m', 'pip', '--version'], capture_output=True).returncode, 0, 'no pip in it')
+        path = os.pathsep.join([os.path.dirname(UV), *os.environ['PATH'].split(os.pathsep)])
+        worker = WorkerProcess(self.dir, python=python, env={'PATH': path, **env})
+        self.addCleanup(worker.close)
+        wheel = tiny_wheel(self.dir)
+        run_id = worker.start(f'%pip install --no-index --no-deps {wheel}\nimport tinypkg, sys\n[tinypkg.VALUE, tinypkg.__file__.startswith(sys.prefix)]')
+        result, _ = worker.collect(run_id, timeout=120)
+        self.assertTrue(result['success'], result)
+        self.assertEqual(result['value'], ['installed', True])
+        self.assertTrue(result['stdout'].startswith(f"$ '{UV}' pip install --python '{python}' --no-index --no-deps {wheel}\n"), result['stdout'][:300])
+        self.assertIn('tinypkg', result['stderr'])  # uv reports on stderr

@@ -5,6 +5,7 @@ Every worker is started through the real bootstrap with the bundle the server se
 import os
 import signal
 import time
+import unittest
 
 from harness import INTERRUPTED, THREADS_INTERRUPTED, WorkerTestCase, read_text, signal_other_thread, wait_gone
 

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from harness import THREADS_INTERRUPTED, WorkerTestCase, wait_gone
+from harness import THREADS_INTERRUPTED, WorkerTestCase, library_test, wait_gone
 
 TICKER = (
     'import threading, time, sys\n'
@@ -198,3 +198,39 @@ class BackgroundThreadTests(WorkerTestCase):
         self.assertEqual(result['state'], 'preserved', result)
         self.assertNotIn('background_threads', result)
         self.assertEqual(self.worker.value('stop.set()\nx'), 5)
+
+
+@library_test
+class ThreadLibraryTests(WorkerTestCase):
+    """A library's own daemon threads (tqdm's monitor) are not the user's background work:
+    not listed, and not a reason to clear an interrupted cell; a thread of the user's that
+    claims to be the library's still is."""
+
+    def test_tqdm_monitor_is_not_listed(self):
+        result = self.worker.run('from tqdm import tqdm\ntotal = 0\nfor i in tqdm(range(50)):\n    total += i')
+        self.assert_ok(result)
+        self.assertNotIn('background_threads', result)
+        self.assertTrue(self.worker.value('import threading\nany(t.name == "tqdm_monitor" for t in threading.enumerate())'))
+
+    def test_a_thread_claiming_to_be_tqdms_is_listed(self):
+        code = ('import threading, tqdm._monitor\n'
+                'stop = threading.Event()\n'
+                'class TMonitor(threading.Thread):\n'
+                '    pass\n'
+                'TMonitor.__module__ = "tqdm._monitor"\n'
+                'TMonitor(target=stop.wait, name="fake monitor", daemon=True).start()\n'
+                'threading.Thread(target=stop.wait, name="mine", daemon=True).start()')
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['background_threads'], ['fake monitor', 'mine'])
+        self.worker.run('stop.set()')
+
+    def test_an_interrupted_tqdm_loop_keeps_its_variables(self):
+        run_id = self.worker.start('from tqdm import tqdm\nimport time\nx = 1\nfor i in tqdm(range(100)):\n    print("looping", flush=True)\n    time.sleep(1)')
+        self.worker.wait_for_output(run_id, 'looping')
+        os.kill(self.worker.proc.pid, signal.SIGINT)
+        result, _ = self.worker.collect(run_id)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved', result.get('error'))
+        self.assertNotIn('background_threads', result)
+        self.assertEqual(self.worker.value('x'), 1)

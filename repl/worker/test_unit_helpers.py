@@ -197,7 +197,9 @@ class ArtifactArgumentTests(unittest.TestCase):
         for value, detail, budget in refused:
             with self.assertRaises(artifacts.NotArtifact) as caught:
                 artifacts.check_artifact_json(value)
-            self.assertEqual(str(caught.exception), messages.ARTIFACT_UNSUPPORTED_DETAIL.format(detail))
+            # A value past a bound is exact JSON: the message says the bound, not the types.
+            template = messages.ARTIFACT_OVER_BOUNDS if budget else messages.ARTIFACT_UNSUPPORTED_DETAIL
+            self.assertEqual(str(caught.exception), template.format(detail))
             self.assertEqual(caught.exception.budget, budget)
         artifacts.check_artifact_json({'a': [None, True, 1, 2.5, 'x', (1, 2)], 'b': bridge.McpResult(c=1)})
         self.assertEqual([artifacts.auto_artifact_format(v) for v in ('s', b'b', [1], (1,), {}, bridge.McpResult(), 1, {1})],

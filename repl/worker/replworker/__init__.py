@@ -8,15 +8,20 @@ import its modules directly. One module per concern:
     limits, messages  every numeric limit; every message (both shared by the others)
     common            the run-id context variable, type names, bounded UTF-8 text
     channel           frames on the protocol fds
-    threads           which run each thread and pool job works for
+    threads           which run each thread and pool job works for, and which threads
+                      are a library's own daemons
     output            stdout/stderr as a terminal shows them, head and tail, spools,
                       background output, and the native-output pipe on fd 1 and 2
     cells             the event loop, the executor, running a cell or file, the epilogue
     tracebacks        the user's tracebacks and the source history behind them
     previews          previews of values and the namespace inventory
+    libsummaries      summaries of library objects (Dask, Styler, Categorical, dtypes,
+                      polars, xarray, torch) and the pandas display options previews honour
     checkpoint        checkpoint() and restore()
     children          tracked subprocesses, sh(), exiting with them killed
     bridge            the mcp bridge and its rpc frames
+    toolfuncs         downstream tools as Python functions (mcp.<server>.<tool>), mcp.search
+    toolresult        ToolResult, what every call returns
     artifacts         the artifact helpers and automatic artifacts
     interrupts        SIGINT
     main              the start

@@ -31,15 +31,15 @@ from .limits import (
     EXIT_MESSAGE_CHARS, EXIT_STATUS_BITS, SOURCE_FILE_BYTES, SPOOL_HEAD, TASK_CANCEL_GRACE, THREAD_NAME_BYTES,
 )
 from .messages import (
-    ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, EXECUTOR_FULL,
-    EXECUTOR_JOB_QUEUED, EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE,
+    ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, ARTIFACT_AUTO_NOT_MADE,
+    EXECUTOR_FULL, EXECUTOR_JOB_QUEUED, EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE,
     INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
     THREADS_INTERRUPTED, THREADS_MORE,
 )
 from .output import STREAMS, NativeOutput, Output, Sink, Spool, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
 from .nbdata import builtin_repr, pandas_html
-from .threads import THREADS
+from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
 
 EXIT_STATE_CLEARED = 70
@@ -484,7 +484,10 @@ class Worker:
         deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
         while True:
             # enumerate() drops a thread once its Python code has finished.
-            threads = THREADS.working_for(run_id, idle_pooled=self._executor.threads())
+            threads = [
+                thread for thread in THREADS.working_for(run_id, idle_pooled=self._executor.threads())
+                if not library_daemon(thread)  # tqdm's monitor, Dask's loop: the library's own
+            ]
             queued = self._executor.queued(run_id)
             if not threads and not queued:
                 return []
@@ -529,7 +532,7 @@ class Worker:
             try:
                 check_artifact_json(value)
             except NotArtifact as exc:
-                return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(exc))} if exc.budget else None
+                return {'artifact_error': artifact_error(ARTIFACT_AUTO_NOT_MADE.format(exc))} if exc.budget else None
             except Exception as exc:  # MemoryError, say: the run's result matters more
                 return {'artifact_error': artifact_error(ARTIFACT_AUTO_FAILED.format(type_name(type(exc))))}
         if interrupted:

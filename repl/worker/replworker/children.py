@@ -6,9 +6,11 @@ what is still running."""
 import codecs
 import collections
 import importlib
+import importlib.util
 import math
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +23,9 @@ from .limits import (
     CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_ERROR_TAIL,
     SHELL_EXIT_CHECK, SHELL_PROCESSES, SHELL_TIMEOUT,
 )
-from .messages import COMMAND_ECHO, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED, SHELL_FAILED_TAIL
+from .messages import (
+    COMMAND_ECHO, PIP_MISSING, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED, SHELL_FAILED_TAIL, SHELL_LINE_FAILED,
+)
 
 
 def exit_now(status):
@@ -176,8 +180,8 @@ class ShellError(RuntimeError):
     returncode, stdout, stderr. The message ends with the last lines of stderr (at most
     2,000 characters), which usually say what went wrong."""
 
-    def __init__(self, result):
-        super().__init__(shell_failure(result.returncode, result.stderr))
+    def __init__(self, result, message=None):
+        super().__init__(message or shell_failure(result.returncode, result.stderr))
         self.result, self.returncode = result, result.returncode
         self.stdout, self.stderr = result.stdout, result.stderr
 
@@ -311,16 +315,30 @@ def shell_quote(text):
 
 
 def pip_command(arguments):
-    """The shell command of a `%pip ARGS` line: pip of the worker's own interpreter."""
-    return f'{shell_quote(sys.executable)} -m pip {arguments}'.rstrip()
+    """The shell command of a `%pip ARGS` line, for the worker's own interpreter: its pip;
+    where it has none (a venv made by `uv venv`), uv's pip aimed at it when uv is on PATH;
+    else None, and run_line says how to add pip instead of running a pip that is not there."""
+    python = shell_quote(sys.executable)
+    if importlib.util.find_spec('pip') is not None:
+        return f'{python} -m pip {arguments}'.rstrip()
+    uv = shutil.which('uv')
+    if uv is None:
+        return None
+    words = arguments.split(None, 1)
+    if words and not words[0].startswith('-'):  # `uv pip install --python X ARGS`
+        return f'{shell_quote(uv)} pip {words[0]} --python {python} {"".join(words[1:])}'.rstrip()
+    return f'{shell_quote(uv)} pip {arguments}'.rstrip()
 
 
 def run_line(command, pip=False):
     """Run a cell's leading `!cmd` (or `%pip ...`, with pip=True) line: say so on stdout, run
     it with sh in a new process group (killed when it ends, like sh()), and stream its
-    stdout and stderr into the cell's as they come. A non-zero status raises ShellError,
-    so the rest of the cell does not run after a failed install. After %pip the import
+    stdout and stderr into the cell's as they come. A non-zero status raises ShellError
+    (whose message leaves stderr to the cell's stderr, where it already is), so the rest
+    of the cell does not run after a failed install. After %pip the import
     system forgets its directory caches, so what was installed imports at once."""
+    if command is None:  # %pip with neither pip nor uv: see pip_command
+        raise RuntimeError(PIP_MISSING.format(shell_quote(sys.executable)))
     sys.stdout.write(COMMAND_ECHO.format(command))
     if not _SHELL_SLOTS.acquire(blocking=False):
         raise RuntimeError(SHELL_BUSY)
@@ -341,7 +359,8 @@ def run_line(command, pip=False):
     if pip:
         importlib.invalidate_caches()
     if proc.returncode != 0:
-        raise ShellError(ShellResult('', stderr_tail, proc.returncode))
+        # Its stderr was streamed into the cell's: the error does not say it again.
+        raise ShellError(ShellResult('', stderr_tail, proc.returncode), SHELL_LINE_FAILED.format(proc.returncode))
 
 
 def stream_output(proc):

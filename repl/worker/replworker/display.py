@@ -158,7 +158,7 @@ def _repr_image(obj, cls):
     """The image an explicit display(obj) gets from obj's _repr_png_ or _repr_jpeg_, or
     None when it has neither (or each returns None, IPython's "no such representation").
     Its exceptions propagate: calling the method was the user's request."""
-    for method, kind in REPR_METHODS:
+    for method, _kind in REPR_METHODS:
         if not _defines(cls, method):
             continue
         data = getattr(obj, method)()

@@ -32,6 +32,8 @@ PREVIEW_SORT_ITEMS = 10_000  # entries of a Counter a preview sorts by count, as
 FRAME_ROWS = 60  # rows of a DataFrame or Series a preview shows whole, as pandas' max_rows
 FRAME_ROWS_SHORT = 10  # rows shown of a longer one (the first and last 5), as pandas' min_rows
 FRAME_COLUMNS = 20  # columns of a DataFrame a preview shows (the first and last 10)
+FRAME_ROWS_MAX = 500  # rows a preview shows at most when the user's display.max_rows asks for more
+FRAME_COLUMNS_MAX = 100  # columns likewise, for display.max_columns
 FRAME_COLWIDTH = 50  # characters of one cell or label in a DataFrame or Series preview
 INDEX_ITEMS = 20  # labels of a pandas Index a preview shows (pandas' max_seq_items)
 ARRAY_THRESHOLD = 1_000  # elements of a numpy array shown whole (numpy's threshold)
@@ -110,6 +112,12 @@ MCP_CATALOGUE_TIMEOUT = 30.0  # seconds, list_tools' and help's default (Go: bro
 MCP_REPLY_SLACK = 1.0  # seconds a wait adds to the timeout the server enforces itself
 MCP_OP_WAIT = 35.0  # seconds to wait for ops without a timeout of their own
 TOOL_ERROR_CHARS = 2_000  # characters of a tool's text in a ToolError message
+SEARCH_LIMIT_MAX = 50  # lines mcp.search() may be asked for
+SEARCH_LINE_CHARS = 240  # characters of one line of mcp.search() and mcp.help(server)
+SEARCH_SENTENCE_CHARS = 120  # characters of a description's first sentence in such a line
+ENUM_LITERALS = 8  # values of an enum a tool function's annotation spells as Literal[...]
+DOC_WIDTH = 88  # columns a tool function's __doc__ wraps its description to
+TOOL_DOC_PARAM_CHARS = 300  # characters of one parameter's line in a tool function's __doc__
 
 # Artifacts (artifacts.py).
 ARTIFACT_CHUNK = 262_144  # raw bytes per artifact.append, base64 in the frame (Go: artifacts.ChunkBytes)

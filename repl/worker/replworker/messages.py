@@ -7,7 +7,7 @@ from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
     PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
-from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT
+from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT, SEARCH_LIMIT_MAX
 
 CHECKPOINT_FORMAT = 'repl-checkpoint-v1'  # the checkpoint file's format field, named in a message
 
@@ -69,6 +69,7 @@ PREVIEW_CLASS = "<class '{}'>"
 PREVIEW_FUNCTION = '<function {}>'
 PREVIEW_BUILTIN = '<built-in function {}>'
 PREVIEW_MODULE = "<module '{}'>"
+PREVIEW_STYLER = '<Styler of the DataFrame below; its styles are not rendered>'
 PREVIEW_FRAME_SHAPE = '[{} rows x {} columns]'  # pandas' own
 PREVIEW_ARRAY = 'shape={}, dtype={})'  # the end of numpy's repr, always with both
 PREVIEW_ARRAY_OMITTED = '<ndarray; shape={}; dtype={}; too many dimensions to preview>'
@@ -80,6 +81,11 @@ SOURCE_UNKNOWN = 'Run source unknown or evicted (source history: 64 runs / 1 MiB
 SHELL_BUSY = f'Too many active sh processes (limit {SHELL_PROCESSES})'
 SHELL_FAILED = 'Shell exited with status {}; inspect exception.stderr'
 SHELL_FAILED_TAIL = SHELL_FAILED + '. Its stderr ends:\n{}'
+SHELL_LINE_FAILED = "Shell exited with status {}; its stderr is the cell's stderr; the rest of the cell did not run"
+PIP_MISSING = (
+    '%pip: {0} has no pip (a venv made by `uv venv` has none) and uv is not on PATH; '
+    'add pip with `!{0} -m ensurepip`, or put uv on PATH'
+)
 COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a leading !cmd or %pip line runs
 SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
 
@@ -107,10 +113,27 @@ MCP_UNKNOWN_TOOL = "Unknown tool '{}'; use mcp.list_tools(server)"
 MCP_TEXT_NOT_ENVELOPE = 'mcp.text() expects a CallToolResult dict, not {}'
 MCP_REPR = '<mcp bridge; help(mcp) describes it, mcp.help() lists servers>'
 TOOL_FAILED = 'MCP tool failed: {}'
+MCP_IMAGE_NOT_BASE64 = 'image block {} of the result has data that is not base64'
+MCP_AMBIGUOUS_NAME = "mcp: {!r} could be any of {}; use mcp[name] with the exact name"
+MCP_NO_SUCH_SERVER = "mcp has no server {!r}; dir(mcp) and mcp.servers() list the servers"
+MCP_NO_SUCH_TOOL = '{} has no tool {!r}; dir({}) or mcp.help({!r}) lists its tools'
+MCP_TOOL_BAD_CALL = '{}(): {}; help({}) shows its signature'
+MCP_TOOL_ARG_TYPE = '{}() argument {!r} must be {} (its JSON schema type), not {}'
+MCP_BAD_SEARCH_QUERY = 'mcp.search() query must be a str, not {}'
+MCP_BAD_SEARCH_LIMIT = f'mcp.search() limit must be an int from 1 to {SEARCH_LIMIT_MAX}'
+MCP_SEARCH_MORE = '... {} more matching tools; narrow the query or raise limit'
+MCP_SEARCH_NONE = 'no tool of the {1} servers matches {0!r}; mcp.help() lists the servers'
+MCP_SEARCH_UNAVAILABLE = 'server {!r} was not searched: {}'
+MCP_HELP_SERVERS = 'MCP servers of this session (mcp.<name>, or mcp[name] where shown):'
+MCP_HELP_NO_SERVERS = "No MCP servers are configured for this session: the project's .mcp.json or --config registers them"
+MCP_HELP_NO_TOOLS = 'Server {!r} offers no tool the broker admits: its catalogue is empty, or its allowedTools admit none of it'
+MCP_HELP_HINT = 'mcp.help(server) lists its tools as Python signatures; mcp.search(query) finds tools.'
 
 # Artifacts: refusals of artifact() and their details, and the argument checks.
 ARTIFACT_UNSUPPORTED = 'Artifact supports only exact JSON builtins, bytes or explicit files'
 ARTIFACT_UNSUPPORTED_DETAIL = ARTIFACT_UNSUPPORTED + ' ({})'
+# A value of exact JSON builtins past a bound: its types are fine, its size is not.
+ARTIFACT_OVER_BOUNDS = "Artifact JSON is past its bounds ({}); write the value to a file and pass artifact(path=...)"
 ARTIFACT_STRINGS_TOO_LARGE = 'strings exceed the 16 MiB budget at 4 bytes per character'
 ARTIFACT_TOO_MANY_VALUES = f'more than {ARTIFACT_JSON_NODES:,} values'
 ARTIFACT_INT_TOO_LARGE = f'int over {PREVIEW_INT_BITS} bits'
@@ -126,6 +149,7 @@ ARTIFACT_BAD_ENCODING = 'artifact_read encoding must be text, base64 or hex'
 ARTIFACT_BAD_LENGTH = 'artifact_read length must be between 0 and 65536 bytes'
 ARTIFACT_BAD_FORWARD_FORMAT = 'Forward format must be json, text or explicit base64'
 ARTIFACT_AUTO_FAILED = 'Automatic artifact upload failed: {}'
+ARTIFACT_AUTO_NOT_MADE = 'Automatic artifact not made: {}'  # refused before any upload
 ARTIFACT_AUTO_INTERRUPTED = 'Automatic artifact upload skipped: the run was interrupted'
 NOT_STR_PATH = '{} must be a str path'
 NOT_STR = '{} must be a str, not {}'

@@ -486,6 +486,9 @@ def _library(value, cls, named, room, depth, state):
         return _numpy_scalar(value, cls, room, depth, state)
     if top in ('matplotlib', 'mpl_toolkits'):
         return _matplotlib(value, cls, named, room, depth, state)
+    summary = library_summary(value, cls, named, room, depth, state) if top in _SUMMARISED else None
+    if summary is not None:
+        return summary
     if (top in _STDLIB or top in _LIBRARIES) and _has_base(cls, _loaded('enum', 'Enum')):
         return repr(value)  # a member of an enum the library defines: its values are the library's
     return None
@@ -761,7 +764,8 @@ def _frame(value, cls, room, depth, state):
     rows, columns = value.shape
     footer = '\n\n' + PREVIEW_FRAME_SHAPE.format(rows, columns)
     text = ''
-    for whole, short, width, colwidth in _FRAME_ATTEMPTS:
+    attempts, line_width = frame_attempts(_FRAME_ATTEMPTS)  # the user's display options first
+    for whole, short, width, colwidth in attempts:
         attempt = state.inner()
         row_positions, max_rows = _positions(rows, whole, short)
         column_positions, max_cols = _positions(columns, width, width)
@@ -779,7 +783,7 @@ def _frame(value, cls, room, depth, state):
             if kinds[position] == _OBJECTS:
                 shown.isetitem(j, _cells(shown.iloc[:, j], depth, attempt))
         with pd.option_context('display.float_format', None):
-            text = shown.to_string(max_rows=max_rows, max_cols=max_cols, max_colwidth=colwidth)
+            text = shown.to_string(max_rows=max_rows, max_cols=max_cols, max_colwidth=colwidth, line_width=line_width)
         attempt.cut = attempt.cut or max_rows is not None or max_cols is not None
         if len(text) + len(footer) <= room:
             break
@@ -802,7 +806,7 @@ def _series(value, cls, room, depth, state):
     if length == 0:
         return f'Series([], {footer})'
     text = ''
-    for whole, short, _, colwidth in _FRAME_ATTEMPTS:
+    for whole, short, _, colwidth in frame_attempts(_FRAME_ATTEMPTS)[0]:
         attempt = state.inner()
         positions, max_rows = _positions(length, whole, short)
         sub = value.take(positions)
@@ -948,3 +952,7 @@ def inventory(namespace, reserved):
 
 class ReplHistory(list):
     """What repl_history() returns: a list whose preview may hold every retained run."""
+
+
+# Imported last: the summaries use this module's helpers.
+from .libsummaries import SUMMARISED as _SUMMARISED, frame_attempts, library_summary  # noqa: E402

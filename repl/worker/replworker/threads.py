@@ -5,7 +5,11 @@ submitted it, whichever pooled thread runs it. The output sinks use this to keep
 background thread prints out of a later cell's output, and the epilogue to find the work
 a cell left running."""
 
+import os
+import sys
+import sysconfig
 import threading
+import types
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -89,6 +93,86 @@ class _Threads:
                 thread is not self._main and thread not in idle_pooled and self._origins.get(thread, MISSING) == run_id
             )
         ]
+
+
+# Read from the types' own slots: a thread's class or target may be the user's, and
+# must not run.
+_type_module = type.__dict__['__module__'].__get__
+_type_qualname = type.__dict__['__qualname__'].__get__
+_function_module = types.FunctionType.__dict__['__module__'].__get__
+_method_function = types.MethodType.__dict__['__func__'].__get__
+_module_namespace = types.ModuleType.__dict__['__dict__'].__get__
+
+
+_library_dirs_found = []  # read once, at the first thread a cell leaves: not at start
+
+
+def _library_dirs():
+    """Where installed libraries live (site-packages), as real paths. Not the standard
+    library: its Thread subclasses (threading.Timer) and targets run the user's code."""
+    if not _library_dirs_found:
+        paths = sysconfig.get_paths()
+        dirs = {paths.get(key) for key in ('purelib', 'platlib')}
+        _library_dirs_found.append(tuple(os.path.realpath(d) + os.sep for d in dirs if d))
+    return _library_dirs_found[0]
+
+# The standard library's own housekeeping threads, by target: a multiprocessing queue's
+# feeder, which a library's queue (Dask's nannies') starts.
+_STDLIB_HOUSEKEEPING = frozenset({('multiprocessing.queues', 'Queue._feed')})
+_function_qualname = types.FunctionType.__dict__['__qualname__'].__get__
+
+
+def _module_dict(name):
+    """The namespace of the already imported module `name`, or None; nothing is imported."""
+    modules = sys.modules
+    module = dict.get(modules, name) if type(modules) is dict and type(name) is str else None
+    if type(module) is not types.ModuleType:
+        return None
+    namespace = _module_namespace(module)
+    return namespace if type(namespace) is dict else None
+
+
+def _library_module(name):
+    """Whether the already imported module `name` is an installed library's (its file
+    under site-packages), not the user's."""
+    namespace = _module_dict(name)
+    path = None if namespace is None else dict.get(namespace, '__file__')
+    return type(path) is str and os.path.realpath(path).startswith(_library_dirs())
+
+
+def _state(thread, name):
+    """An attribute Thread.__init__ set, from the instance's own __dict__."""
+    state = object.__getattribute__(thread, '__dict__')
+    return dict.get(state, name) if type(state) is dict else None
+
+
+def _target(thread):
+    """The function an exact threading.Thread runs, or None."""
+    target = _state(thread, '_target')
+    if type(target) is types.MethodType:
+        target = _method_function(target)
+    return target if type(target) is types.FunctionType else None
+
+
+def library_daemon(thread):
+    """Whether `thread` is a library's own daemon thread (tqdm's monitor, Dask's IO loop
+    and process watchers, multiprocessing's queue feeders): housekeeping the library
+    starts and stops itself, not the user's work. A daemon whose class an installed
+    library defines (a subclass of Thread in site-packages), or an exact Thread whose
+    target an installed library's module defines (or is one of the standard library's
+    housekeeping functions). Only slots and instance dicts are read."""
+    if _state(thread, '_daemonic') is not True:
+        return False
+    cls = type(thread)
+    if cls is not threading.Thread:
+        module = _type_module(cls)
+        namespace = _module_dict(module)
+        return namespace is not None and dict.get(namespace, _type_qualname(cls)) is cls and _library_module(module)
+    target = _target(thread)
+    if target is None:
+        return False
+    module = _function_module(target)
+    return _library_module(module) or (module, _function_qualname(target)) in _STDLIB_HOUSEKEEPING
 
 
 THREADS = _Threads()

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Long work (docs/contract.md §5.6): an execution still running after yield_after
+// goes on as a background run, and its call answers with the run's live snapshot.
+
+// textFormYield is yield_after's default for the clients that get the text form:
+// under the 60 s that Codex (tool_timeout_sec) and the MCP TypeScript SDK's
+// request timeout allow a call, so that their deadline never interrupts a cell.
+const textFormYield = 50 * time.Second
+
+// yieldAfter is a call's yield_after: the one it passed, else the server's
+// --yield-after, else textFormYield for a text-form client and no yield for others
+// (which block until the end, as the reference does).
+func (s *Server) yieldAfter(ctx context.Context, given *float64) time.Duration {
+	switch {
+	case given != nil:
+		return seconds(*given)
+	case s.yieldDefault != nil:
+		return *s.yieldDefault
+	}
+	if call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest); call != nil && s.formFor(call) == formText {
+		return textFormYield
+	}
+	return 0
+}
+
+// runningRun is a run still going, as a tool's value: the live snapshot, which is
+// its JSON, and what its text needs besides. yielded: the execution that started it
+// (its text says it is still running); wait: the wait its text proposes.
+type runningRun struct {
+	*repl.Snapshot
+	yielded bool
+	wait    time.Duration
+}
+
+// executedOrYielded is an execution's value: its result, or the run it became after
+// yield.
+func executedOrYielded(res *repl.Result, snap *repl.Snapshot, yield time.Duration) any {
+	if snap != nil {
+		return runningRun{Snapshot: snap, yielded: true, wait: yield}
+	}
+	return executed(res)
+}
+
+// proposedWait is the python_run wait a text proposes to a client whose calls yield
+// after yield: that long (it is under the client's deadline), at most MaxWait, and
+// MaxWait for a client whose calls do not yield.
+func proposedWait(yield time.Duration) time.Duration {
+	if yield <= 0 {
+		return repl.MaxWait
+	}
+	return min(yield, repl.MaxWait)
+}
+
+// waitHint tells the model how to wait for a run in one call that returns only
+// what it has not read.
+func waitHint(s *repl.Snapshot, wait time.Duration) string {
+	args, _ := json.Marshal(struct {
+		RunID        string  `json:"run_id"`
+		Wait         float64 `json:"wait"`
+		StdoutOffset int64   `json:"stdout_offset"`
+		StderrOffset int64   `json:"stderr_offset"`
+	}{s.RunID, proposedWait(wait).Seconds(), s.StdoutEnd, s.StderrEnd})
+	return fmt.Sprintf("python_run %s", args)
+}

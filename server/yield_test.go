@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An execution that yields answers with the running branch of the execution
+// schema (checked by call against the published outputSchema), for
+// execute_python and python_execute_file alike, and python_run goes on from it.
+func TestYieldedExecutionOnTheWire(t *testing.T) {
+	w := startWire(t)
+	w.write("gated.py", "import os, time\nprint('waiting', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\nprint('through')\n")
+	sid := w.succeed(t, "execute_python", map[string]any{"code": "1"})["session_id"]
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"execute_python", map[string]any{"code": "exec(open('gated.py').read())", "yield_after": 0.5}},
+		{"python_execute_file", map[string]any{"session_id": sid, "path": "gated.py", "yield_after": 0.5}},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			sc := w.succeed(t, c.tool, c.args)
+			if sc["status"] != "running" || sc["success"] != nil || sc["stdout_start"] != 0.0 {
+				t.Fatalf("not a running run from byte 0: %v", sc)
+			}
+			run := sc["run_id"]
+			w.write("go", "")
+			done := w.succeed(t, "python_run", map[string]any{"run_id": run, "wait": 30, "stdout_offset": sc["stdout_end"], "stderr_offset": 0})
+			// Each byte once: what the yield showed, then what followed.
+			if whole, _ := done["stdout"].(string); done["success"] != true || sc["stdout"].(string)+whole != "waiting\nthrough\n" {
+				t.Fatalf("the yielded run's rest after %q: %v", sc["stdout"], done)
+			}
+			w.succeed(t, "execute_python", map[string]any{"code": "import os; os.remove('go')"})
+		})
+	}
+}
+
+// The execution schema declares a property for every field either of its shapes
+// requires, so that a client building types from it knows each one.
+func TestExecutionSchemaDeclaresWhatItRequires(t *testing.T) {
+	var schema struct {
+		Required   []string                      `json:"required"`
+		OneOf      []struct{ Required []string } `json:"oneOf"`
+		Properties map[string]json.RawMessage    `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(executionResultSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	required := slices.Clone(schema.Required)
+	for _, branch := range schema.OneOf {
+		required = append(required, branch.Required...)
+	}
+	if len(schema.OneOf) != 2 || !slices.Contains(required, "status") {
+		t.Fatalf("the schema has no running shape: %s", executionResultSchema)
+	}
+	for _, name := range required {
+		if _, ok := schema.Properties[name]; !ok {
+			t.Errorf("required field %q has no property", name)
+		}
+	}
+}
+
+// yield_after's default: 50 s for the text form's clients, none for the others, the
+// server's --yield-after for all; a call's own yield_after wins. The python_run wait
+// a text proposes is that yield, at most 45 s.
+func TestYieldAfterDefaults(t *testing.T) {
+	callFrom := func(client string) context.Context {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{
+			mcp.MetaKeyClientInfo: map[string]any{"name": client, "version": "1"},
+		}}}
+		return withCallRequest(t.Context(), req)
+	}
+	given, flag := 2.5, 7*time.Second
+	for _, c := range []struct {
+		server  *Server
+		client  string
+		given   *float64
+		want    time.Duration
+		wantRun time.Duration
+	}{
+		{&Server{}, "claude-code", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "codex-mcp-client", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "mcp-inspector", nil, 0, 45 * time.Second},
+		{&Server{}, "mcp-inspector", &given, 2500 * time.Millisecond, 2500 * time.Millisecond},
+		{&Server{yieldDefault: &flag}, "mcp-inspector", nil, flag, flag},
+		{&Server{yieldDefault: &flag}, "claude-code", &given, 2500 * time.Millisecond, 2500 * time.Millisecond},
+		{&Server{format: FormatStructured}, "claude-code", nil, 0, 45 * time.Second},
+	} {
+		got := c.server.yieldAfter(callFrom(c.client), c.given)
+		if got != c.want || proposedWait(got) != c.wantRun {
+			t.Errorf("%s (format %q, --yield-after %v, yield_after %v): yield %v and wait %v, want %v and %v",
+				c.client, c.server.format, c.server.yieldDefault, c.given, got, proposedWait(got), c.want, c.wantRun)
+		}
+	}
+}
