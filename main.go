@@ -29,6 +29,7 @@ import (
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
+	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
 )
@@ -75,7 +76,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -94,6 +95,7 @@ type options struct {
 	oauthLogin   string
 	resultFormat server.ResultFormat
 	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
+	notebookDir  string
 	showVersion  bool
 	doctor       bool
 }
@@ -116,6 +118,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
+	fs.StringVar(&o.notebookDir, "notebook-dir", "", "write each session's notebook to `DIR`/<session name>-<short id>.ipynb, replaced atomically after every cell, for JupyterLab or VS Code to show live")
 	fs.Func("yield-after", "`SECONDS` after which a cell still running becomes a background run and its call returns (status running; wait with python_run), for every client that passes no yield_after; 0 never yields. Default: 50 for Claude Code and Codex, 0 for other clients", func(v string) error {
 		d, err := parseYieldAfter(v)
 		o.yieldAfter = &d
@@ -173,6 +176,14 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	o.resultFormat = format
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
+	}
+	if o.notebookDir != "" {
+		if o.notebookDir, err = filepath.Abs(o.notebookDir); err != nil {
+			return o, usageError{fmt.Errorf("--notebook-dir: %w", err)}
+		}
+		if st, err := os.Stat(o.notebookDir); err != nil || !st.IsDir() {
+			return o, usageError{fmt.Errorf("--notebook-dir %s: not an existing directory", o.notebookDir)}
+		}
 	}
 	return o, nil
 }
@@ -239,14 +250,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
-	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store})
+	notebooks, err := notebookKeeper(o, cfg)
+	if err != nil {
+		return err
+	}
+	defer notebooks.Close()
+	cfg.Recorder = notebooks
+	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks})
 	cfg.Services = ops
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {
@@ -258,6 +275,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// notebookKeeper keeps the sessions' records in repl-mcp/notebooks in the user
+// cache directory, or, where that cannot be made (a read-only home), in a directory
+// of this user's under the temp directory; each server lifetime keeps its own
+// directory there and removes it at exit.
+func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
+	var roots []string
+	if base, err := os.UserCacheDir(); err == nil {
+		roots = append(roots, filepath.Join(base, "repl-mcp", "notebooks"))
+	}
+	roots = append(roots, filepath.Join(os.TempDir(), fmt.Sprintf("repl-mcp-notebooks-%d", os.Geteuid())))
+	var errs []error
+	for _, root := range roots {
+		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Logger: cfg.Logger})
+		if err == nil {
+			return k, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no directory for the sessions' notebook records: %w", errors.Join(errs...))
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read

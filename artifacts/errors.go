@@ -2,8 +2,8 @@ package artifacts
 
 import (
 	"errors"
-	"io/fs"
-	"os"
+
+	"github.com/iota-uz/repl-mcp/internal/savefile"
 )
 
 // Errors a caller can branch on with errors.Is. The messages are the contract's
@@ -63,14 +63,4 @@ var (
 
 // sysCause strips the path from an *os.PathError or *os.LinkError so that a message
 // names the system error only (no temp names, no user paths echoed back).
-func sysCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
+func sysCause(err error) error { return savefile.SysCause(err) }

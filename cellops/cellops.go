@@ -9,6 +9,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -17,13 +18,16 @@ import (
 type Config struct {
 	Brokers *broker.Set
 	Store   *artifacts.Store
+	// Notebooks answers repl_export; nil refuses it.
+	Notebooks *notebook.Keeper
 }
 
 // Ops answers cell code's ops; it is safe for concurrent use.
 type Ops struct {
-	brokers *broker.Set
-	store   *artifacts.Store
-	table   map[string]opFunc
+	brokers   *broker.Set
+	store     *artifacts.Store
+	notebooks *notebook.Keeper
+	table     map[string]opFunc
 
 	mu       sync.Mutex
 	sessions map[string]*broker.Broker // the project broker each open session holds
@@ -40,11 +44,12 @@ const (
 	msgNoBroker    = "No MCP broker serves this session (the server is shutting down); cell code cannot call other MCP servers"
 	msgNoStore     = "No artifact store serves this session; cell code cannot create or read artifacts"
 	msgNoForwarder = "No MCP broker serves this session; artifacts cannot be forwarded"
+	msgNoNotebooks = "No notebook record is kept by this server; repl_export cannot write one"
 )
 
 // New makes the ops over cfg's broker Set and artifact store.
 func New(cfg Config) *Ops {
-	o := &Ops{brokers: cfg.Brokers, store: cfg.Store, sessions: map[string]*broker.Broker{}}
+	o := &Ops{brokers: cfg.Brokers, store: cfg.Store, notebooks: cfg.Notebooks, sessions: map[string]*broker.Broker{}}
 	o.table = map[string]opFunc{}
 	for name, f := range o.brokerOps() {
 		o.table[name] = f
@@ -52,6 +57,7 @@ func New(cfg Config) *Ops {
 	for name, f := range o.artifactOps() {
 		o.table[name] = f
 	}
+	o.table["notebook.export"] = o.exportNotebook
 	return o
 }
 
@@ -135,4 +141,23 @@ func encode(v any, err error) (json.RawMessage, error) {
 		return raw, nil
 	}
 	return json.Marshal(v)
+}
+
+// exportParams are repl_export's: an absolute path (the worker resolves it).
+type exportParams struct {
+	Path      string `json:"path"`
+	Overwrite bool   `json:"overwrite"`
+}
+
+// exportNotebook answers repl_export: the session's notebook of the cells finished
+// so far, written under artifact_save's path rules.
+func (o *Ops) exportNotebook(ctx context.Context, rpc repl.RPC) (json.RawMessage, error) {
+	if o.notebooks == nil {
+		return nil, errors.New(msgNoNotebooks)
+	}
+	var p exportParams
+	if err := decode(rpc.Params, &p); err != nil {
+		return nil, err
+	}
+	return encode(o.notebooks.Export(ctx, rpc.SessionID, rpc.SessionName, p.Path, p.Overwrite))
 }

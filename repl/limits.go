@@ -76,3 +76,14 @@ const (
 	maxImageArtifacts = 8      // references in image_artifacts
 	historyImageBytes = 2 << 20
 )
+
+// maxHTMLBytes bounds the text/html of a trailing value (pandas' own rendering of a
+// DataFrame or Styler), which only the session's notebook shows.
+const maxHTMLBytes = 131072
+
+// maxDisplays and maxDisplayBytes bound what a run keeps of display() calls of
+// objects that are no image (their text, HTML and repr together), for the notebook.
+const (
+	maxDisplays     = 16
+	maxDisplayBytes = 196608
+)

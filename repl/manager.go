@@ -33,6 +33,8 @@ type Config struct {
 	Version string
 	// Services answer cell code's ops (the mcp bridge, artifacts); nil means none.
 	Services Services
+	// Recorder keeps every finished cell for the session's notebook; nil keeps none.
+	Recorder Recorder
 	Logger   *slog.Logger
 }
 

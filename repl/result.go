@@ -93,6 +93,16 @@ type Result struct {
 	// of the images past the bounds, which became artifacts.
 	Images         []Image           `json:"images,omitempty"`
 	ImageArtifacts []json.RawMessage `json:"image_artifacts,omitempty"`
+
+	// HTML is pandas' own text/html of a trailing DataFrame or Styler, at most
+	// maxHTMLBytes, and Repr the repr of a trailing value of exact builtins when it
+	// differs from its preview: for the session's notebook only, never in a tool
+	// result.
+	HTML string `json:"-"`
+	Repr string `json:"-"`
+	// Displays are what display() printed of objects that are no image, for the
+	// notebook too; never in a tool result.
+	Displays []Display `json:"-"`
 }
 
 // workerResult is the worker's half of a result, as sent in its result frame.
@@ -117,6 +127,9 @@ type workerResult struct {
 	// of the run's image frames in (imageCollector.take).
 	Images         []Image           `json:"images"`
 	ImageArtifacts []json.RawMessage `json:"image_artifacts"`
+	HTML           string            `json:"html"`
+	Repr           string            `json:"repr"`
+	Displays       []Display         `json:"displays"`
 }
 
 // failure is a result for a run that failed with msg and left the namespace in state.
@@ -157,6 +170,13 @@ func (r *Result) bound(valueLimit int) {
 		r.ArtifactError = &v
 	}
 	r.ImageArtifacts = boundRefs(r.ImageArtifacts, maxImageArtifacts)
+	if len(r.HTML) > maxHTMLBytes || !utf8.ValidString(r.HTML) {
+		r.HTML = "" // dropped, never cut: half a table is no table
+	}
+	if len(r.Repr) > PreviewLimit || !utf8.ValidString(r.Repr) {
+		r.Repr = ""
+	}
+	r.Displays = boundDisplays(r.Displays)
 	if r.State == "" {
 		r.State = StatePreserved
 	}

@@ -27,11 +27,12 @@ type Services interface {
 
 // RPC is one op from cell code, with the provenance the services record.
 type RPC struct {
-	SessionID string
-	Project   string
-	RunID     string
-	Op        string
-	Params    json.RawMessage
+	SessionID   string
+	SessionName string
+	Project     string
+	RunID       string
+	Op          string
+	Params      json.RawMessage
 	// Data is the frame's data, bytes the op carries beside its params (an
 	// artifact.append chunk): sent as base64 and decoded with the frame, so that
 	// they are never a JSON string to scan again.
@@ -65,7 +66,7 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	go func() {
 		defer s.rpcs.Done()
 		growStack()
-		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params, Data: f.Data})
+		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, SessionName: s.name, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params, Data: f.Data})
 		abandoned := ctx.Err() != nil
 		// The call leaves the run's count before its reply goes out: the worker queues
 		// calls beyond the bound and sends the next one as soon as it reads this reply,

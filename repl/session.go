@@ -314,6 +314,7 @@ func (s *Session) execute(ctx context.Context, r *run) *Result {
 		retainImages(s.history)
 		s.mu.Unlock()
 	}
+	s.record(r, res)
 	r.finish(res)
 	return res
 }
@@ -391,6 +392,9 @@ func (s *Session) Close(grace time.Duration) {
 	s.rpcs.Wait()
 	if s.cfg.Services != nil {
 		s.cfg.Services.SessionClosed(s.id, s.env.project)
+	}
+	if s.cfg.Recorder != nil {
+		s.cfg.Recorder.SessionClosed(s.id)
 	}
 	if state, _ := s.settled(nil); state == workerReady {
 		p := s.proc

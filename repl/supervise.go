@@ -384,6 +384,9 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		ArtifactError:            wr.ArtifactError,
 		Images:                   wr.Images,
 		ImageArtifacts:           wr.ImageArtifacts,
+		HTML:                     wr.HTML,
+		Repr:                     wr.Repr,
+		Displays:                 wr.Displays,
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true

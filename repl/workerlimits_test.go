@@ -52,6 +52,9 @@ var workerLimitTwins = map[string]twin{
 	"IMAGE_BYTES":             equals(maxImageBytes),
 	"IMAGE_CHUNK":             equals(imageChunkBytes),
 	"IMAGE_ARTIFACTS":         equals(maxImageArtifacts),
+	"HTML_BYTES":              equals(maxHTMLBytes),
+	"DISPLAY_COUNT":           equals(maxDisplays),
+	"DISPLAY_BYTES":           equals(maxDisplayBytes),
 
 	"ARTIFACT_CHUNK":      equals(artifacts.ChunkBytes),
 	"ARTIFACT_MAX_BYTES":  equals(artifacts.MaxArtifactBytes),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,8 @@ type Config struct {
 	// Manager's sessions reach through their repl.Services; nil reports that no
 	// store is configured.
 	Artifacts *artifacts.Store
+	// Notebooks keeps the sessions' records for python_session_export; nil refuses it.
+	Notebooks *notebook.Keeper
 	// ResultFormat shapes results per client (docs/contract.md §3.4); "" is FormatAuto.
 	ResultFormat ResultFormat
 	// YieldAfter is yield_after's default for every client (docs/contract.md
@@ -42,6 +45,7 @@ type Server struct {
 	repl      *repl.Manager
 	brokers   *broker.Set
 	artifacts *artifacts.Store
+	notebooks *notebook.Keeper
 	format    ResultFormat
 	// yieldDefault is Config.YieldAfter.
 	yieldDefault *time.Duration
@@ -78,7 +82,7 @@ func New(cfg Config) *Server {
 	if format == "" {
 		format = FormatAuto
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, format: format, yieldDefault: cfg.YieldAfter, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own

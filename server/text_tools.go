@@ -44,6 +44,8 @@ func toolText(value any, structured []byte) string {
 		return inspectText(v)
 	case closed:
 		return fmt.Sprintf("Closed session %s at generation %d.", v.SessionID, v.Generation)
+	case sessionExported:
+		return v.text()
 	case *repl.StartInfo:
 		return fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
 			"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)

@@ -66,6 +66,7 @@ func (s *Server) tools() []tool {
 		s.pythonSessionCloseTool(),
 		s.pythonSessionListTool(),
 		s.pythonSessionInspectTool(),
+		s.pythonSessionExportTool(),
 		s.pythonExecuteFileTool(),
 		s.artifactCreateTool(),
 		s.artifactReadTool(),

@@ -25,6 +25,7 @@ import (
 	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,11 +95,16 @@ func newServerPartsFormat(t *testing.T, ctx context.Context, project string, for
 	t.Cleanup(func() { brokers.Close(); effects.Close() })
 	store := artifacts.New(artifacts.Config{})
 	t.Cleanup(store.Close)
+	notebooks, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { notebooks.Close() })
 	manager := repl.NewManager(ctx, repl.Config{
 		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(), Version: "test",
-		Services: cellops.New(cellops.Config{Brokers: brokers, Store: store}),
+		Services: cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks}), Recorder: notebooks,
 	})
-	return New(Config{Version: "test", Repl: manager, Brokers: brokers, Artifacts: store, ResultFormat: format})
+	return New(Config{Version: "test", Repl: manager, Brokers: brokers, Artifacts: store, Notebooks: notebooks, ResultFormat: format})
 }
 
 // startWire serves a real Server over stdio pipes and initializes it; the server
@@ -455,6 +461,15 @@ func TestToolResultsOnTheWire(t *testing.T) {
 	t.Run("python_session_close", func(t *testing.T) {
 		w.succeed(t, "python_session_close", map[string]any{"session_id": other})
 		w.fail(t, "python_session_close", map[string]any{"session_id": sid})
+	})
+	t.Run("python_session_export", func(t *testing.T) {
+		sc := w.succeed(t, "python_session_export", map[string]any{"session_id": sid, "path": "session.ipynb"})
+		if sc["exported"] != true || sc["path"] != filepath.Join(w.project, "session.ipynb") || sc["cells"].(float64) < 5 {
+			t.Fatalf("export: %v", sc)
+		}
+		if sc := w.fail(t, "python_session_export", map[string]any{"session_id": sid, "path": "session.ipynb"}); !strings.Contains(sc["error"].(string), "overwrite=true") {
+			t.Fatalf("export over an existing file: %v", sc)
+		}
 	})
 	t.Run("artifact_create", func(t *testing.T) {
 		w.write("data.json", `{"rows": [1, 2, 3]}`)

@@ -37,7 +37,7 @@ THREADS_INTERRUPTED = (
     '(threading.Event) and join it before the cell ends.'
 )
 ARTIFACT_HELPERS = ('artifact', 'artifact_read', 'artifact_save', 'artifact_delete', 'artifact_forward')
-HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS, 'display')
+HELPERS = ('sh', 'ShellResult', 'ShellError', 'checkpoint', 'restore', 'repl_history', 'repl_source', 'repl_namespace', *ARTIFACT_HELPERS, 'display', 'repl_export')
 MCP_FOREIGN = 'MCP calls must belong to their originating active cell; use mcp.acall for concurrency'
 MCP_BAD_TIMEOUT = 'MCP timeout must be finite and between 0.01 and 3600 seconds'
 MCP_BOTH_ARGUMENTS = 'Use either arguments={...} or keyword tool arguments, not both'

@@ -630,6 +630,18 @@ class PreviewTests(WorkerTestCase):
         self.assertTrue(result['truncated']['return'])
         self.assertRegex(result['return_value'], r'^\{0, 1, 2, .*\.\.\. \d+ more\}$')
 
+    def test_notebook_repr_of_builtins_only(self):
+        # The notebook shows Python's repr where the preview is JSON text, for exact
+        # builtins only; a value whose repr equals its preview, or that is not made of
+        # exact builtins, sends none.
+        result = self.worker.run('{"a": (1, 2.5, None), "b": [True, "x"]}')
+        self.assertEqual(result['repr'], "{'a': (1, 2.5, None), 'b': [True, 'x']}")
+        self.assertNotIn('html', result)
+        self.assertNotIn('repr', self.worker.run('6 * 7'))
+        self.assertEqual(self.worker.run('"abc"')['repr'], "'abc'")
+        result = self.worker.run('class S(str):\n    pass\n[S("x")]')
+        self.assertNotIn('repr', result)
+
     def test_custom_objects_never_run_user_code(self):
         marker = self.path('marker')
         code = f'''
@@ -672,6 +684,8 @@ class Text(str):
             self.assert_ok(result)
             self.assertEqual(result['return_value'], expected, expression)
             self.assertFalse(result['truncated']['return'])
+            self.assertNotIn('repr', result, expression)
+            self.assertNotIn('html', result, expression)
         self.assertFalse(os.path.exists(marker), 'a user hook ran during a preview')
 
 
@@ -686,6 +700,10 @@ class LibraryPreviewProtocolTests(WorkerTestCase):
         self.assertFalse(result['truncated']['return'])
         self.assertNotIn('value', result)
         self.assertNotIn('artifact', result)
+        # pandas' own HTML of its own classes, for the session's notebook.
+        self.assertIn('<table border="1" class="dataframe">', result['html'])
+        self.assertIn('<table id="T_', self.worker.run('df.style')['html'])
+        self.assertNotIn('html', self.worker.run('df["a"]'))
         result = self.worker.run('np.arange(10_000_000)')
         self.assertEqual(result['return_value'], 'array([      0,       1,       2, ..., 9999997, 9999998, 9999999],\n'
                                                  '      shape=(10000000,), dtype=int64)')
@@ -717,6 +735,9 @@ class Cell:
             result = self.worker.run(expression)
             self.assert_ok(result)
             self.assertEqual(result['return_value'], expected, expression)
+            self.assertNotIn('html', result, expression)
+        # A Styler with a function of the user's applied is not rendered either.
+        self.assertNotIn('html', self.worker.run('pd.DataFrame({"a": [1]}).style.map(mark)'))
         self.assertFalse(os.path.exists(marker), 'user code ran during a preview')
 
 

@@ -9,7 +9,7 @@ import hashlib
 
 import testimages
 from harness import CHUNK, WorkerTestCase
-from replworker.limits import IMAGE_CHUNK, IMAGE_COUNT
+from replworker.limits import DISPLAY_COUNT, IMAGE_CHUNK, IMAGE_COUNT
 from replworker.messages import IMAGE_PAST_BYTES, IMAGE_PAST_COUNT
 
 # The cells make their images with this: testimages' PNG writer, sent as cell code.
@@ -119,6 +119,17 @@ class DisplayTests(WorkerTestCase):
         self.assertEqual(run.result['stdout'], '<C; safe preview omitted>\n"x"\n')
         self.assertIn('ValueError: display(): the bytes start like PNG but the header is damaged', run.result['error'])
         self.assertEqual(run.images, {})
+        self.assertEqual(run.result['displays'], [{'text': '<C; safe preview omitted>'}, {'text': '"x"', 'repr': "'x'"}])
+
+    def test_displays_of_other_values_are_kept_for_the_notebook_within_bounds(self):
+        run = self.serve(f'display({{"a": (1, 2)}}, 7)\nfor i in range({DISPLAY_COUNT + 4}):\n    display(i)')
+        self.assert_ok(run.result)
+        displays = run.result['displays']
+        self.assertEqual(displays[:3], [{'text': '{"a":[1,2]}', 'repr': "{'a': (1, 2)}"}, {'text': '7'}, {'text': '0'}])
+        self.assertEqual(len(displays), DISPLAY_COUNT)
+        self.assertEqual(run.result['stdout'].count('\n'), DISPLAY_COUNT + 6, 'every display is printed still')
+        # The next run starts with none.
+        self.assertNotIn('displays', self.serve('1').result)
 
 
 class StartTests(WorkerTestCase):

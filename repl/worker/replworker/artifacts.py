@@ -302,6 +302,16 @@ def artifact_save(artifact_id, path, *, overwrite=False):
     return _artifact_call('artifact.save', params)
 
 
+def repl_export(path, *, overwrite=False):
+    """Write this session's cells so far (not this one, which has not finished) as a
+    Jupyter notebook to `path` (~ expanded), under artifact_save's rules: an existing file
+    is replaced only with overwrite=True, its directory must exist. Returns {"path",
+    "cells", "dropped", "bytes"}."""
+    if type(overwrite) is not bool:
+        raise TypeError(NOT_BOOL_OVERWRITE)
+    return _artifact_call('notebook.export', {'path': _absolute_path(path), 'overwrite': overwrite})
+
+
 def artifact_delete(artifact_id):
     """Drop an artifact; returns {"id", "deleted": true}."""
     _check_str(artifact_id, 'artifact_id')

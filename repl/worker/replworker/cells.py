@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .artifacts import (
     ARTIFACT_HELPERS, NotArtifact, artifact_error, auto_artifact_format, auto_upload, check_artifact_json,
-    output_upload,
+    output_upload, repl_export,
 )
 from .bridge import RPCS, McpBridge, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
@@ -39,6 +39,7 @@ from .messages import (
 from .output import STREAMS, NativeOutput, Output, Spool
 from .sinks import Sink, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
+from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
 
@@ -291,7 +292,7 @@ class Worker:
             'sh': sh, 'ShellResult': ShellResult, 'ShellError': ShellError,
             'checkpoint': checkpoint, 'restore': restore,
             'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
-            'ToolError': ToolError, **ARTIFACT_HELPERS, 'display': display,
+            'ToolError': ToolError, **ARTIFACT_HELPERS, 'display': display, 'repl_export': repl_export,
         }
 
     def _install_baseline(self):
@@ -341,8 +342,10 @@ class Worker:
         cancelled, policy_error, background = self._epilogue(run_id, interrupted)
         interrupted = self._show_figures(run_id, interrupted)
         preview = extra = None
+        notebook = {}  # for the session's notebook only (PROTOCOL.md, The result object)
         if exc is None and policy_error is None and value is not MISSING:
             preview = value_preview(value)
+            notebook = {'html': pandas_html(value), 'repr': builtin_repr(value, preview[0])}
             # Only a value the preview had to cut may become an artifact: one that fits the
             # preview is shown whole (a 4-item list, b'abc'), and one that has no preview of
             # its own (a custom object) is not cut either.
@@ -357,6 +360,7 @@ class Worker:
         result = self._result(run_id, preview, exc, captured, texts, policy_error)
         if extra:
             result.update(extra)
+        result.update((key, text) for key, text in notebook.items() if text is not None)
         result.update(IMAGES.end())
         if saved:
             result['output_artifacts'] = saved

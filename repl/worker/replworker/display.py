@@ -14,11 +14,12 @@ import threading
 
 from .artifacts import artifact
 from .common import PACKAGE, type_name
-from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_CHUNK, IMAGE_COUNT
+from .limits import DISPLAY_BYTES, DISPLAY_COUNT, IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_CHUNK, IMAGE_COUNT
 from .messages import (
     DISPLAY_NO_CELL, FIGURE_FAILED, IMAGE_ARTIFACTS_FULL, IMAGE_DAMAGED, IMAGE_NOT_KEPT,
     IMAGE_PAST_BYTES, IMAGE_PAST_COUNT, IMAGE_REPR_NOT_BYTES, IMAGE_REPR_NOT_IMAGE, STR_FAILED,
 )
+from .nbdata import builtin_repr, pandas_html
 from .previews import preview
 
 # The backend module's name, as matplotlib imports it: `module://` names are imported with
@@ -196,6 +197,8 @@ class _Images:
         self._artifacts = []
         self._artifact_slots = 0
         self._figures = set()  # ids of the figures shown in this run
+        self._displays = []  # what display() printed of objects that are no image, for the notebook
+        self._display_bytes = 0
 
     def start(self, channel):
         self._channel = channel
@@ -204,6 +207,7 @@ class _Images:
         with self._lock:
             self._run_id, self._shown, self._bytes = run_id, [], 0
             self._artifacts, self._artifact_slots, self._figures = [], 0, set()
+            self._displays, self._display_bytes = [], 0
 
     def end(self):
         """The run's result fields (`images`, `image_artifacts`; each absent when empty).
@@ -214,6 +218,8 @@ class _Images:
                 fields['images'] = self._shown
             if self._artifacts:
                 fields['image_artifacts'] = self._artifacts
+            if self._displays:
+                fields['displays'] = self._displays
             self._run_id = None
             self._figures = set()
             return fields
@@ -223,9 +229,28 @@ class _Images:
             image = self._render(obj)
             if image is None:
                 shown = preview(obj)[0]
-                sys.stdout.write(('None' if shown is None else shown) + '\n')
+                text = 'None' if shown is None else shown
+                sys.stdout.write(text + '\n')
+                self._note_display(obj, text)
             else:
                 self.show(image)
+
+    def _note_display(self, obj, text):
+        """Keep what display() printed of obj, with pandas' HTML or a builtin's repr, for
+        the session's notebook (a `display_data` output there): at most DISPLAY_COUNT per
+        run within DISPLAY_BYTES, the rest stays printed only."""
+        entry = {'text': text}
+        html, plain = pandas_html(obj), builtin_repr(obj, text)
+        if html is not None:
+            entry['html'] = html
+        if plain is not None:
+            entry['repr'] = plain
+        size = sum(len(v.encode('utf-8', 'replace')) for v in entry.values())
+        with self._lock:
+            if self._run_id is None or len(self._displays) >= DISPLAY_COUNT or self._display_bytes + size > DISPLAY_BYTES:
+                return
+            self._displays.append(entry)
+            self._display_bytes += size
 
     def _render(self, obj):
         """The image bytes obj is displayed as, or None for its preview. Only explicit

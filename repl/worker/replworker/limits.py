@@ -58,6 +58,11 @@ TYPE_NAME_CHARS = 200  # characters of a type name anywhere in a result
 SOURCE_RUNS = 64  # runs the source history keeps (Go: repl.HistoryRuns)
 SOURCE_BYTES = 1_048_576  # bytes the source history keeps, as retained objects' sizes
 
+# Notebooks (nbdata.py, display.py).
+HTML_BYTES = 131_072  # UTF-8 bytes of the text/html pandas renders for a trailing DataFrame or Styler (Go: repl.maxHTMLBytes)
+DISPLAY_COUNT = 16  # display() calls of objects that are no image one run keeps for the notebook (Go: repl.maxDisplays)
+DISPLAY_BYTES = 196_608  # UTF-8 bytes of what those keep, text, html and repr together (Go: repl.maxDisplayBytes)
+
 # Saved files (cells.py).
 SOURCE_FILE_BYTES = 262_144  # bytes of a saved file (Go: repl.MaxCodeBytes, the same 256 KiB)
 ARGV_ITEMS = 128  # strings of a saved file's argv

@@ -1,0 +1,9 @@
+package notebook
+
+// NewKeeperWithLimits is New with lower bounds, for the tests of eviction.
+func NewKeeperWithLimits(cfg Config, cells int, bytes int64) (*Keeper, error) {
+	return newKeeper(cfg, limits{cells: cells, bytes: bytes})
+}
+
+// Dir is the keeper's own directory of records.
+func (k *Keeper) Dir() string { return k.dir }

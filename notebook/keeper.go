@@ -1,0 +1,356 @@
+package notebook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/atomicfile"
+	"github.com/iota-uz/repl-mcp/internal/ids"
+	"github.com/iota-uz/repl-mcp/internal/privfile"
+	"github.com/iota-uz/repl-mcp/internal/savefile"
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// Config configures a [Keeper].
+type Config struct {
+	// Root holds the records of every server lifetime: the keeper makes its own
+	// directory in it (a new UUID, 0700, one subdirectory per session), holds
+	// <uuid>.lock beside it while it lives, removes both at Close, and at New removes
+	// the directories whose lock nobody holds (servers that died without closing).
+	Root string
+	// LiveDir, when set, receives <session name>-<short id>.ipynb, replaced
+	// atomically after every cell (--notebook-dir).
+	LiveDir string
+	Logger  *slog.Logger // nil discards
+}
+
+// Keeper keeps the sessions' records and writes their notebooks; it is safe for
+// concurrent use.
+type Keeper struct {
+	dir    string
+	lock   *os.File
+	live   string
+	limits limits
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*kept
+}
+
+// kept is one session's record and what its notebook says about the session.
+type kept struct {
+	mu     sync.Mutex
+	info   session
+	record *record
+}
+
+var _ repl.Recorder = (*Keeper)(nil)
+
+// New makes the keeper and its private directory.
+func New(cfg Config) (*Keeper, error) {
+	return newKeeper(cfg, limits{cells: MaxCells, bytes: MaxBytes})
+}
+
+func newKeeper(cfg Config, lim limits) (*Keeper, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("notebook: no record directory")
+	}
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
+	if err := privateDir(cfg.Root); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir := filepath.Join(cfg.Root, ids.UUID())
+	// Locked before the directory exists, so that a sweep never takes it for stale.
+	lock, err := privfile.Lock(dir + lockSuffix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		unlockRemove(lock, dir+lockSuffix)
+		return nil, err
+	}
+	sweep(cfg.Root, dir, log)
+	return &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{}}, nil
+}
+
+const lockSuffix = ".lock"
+
+// privateDir checks that root, which may have existed before (a shared temp
+// directory), is a directory of this user's that no one else can enter: records hold
+// the cells' code and output.
+func privateDir(root string) error {
+	st, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("notebook records: %s is not a directory", root)
+	case st.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("notebook records: %s is open to other users (mode %#o)", root, st.Mode().Perm())
+	case ok && int(sys.Uid) != os.Geteuid():
+		return fmt.Errorf("notebook records: %s belongs to another user", root)
+	}
+	return nil
+}
+
+// sweep removes the record directories under root, other than own, whose lock no
+// live server holds.
+func sweep(root, own string, log *slog.Logger) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || dir == own {
+			continue
+		}
+		lock, err := privfile.Lock(dir + lockSuffix)
+		if err != nil {
+			continue // a live server's, or not ours to judge
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Warn("notebook: cannot remove a dead server's records", "dir", dir, "err", err)
+		}
+		unlockRemove(lock, dir+lockSuffix)
+	}
+}
+
+func unlockRemove(lock *os.File, path string) {
+	os.Remove(path)
+	privfile.Unlock(lock)
+}
+
+// Close removes every record and the keeper's directory.
+func (k *Keeper) Close() error {
+	k.mu.Lock()
+	k.sessions = map[string]*kept{}
+	k.mu.Unlock()
+	err := os.RemoveAll(k.dir)
+	unlockRemove(k.lock, k.dir+lockSuffix)
+	return err
+}
+
+func (k *Keeper) session(id, name string) *kept {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := k.sessions[id]
+	if s == nil {
+		s = &kept{info: session{id: id, name: name}}
+		k.sessions[id] = s
+	}
+	return s
+}
+
+// CellFinished records a finished cell and, with a live directory, rewrites the
+// session's live notebook. A failure to write is logged: the run's result stands.
+func (k *Keeper) CellFinished(fc repl.FinishedCell) {
+	s := k.session(fc.SessionID, fc.SessionName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fc.Python != nil {
+		s.info.pythonVersion, s.info.pythonExecutable = fc.Python.PythonVersion, fc.Python.PythonExecutable
+	}
+	if s.record == nil {
+		rec, err := newRecord(filepath.Join(k.dir, fc.SessionID), k.limits)
+		if err != nil {
+			k.log.Warn("notebook: cannot keep the session's record", "session", fc.SessionID, "err", err)
+			return
+		}
+		s.record = rec
+	}
+	if err := s.record.add(cellOf(fc)); err != nil {
+		k.log.Warn("notebook: cannot record a cell", "session", fc.SessionID, "err", err)
+		return
+	}
+	if k.live == "" {
+		return
+	}
+	path := filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID))
+	if err := atomicfile.Write(path, 0o600, k.writerLocked(s)); err != nil {
+		k.log.Warn("notebook: cannot write the live notebook", "session", fc.SessionID, "dir", k.live, "err", err)
+	}
+}
+
+// SessionClosed removes the session's record; a live notebook stays, the person's.
+func (k *Keeper) SessionClosed(sessionID string) {
+	k.mu.Lock()
+	s := k.sessions[sessionID]
+	delete(k.sessions, sessionID)
+	k.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.record != nil {
+		if err := s.record.remove(); err != nil {
+			k.log.Warn("notebook: cannot remove a closed session's record", "session", sessionID, "err", err)
+		}
+		s.record = nil
+	}
+}
+
+// LiveName is the file name of a session's live notebook: its name (characters
+// outside letters, digits, dot, dash and underscore as underscores) and the first 8
+// characters of its id.
+func LiveName(name, id string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+	short := id
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return strings.TrimLeft(safe, ".") + "-" + short + ".ipynb"
+}
+
+// Exported is what an export wrote (docs/contract.md §3, python_session_export).
+type Exported struct {
+	Path    string `json:"path"`
+	Cells   int    `json:"cells"`
+	Dropped int    `json:"dropped"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// Errors of an export, after artifact_save's path rules.
+var (
+	ErrExportPath   = errors.New("Notebook export needs an absolute destination path")
+	ErrExportDir    = errors.New("Notebook destination is a directory")
+	ErrExportParent = errors.New("Notebook destination directory does not exist or is not a directory")
+	ErrExportExists = errors.New("Notebook destination exists or cannot be linked; pass overwrite=true to replace it")
+	ErrExportWrite  = errors.New("Notebook destination cannot be written")
+	ErrExportName   = errors.New("Notebook destination cannot be a file name")
+	ErrRecordRead   = errors.New("Notebook record of the session cannot be read")
+)
+
+func exportRules() savefile.Rules {
+	return savefile.Rules{
+		TempPrefix: ".repl-notebook-export-",
+		NotAbs:     ErrExportPath, IsDir: ErrExportDir, Parent: ErrExportParent,
+		Exists: ErrExportExists, Write: ErrExportWrite, BadName: ErrExportName,
+	}
+}
+
+// Export writes the notebook of session id (named name) to the absolute path,
+// under artifact_save's rules: an existing file is replaced only when overwrite is
+// set, and the path is never half-written. A session that has finished no cell
+// gets a notebook with its first cell only.
+func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bool) (Exported, error) {
+	k.mu.Lock()
+	s := k.sessions[id]
+	k.mu.Unlock()
+	if s == nil { // no cell finished yet: nothing to keep for it
+		s = &kept{info: session{id: id, name: name}}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock() // a cell that finishes meanwhile waits: the notebook is one moment's
+	cells, dropped := 0, 0
+	if s.record != nil {
+		cells, dropped = len(s.record.kept), s.record.dropped
+	}
+	write := k.writerLocked(s)
+	var size int64
+	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
+		cw := &countingWriter{w: w}
+		err := write(cw)
+		size = cw.n
+		return err
+	})
+	if err != nil {
+		return Exported{}, err
+	}
+	return Exported{Path: written, Cells: cells, Dropped: dropped, Bytes: size}, nil
+}
+
+// writerLocked writes s's notebook as it is now; s.mu is held while it runs. A cell
+// of the record that cannot be read fails it with ErrRecordRead, a write with
+// ErrExportWrite.
+func (k *Keeper) writerLocked(s *kept) func(io.Writer) error {
+	contents := keptCells{}
+	if s.record != nil {
+		contents = s.record.contents()
+		read := contents.cell
+		contents.cell = func(i int) (cell, error) {
+			c, err := read(i)
+			if err != nil {
+				k.log.Warn("notebook: cannot read the session's record", "session", s.info.id, "err", err)
+				return cell{}, ErrRecordRead
+			}
+			return c, nil
+		}
+	}
+	return func(w io.Writer) error {
+		return writeNotebook(&failingWriter{w: w}, s.info, contents, k.now())
+	}
+}
+
+// failingWriter says ErrExportWrite when the destination refuses bytes.
+type failingWriter struct{ w io.Writer }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrExportWrite, savefile.SysCause(err))
+	}
+	return n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// cellOf is the record's cell of a finished run.
+func cellOf(fc repl.FinishedCell) cell {
+	res := fc.Result
+	c := cell{
+		RunID: res.RunID, Generation: res.Generation, Started: fc.Started, ElapsedMS: res.ElapsedMS,
+		Code: fc.Code, SourcePath: fc.SourcePath, Argv: fc.Argv, Reset: fc.Reset, Fresh: fc.Fresh,
+		// A fresh worker's end says nothing of the session's namespace.
+		Success: res.Success, Cleared: res.State == repl.StateCleared && !fc.Fresh,
+		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
+		ImagesNotShown: len(res.ImageArtifacts),
+	}
+	if res.Repr != "" && res.ReturnValue != nil {
+		c.Preview = &res.Repr // what Jupyter shows of a builtin value
+	}
+	for _, d := range res.Displays {
+		c.Displays = append(c.Displays, display{Text: d.Text, HTML: d.HTML, Repr: d.Repr})
+	}
+	for _, img := range res.Images {
+		if img.Data == nil {
+			c.ImagesNotShown++
+			continue
+		}
+		c.Images = append(c.Images, image{MIME: img.MIME, Width: img.Width, Height: img.Height, Data: img.Data})
+	}
+	return c
+}

@@ -1,0 +1,337 @@
+package notebook
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// session is what a notebook says about the session it comes from.
+type session struct {
+	id, name         string
+	pythonVersion    string // "3.12.1"; "" when no worker ever started
+	pythonExecutable string
+}
+
+// replOnlyHelpers are the names cells find in a repl-mcp worker and not in a Jupyter
+// kernel (docs/contract.md §7); display is both.
+var replOnlyHelpers = []string{
+	"sh", "ShellResult", "ShellError", "mcp", "ToolError", "checkpoint", "restore",
+	"repl_history", "repl_source", "repl_namespace", "repl_export",
+	"artifact", "artifact_read", "artifact_save", "artifact_delete", "artifact_forward",
+}
+
+var helperUse = func() map[string]*regexp.Regexp {
+	m := map[string]*regexp.Regexp{}
+	for _, name := range replOnlyHelpers {
+		m[name] = regexp.MustCompile(`\b` + name + `\b`)
+	}
+	return m
+}()
+
+// kept is what a notebook is written from: the record's cells in order, read one
+// at a time so that a notebook of 64 MiB of cells is never held whole.
+type keptCells struct {
+	n       int
+	cell    func(i int) (cell, error)
+	used    []string // the repl-mcp-only helpers the cells use
+	dropped int
+}
+
+// writeNotebook writes the nbformat 4.5 notebook of cells to w, as nbformat itself
+// does (keys sorted, one space of indent).
+func writeNotebook(w io.Writer, s session, cells keptCells, now time.Time) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("{\n \"cells\": [")
+	count := 0
+	emit := func(v any) error {
+		data, err := json.MarshalIndent(v, "  ", " ")
+		if err != nil {
+			return err
+		}
+		if count > 0 {
+			bw.WriteByte(',')
+		}
+		count++
+		bw.WriteString("\n  ")
+		_, err = bw.Write(data)
+		return err
+	}
+	if err := emit(markdown("repl-mcp-about", aboutText(s, cells.used, cells.dropped))); err != nil {
+		return err
+	}
+	var generation uint64
+	var previous cell
+	for i := range cells.n {
+		c, err := cells.cell(i)
+		if err != nil {
+			return err
+		}
+		for _, v := range renderCell(c, i > 0, previous, generation) {
+			if err := emit(v); err != nil {
+				return err
+			}
+		}
+		if !c.Fresh {
+			generation = c.Generation
+		}
+		previous = c
+	}
+	meta, err := json.MarshalIndent(notebookMetadata(s, cells.dropped, now), " ", " ")
+	if err != nil {
+		return err
+	}
+	bw.WriteString("\n ],\n \"metadata\": ")
+	bw.Write(meta)
+	bw.WriteString(",\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n")
+	return bw.Flush()
+}
+
+func notebookMetadata(s session, dropped int, now time.Time) map[string]any {
+	display := "Python 3 (repl-mcp worker)"
+	if s.pythonVersion != "" {
+		display = "Python " + s.pythonVersion + " (repl-mcp worker)"
+	}
+	language := map[string]any{
+		"name": "python", "mimetype": "text/x-python", "file_extension": ".py",
+		"pygments_lexer": "ipython3", "codemirror_mode": map[string]any{"name": "ipython", "version": 3},
+		"nbconvert_exporter": "python",
+	}
+	if s.pythonVersion != "" {
+		language["version"] = s.pythonVersion
+	}
+	return map[string]any{
+		// python3 is the kernel every Jupyter with ipykernel has, so the notebook opens
+		// and re-runs there; repl_mcp names the worker's own interpreter.
+		"kernelspec":    map[string]any{"name": "python3", "display_name": display, "language": "python"},
+		"language_info": language,
+		"repl_mcp": map[string]any{
+			"session_id": s.id, "session_name": s.name,
+			"python_executable": s.pythonExecutable, "python_version": s.pythonVersion,
+			"cells_dropped": dropped, "written": now.UTC().Format(time.RFC3339Nano),
+		},
+	}
+}
+
+// renderCell is c's code cell, with the markdown cells that say where the worker
+// lost its variables: before c, when c found a new worker (generation is the
+// session's before c, previous the cell before it); after c, when it stopped during c.
+func renderCell(c cell, hasPrevious bool, previous cell, generation uint64) []any {
+	var out []any
+	if hasPrevious && !c.Fresh && generation != 0 && c.Generation != generation && !previous.Cleared {
+		out = append(out, markdown(fmt.Sprintf("repl-mcp-restart-%d", c.Count), restartText(c, generation)))
+	}
+	out = append(out, codeCell(c))
+	if c.Cleared {
+		out = append(out, markdown(fmt.Sprintf("repl-mcp-lost-%d", c.Count), fmt.Sprintf(
+			"**The worker stopped during the cell above** (state cleared, generation %d): "+
+				"every variable defined so far was lost; the next cell starts a new worker.", c.Generation)))
+	}
+	return out
+}
+
+func restartText(c cell, before uint64) string {
+	if c.Reset {
+		return fmt.Sprintf("**The worker was reset before this cell** (`reset=true`, generation %d → %d): "+
+			"the variables of the cells above are gone.", before, c.Generation)
+	}
+	return fmt.Sprintf("**The worker was restarted before this cell** (it died or was recovered between cells, "+
+		"generation %d → %d): the variables of the cells above were lost.", before, c.Generation)
+}
+
+// aboutText is the first cell: where the notebook comes from, what it no longer
+// holds, and what will not run in a plain Jupyter kernel.
+func aboutText(s session, used []string, dropped int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# repl-mcp session `%s`\n\n", s.name)
+	fmt.Fprintf(&b, "The cells an agent ran in repl-mcp session `%s` (id `%s`), in order, with their outputs", s.name, s.id)
+	if s.pythonExecutable != "" {
+		fmt.Fprintf(&b, ", in Python %s (`%s`)", s.pythonVersion, s.pythonExecutable)
+	}
+	b.WriteString(". Each cell's metadata holds its run id, generation, start time and elapsed milliseconds.\n\n")
+	if dropped > 0 {
+		fmt.Fprintf(&b, "**%d older cells were dropped**: a session's record keeps its newest %d cells and %d MiB.\n\n",
+			dropped, MaxCells, MaxBytes>>20)
+	}
+	if len(used) == 0 {
+		b.WriteString("The cells use none of repl-mcp's own helpers: they should re-run in a plain Jupyter kernel.")
+	} else {
+		fmt.Fprintf(&b, "These cells use helpers that exist only in repl-mcp and fail in a plain Jupyter kernel: `%s`.",
+			strings.Join(used, "`, `"))
+	}
+	return b.String()
+}
+
+// helpersIn are the repl-mcp-only helpers code uses, in replOnlyHelpers' order.
+func helpersIn(code string) []string {
+	var used []string
+	for _, name := range replOnlyHelpers {
+		if helperUse[name].MatchString(code) {
+			used = append(used, name)
+		}
+	}
+	return used
+}
+
+func markdown(id, text string) map[string]any {
+	return map[string]any{"cell_type": "markdown", "id": id, "metadata": map[string]any{}, "source": lines(text)}
+}
+
+func codeCell(c cell) map[string]any {
+	started := c.Started.UTC()
+	ended := started.Add(time.Duration(c.ElapsedMS * float64(time.Millisecond)))
+	return map[string]any{
+		"cell_type":       "code",
+		"id":              fmt.Sprintf("repl-mcp-cell-%d", c.Count),
+		"execution_count": c.Count,
+		"metadata": map[string]any{
+			// Where JupyterLab keeps a cell's timing, so its own tools show it.
+			"execution": map[string]any{
+				"iopub.execute_input": started.Format(time.RFC3339Nano),
+				"shell.execute_reply": ended.Format(time.RFC3339Nano),
+			},
+			"repl_mcp": map[string]any{
+				"run_id": c.RunID, "generation": c.Generation, "started": started.Format(time.RFC3339Nano),
+				"elapsed_ms": c.ElapsedMS, "success": c.Success,
+			},
+		},
+		"source":  lines(source(c)),
+		"outputs": outputs(c),
+	}
+}
+
+// source is what the cell ran: its code, or for a saved file the IPython command
+// that runs it the same way.
+func source(c cell) string {
+	if c.SourcePath == "" {
+		return c.Code
+	}
+	words := []string{"%run", shellQuote(c.SourcePath)}
+	for _, a := range c.Argv {
+		words = append(words, shellQuote(a))
+	}
+	cmd := strings.Join(words, " ")
+	if c.Fresh {
+		cmd = "# python_execute_file(fresh=true): run in a worker of its own, the namespace untouched\n" + cmd
+	}
+	return cmd
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// outputs are the cell's outputs as Jupyter writes them: its streams, its images,
+// its value, its error.
+func outputs(c cell) []any {
+	out := stdoutOutputs(c.Stdout, c.Displays)
+	if c.Stderr != "" {
+		out = append(out, stream("stderr", c.Stderr))
+	}
+	for _, img := range c.Images {
+		out = append(out, map[string]any{
+			"output_type": "display_data",
+			"data": map[string]any{
+				img.MIME:     base64.StdEncoding.EncodeToString(img.Data),
+				"text/plain": lines(fmt.Sprintf("<%s image %dx%d>", img.MIME, img.Width, img.Height)),
+			},
+			"metadata": map[string]any{},
+		})
+	}
+	if c.ImagesNotShown > 0 {
+		out = append(out, stream("stderr", fmt.Sprintf("[%d more images of this cell were past its inline bounds and became artifacts]\n", c.ImagesNotShown)))
+	}
+	if c.Preview != nil {
+		data := map[string]any{"text/plain": lines(*c.Preview)}
+		if c.HTML != "" {
+			data["text/html"] = lines(c.HTML)
+		}
+		out = append(out, map[string]any{"output_type": "execute_result", "execution_count": c.Count, "data": data, "metadata": map[string]any{}})
+	}
+	if c.Error != nil {
+		ename, evalue := errorName(*c.Error)
+		out = append(out, map[string]any{
+			"output_type": "error", "ename": ename, "evalue": evalue,
+			"traceback": strings.Split(strings.TrimRight(*c.Error, "\n"), "\n"),
+		})
+	}
+	return out
+}
+
+// stdoutOutputs is the cell's stdout as streams, with each display() of an object
+// that is no image as a display_data where its text was printed, as Jupyter shows
+// it. A display whose text the kept stdout no longer holds (a cut stream) and those
+// after it stay text.
+func stdoutOutputs(stdout string, displays []display) []any {
+	out := []any{}
+	rest := stdout
+	for _, d := range displays {
+		printed := d.Text + "\n"
+		i := strings.Index(rest, printed)
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			out = append(out, stream("stdout", rest[:i]))
+		}
+		out = append(out, displayData(d))
+		rest = rest[i+len(printed):]
+	}
+	if rest != "" {
+		out = append(out, stream("stdout", rest))
+	}
+	return out
+}
+
+func displayData(d display) map[string]any {
+	plain := d.Text
+	if d.Repr != "" {
+		plain = d.Repr
+	}
+	data := map[string]any{"text/plain": lines(plain)}
+	if d.HTML != "" {
+		data["text/html"] = lines(d.HTML)
+	}
+	return map[string]any{"output_type": "display_data", "data": data, "metadata": map[string]any{}}
+}
+
+func stream(name, text string) map[string]any {
+	return map[string]any{"output_type": "stream", "name": name, "text": lines(text)}
+}
+
+// exceptionLine is the last line of a Python traceback: the exception's type and
+// message.
+var exceptionLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$`)
+
+// errorName is the exception's name and message, from the traceback's last line;
+// an error that is no traceback (a timeout, a crash) is named by repl-mcp.
+func errorName(text string) (ename, evalue string) {
+	all := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if strings.Contains(text, "Traceback (most recent call last):") {
+		if m := exceptionLine.FindStringSubmatch(all[len(all)-1]); m != nil {
+			return m[1], m[2]
+		}
+	}
+	return "ReplMcpError", all[0]
+}
+
+// lines is text as nbformat's multiline strings: a list of lines, each but the last
+// with its newline, as Jupyter writes them.
+func lines(text string) []string {
+	if text == "" {
+		return []string{}
+	}
+	parts := strings.SplitAfter(text, "\n")
+	if parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+const sessionExportSchema = `{"type": "object", "oneOf": [
+    {"required": ["exported", "path", "cells", "dropped", "bytes", "server_id", "session_id", "generation"],
+     "properties": {"exported": {"type": "boolean"}, "path": {"type": "string"}, "cells": {"type": "integer"},
+       "dropped": {"type": "integer"}, "bytes": {"type": "integer"}}},
+    {"required": ["error"], "properties": {"error": {"type": "string"}}}]}`
+
+type sessionExportParams struct {
+	SessionID string `json:"session_id"`
+	Path      string `json:"path"`
+	Overwrite bool   `json:"overwrite"`
+}
+
+// sessionExported is python_session_export's answer.
+type sessionExported struct {
+	Exported bool   `json:"exported"`
+	Path     string `json:"path"`
+	Cells    int    `json:"cells"`
+	Dropped  int    `json:"dropped"`
+	Bytes    int64  `json:"bytes"`
+	identity
+}
+
+var errNoNotebooks = errors.New("No notebook record is kept by this server; sessions cannot be exported")
+
+func (s *Server) pythonSessionExportTool() tool {
+	return tool{
+		name: "python_session_export",
+		description: "Export a session's cells as a Jupyter notebook (.ipynb, nbformat 4.5) a person can open, " +
+			"review and re-run: code in order with its output, values, figures and errors, and a note where " +
+			"the worker was reset or lost its variables. Written beside the target and moved into place; an " +
+			"existing file is kept unless overwrite=true. Relative paths are against the session's project.",
+		input: inputSchema{
+			withRequired(sessionIDParam()),
+			{name: "path", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "Destination .ipynb file; relative to the session's project. Its directory must exist."},
+			{name: "overwrite", typ: "boolean", def: false, desc: "Replace an existing file."},
+		},
+		output:          sessionExportSchema,
+		annotations:     annotations(false, true, false, false),
+		routed:          true,
+		sessionRequired: true,
+		handler: handle(func(ctx context.Context, sess *repl.Session, p sessionExportParams) (any, error) {
+			if s.notebooks == nil {
+				return nil, errNoNotebooks
+			}
+			h := sess.Health()
+			out, err := s.notebooks.Export(ctx, h.SessionID, h.Name, sess.ProjectPath(p.Path), p.Overwrite)
+			if err != nil {
+				return nil, err
+			}
+			return sessionExported{Exported: true, Path: out.Path, Cells: out.Cells, Dropped: out.Dropped,
+				Bytes: out.Bytes, identity: identify(sess)}, nil
+		}),
+	}
+}
+
+// text is the export for the model.
+func (e sessionExported) text() string {
+	msg := fmt.Sprintf("Exported %d cells of session %s to %s (%d bytes).", e.Cells, e.SessionID, e.Path, e.Bytes)
+	if e.Dropped > 0 {
+		msg += fmt.Sprintf(" %d older cells were no longer kept.", e.Dropped)
+	}
+	return msg
+}
