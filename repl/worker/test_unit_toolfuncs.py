@@ -68,7 +68,7 @@ class ToolResultTests(unittest.TestCase):
         self.assertEqual(ToolResult({'content': [{'type': 'text', 'text': '{}'}], 'structuredContent': {'a': 1}}).data, {'a': 1})
         self.assertTrue(ToolResult({'isError': True}).is_error)
         with self.assertRaises(ValueError):
-            ToolResult({'content': [{'type': 'image', 'data': 'not base64!', 'mimeType': 'image/png'}]}).images
+            _ = ToolResult({'content': [{'type': 'image', 'data': 'not base64!', 'mimeType': 'image/png'}]}).images
 
     def test_jpeg_is_shown_as_jpeg(self):
         image, = ToolResult({'content': [{'type': 'image', 'data': '/9j/', 'mimeType': 'image/jpeg'}]}).images

@@ -350,13 +350,13 @@ class _GroupLayout:
             last = i == shown + (len(subs) > shown) - 1
             mark, size = len(self.lines), self.size
             if i < shown:
-                self.section(i, str(i + 1), last, lambda: self.chain(subs[i]))
+                self.section(i, str(i + 1), last, lambda sub=subs[i]: self.chain(sub))
                 if self.size <= self.room:
                     continue
                 del self.lines[mark:]  # past the bound: this section and the rest are counted
                 self.size = size
             remaining = len(subs) - i
-            self.section(i, '...', True, lambda: self.emit(GROUP_MORE.format(remaining, 's' if remaining > 1 else '')))
+            self.section(i, '...', True, lambda n=remaining: self.emit(GROUP_MORE.format(n, 's' if n > 1 else '')))
             return
 
     def section(self, i, title, last, body):
