@@ -8,18 +8,26 @@ import (
 )
 
 // executionResultSchema is the output schema of an execution result (reference 3.1,
-// and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work
-// and the artifacts of cut output streams of docs/contract.md §4.1).
+// and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work,
+// the images and the artifacts of cut output streams of docs/contract.md §4.1).
 const executionResultSchema = `{
   "type": "object",
-  "required": ["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"],
-  "properties": {
+  "required": ` + executionRequired + `,
+  "properties": ` + executionProperties + `
+}`
+
+// executionRequired are the fields every execution result has.
+const executionRequired = `["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"]`
+
+// executionProperties are an execution result's fields, also python_run's for a run
+// that is done (tool_python_run.go), whose offsets they include.
+const executionProperties = `{
     "run_id": {"type": "string"},
     "success": {"type": "boolean"},
     "stdout": {"type": "string"},
     "stderr": {"type": "string"},
     "return_value": {"type": ["string", "null"]},
-    "value": {},
+    "value": {"description": "the trailing value as JSON, when it is exact JSON"},
     "error": {"type": ["string", "null"]},
     "elapsed_ms": {"type": "number"},
     "truncated": {
@@ -43,12 +51,20 @@ const executionResultSchema = `{
     "exit_code": {"type": "integer"},
     "artifact": ` + artifactRefSchema + `,
     "artifact_error": {"type": "string"},
+    "images": {"type": "array", "items": ` + imageInfoSchema + `},
+    "image_artifacts": {"type": "array", "items": ` + artifactRefSchema + `},
+    "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
+    "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"},
     "text_truncated": {"type": "boolean"},
     "server_id": {"type": "string"},
     "session_id": {"type": "string"},
     "generation": {"type": "integer", "minimum": 0}
-  }
-}`
+  }`
+
+// imageInfoSchema is what a result says of an image it shows (repl.Image).
+const imageInfoSchema = `{"type": "object", "required": ["mime", "bytes", "width", "height"],
+  "properties": {"mime": {"type": "string"}, "bytes": {"type": "integer"}, "width": {"type": "integer"},
+    "height": {"type": "integer"}, "omitted": {"type": "string"}}}`
 
 // execParams are the arguments of execute_python and python_start (executionInput).
 type execParams struct {

@@ -13,7 +13,10 @@ const cancelSchema = `{
     "cancel_requested": {"type": "boolean"},
     "run_id": {"type": "string"},
     "error": {"type": "string"},
-    "external_effects": {"type": "string"}
+    "external_effects": {"type": "string"},
+    "server_id": {"type": "string"},
+    "session_id": {"type": "string"},
+    "generation": {"type": "integer", "minimum": 0}
   }
 }`
 
