@@ -89,15 +89,16 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 func (s *Server) executePythonTool() tool {
 	return tool{
 		name: "execute_python",
-		description: "Execute Python in a persistent, trusted local CPython worker: variables, imports and one asyncio " +
-			"event loop persist between calls, and top-level await works. The mcp helper calls other MCP servers " +
-			"granted in the registry (.mcp.json or --config): mcp.call(server, tool, arguments={...}) returns the " +
-			"full result envelope, await mcp.acall(...) runs calls concurrently, mcp.servers(), " +
-			"mcp.list_tools(server), mcp.explain(server, tool) and mcp.journal() inspect them. Output is bounded (50,000 bytes per stream); the trailing " +
-			"expression is previewed without calling __repr__. timeout 0.01..3600 s (default 120), code at most " +
-			"256 KiB. reset=true restarts the worker (clears variables, cwd and environment). Cancellation " +
-			"interrupts the code, but external effects may already have happened. Results carry run_id, " +
-			"session_id and generation; state says whether variables survived.",
+		description: "Run Python in a persistent, trusted local CPython session: variables, imports, the working " +
+			"directory and one asyncio loop persist between calls, and top-level await works. The trailing expression " +
+			"is shown as Python shows it (DataFrames as tables), without calling your classes' __repr__; " +
+			"display(obj) and plt.show() send figures and images as images. A cell may start with !cmd or " +
+			"%pip install lines; sh(cmd) runs a shell command and returns its output. Output is bounded (50,000 " +
+			"bytes per stream; the complete output becomes an artifact to read with artifact_read). timeout " +
+			"0.01..3600 s (default 120): for longer work use python_start and poll python_run. reset=true restarts " +
+			"the worker. Cancelling interrupts the code; external effects may already have happened. The result says " +
+			"whether the variables survived and names its run and generation. mcp.call(server, tool, {...}) calls " +
+			"the other MCP servers configured for the broker (help(mcp) tells more).",
 		input:           executionInput(),
 		output:          executionResultSchema,
 		annotations:     annotations(false, true, false, true),
