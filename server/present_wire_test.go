@@ -29,14 +29,23 @@ func (w *wireServer) textCall(t *testing.T, tool string, args map[string]any) (s
 	if !ok {
 		t.Fatalf("%s %v: the result has no boolean isError: %s", tool, args, abbreviate(reply.raw))
 	}
+	// One text block, or the body and then the footer line, each a block of its own
+	// (the reply type).
 	content, _ := res["content"].([]any)
-	if len(content) != 1 {
-		t.Fatalf("%s %v: want one content block: %s", tool, args, abbreviate(reply.raw))
+	if len(content) != 1 && len(content) != 2 {
+		t.Fatalf("%s %v: want one or two content blocks: %s", tool, args, abbreviate(reply.raw))
 	}
-	block, _ := content[0].(map[string]any)
-	text, _ := block["text"].(string)
-	if block["type"] != "text" || text == "" {
-		t.Fatalf("%s %v: the block is not a text: %s", tool, args, abbreviate(reply.raw))
+	var text string
+	for i, c := range content {
+		block, _ := c.(map[string]any)
+		part, _ := block["text"].(string)
+		if block["type"] != "text" || part == "" {
+			t.Fatalf("%s %v: block %d is not a text: %s", tool, args, i, abbreviate(reply.raw))
+		}
+		if i == 1 && (strings.Contains(part, "\n") || !strings.HasPrefix(part, "[")) {
+			t.Fatalf("%s %v: the second block is not a footer line: %q", tool, args, part)
+		}
+		text += part
 	}
 	if len(text) > modelTextLimit {
 		t.Fatalf("%s %v: the text is %d bytes, over %d", tool, args, len(text), modelTextLimit)
@@ -93,27 +102,27 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 
 			// No session_id: over stdio the default session, whatever the protocol.
 			got, isError := w.textCall(t, "execute_python", map[string]any{"code": `print("hello")`})
-			if isError || got != "hello\n[ok; generation 1]" || len(got)-len("hello\n") > 80 {
+			if isError || got != "hello\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" || len(got)-len("hello\n") > 80 {
 				t.Errorf("print(\"hello\"): %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": `print("hello\nworld"); 6*7`})
-			if got != "hello\nworld\n42\n[ok; generation 1]" {
+			if got != "hello\nworld\n42\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("output and a value: %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": `"a\nb"`})
-			if got != "a\nb\n[ok; generation 1]" {
+			if got != "a\nb\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("a multi-line string: %q", got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "1/0"})
-			if !isError || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1]") {
+			if !isError || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1; run ") {
 				t.Errorf("1/0 (isError %v): %q", isError, got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "import os; os._exit(3)"})
-			if !isError || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1]" || !strings.Contains(got, "crashed") {
+			if !isError || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1; run "+uuidPattern.FindString(got)+"]" || !strings.Contains(got, "crashed") {
 				t.Errorf("a crash: %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": "x = 1"})
-			if got != "[ok; generation 2; new worker: earlier variables are gone]" {
+			if got != "[ok; generation 2; new worker: earlier variables are gone; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("after the crash: %q", got)
 			}
 
@@ -167,7 +176,7 @@ func TestResultFormatOverride(t *testing.T) {
 	if len(w.schemas) != 0 {
 		t.Errorf("--result-format text published %d output schemas", len(w.schemas))
 	}
-	if got, _ := w.textCall(t, "execute_python", map[string]any{"code": "1 + 1"}); got != "2\n[ok; generation 1]" {
+	if got, _ := w.textCall(t, "execute_python", map[string]any{"code": "1 + 1"}); got != "2\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 		t.Errorf("--result-format text: %q", got)
 	}
 	w = startWireAs(t, wireClient{name: "claude-code", format: FormatStructured})
@@ -209,20 +218,20 @@ func TestNewResultFieldsOverTheServer(t *testing.T) {
 	structured := startWireAs(t, wireClient{name: "some-other-client", register: syntheticTool(&raw)})
 	base := `"run_id":"R","stdout":"","stderr":"","return_value":null,"error":null,"elapsed_ms":1,"truncated":{"stdout":false,"stderr":false,"return":false},"state":"preserved","server_id":"V","session_id":"S","generation":3`
 	for _, c := range []struct{ field, json, footer string }{
-		{"background_threads", `"background_threads":["tqdm_monitor"]`, "[ok; generation 3; threads still running: tqdm_monitor]"},
-		{"background_output", `"background_output":{"stdout":"tick\n","stderr":"","truncated":false}`, "[ok; generation 3]"},
+		{"background_threads", `"background_threads":["tqdm_monitor"]`, "[ok; generation 3; run R; threads still running: tqdm_monitor]"},
+		{"background_output", `"background_output":{"stdout":"tick\n","stderr":"","truncated":false}`, "[ok; generation 3; run R]"},
 		{"output_artifacts", `"output_artifacts":{"stdout":{"id":"O","size":900000,"format":"text","sha256":"x","lifetime":"server","eviction":"oldest-first"}}`,
-			"[ok; generation 3; complete stdout: artifact O (900,000 bytes); session S]"},
-		{"images", `"images":[{"mime":"image/png","bytes":2048,"width":64,"height":32}]`, "[ok; generation 3; image: png 64x32]"},
+			"[ok; generation 3; run R; complete stdout: artifact O (900,000 bytes); session S]"},
+		{"images", `"images":[{"mime":"image/png","bytes":2048,"width":64,"height":32}]`, "[ok; generation 3; run R; image: png 64x32]"},
 		{"image_artifacts", `"image_artifacts":[{"id":"I","size":5000000,"format":"binary","sha256":"x","lifetime":"server","eviction":"oldest-first"}]`,
-			"[ok; generation 3; images too large to show: artifact I (5,000,000 bytes); session S]"},
+			"[ok; generation 3; run R; images too large to show: artifact I (5,000,000 bytes); session S]"},
 	} {
 		raw = `{"success":true,` + base + `,` + c.json + `}`
 		got, isError := text.textCall(t, "synthetic_result", map[string]any{})
 		if isError || footerOf(got) != c.footer {
 			t.Errorf("%s: text %q, want the footer %q", c.field, got, c.footer)
 		}
-		if c.field == "background_output" && got != "[background stdout]\ntick\n[ok; generation 3]" {
+		if c.field == "background_output" && got != "[background stdout]\ntick\n[ok; generation 3; run R]" {
 			t.Errorf("background output: %q", got)
 		}
 		sc := structured.succeed(t, "synthetic_result", map[string]any{})
@@ -285,11 +294,11 @@ func TestTextFormOfEveryTool(t *testing.T) {
 		return got
 	}
 	opened := check("python_session_open", map[string]any{"name": "other", "project": w.project}, false,
-		"Opened session other ", "generation 0", "no worker yet", "project "+w.project)
+		"Opened session other, session_id ", "generation 0", "no worker yet", "project "+w.project)
 	other := uuidPattern.FindString(opened)
 	check("python_session_open", map[string]any{"name": "nowhere", "project": w.project + "/missing"}, true, "Error: Project directory does not exist")
-	check("python_session_list", map[string]any{}, false, "2 sessions (at most 32):\n- default "+sid, "\n- other "+other)
-	check("python_session_inspect", map[string]any{"session_id": other}, false, "other "+other)
+	check("python_session_list", map[string]any{}, false, "2 sessions (at most 32):\n- default, session_id "+sid, "\n- other, session_id "+other)
+	check("python_session_inspect", map[string]any{"session_id": other}, false, "other, session_id "+other)
 	check("python_session_close", map[string]any{"session_id": other}, false, "Closed session "+other+" at generation 0.")
 	check("python_session_close", map[string]any{"session_id": sid}, true, "Error: The legacy default session cannot be closed")
 
@@ -298,9 +307,9 @@ func TestTextFormOfEveryTool(t *testing.T) {
 		"(10 bytes): text, sha256 84d89877f0d4041efb6bf91a16f0248f2fd573e6af05c19f96bedb9f882f7882; session "+sid)
 	aid := uuidPattern.FindString(created)
 	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 2, "length": 3}, false,
-		"234\n[artifact "+aid+", bytes 2 to 5 of 10 (text); more from offset 5]")
+		"234[artifact "+aid+", bytes 2 to 5 of 10 (text); more from offset 5]")
 	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 8, "encoding": "hex"}, false,
-		"3839\n[artifact "+aid+", bytes 8 to 10 of 10 (hex); the end]")
+		"3839[artifact "+aid+", bytes 8 to 10 of 10 (hex); the end]")
 	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, false, "Saved artifact "+aid, w.project+"/copy.txt")
 	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, true, "Error: ")
 	check("artifact_forward", map[string]any{"session_id": sid, "id": aid, "server": "fx", "tool": "echo", "argument": "text", "format": "text"}, false,
@@ -319,7 +328,7 @@ func TestTextFormArtifactRangeFits(t *testing.T) {
 	created, _ := w.textCall(t, "artifact_create", map[string]any{"session_id": sid, "path": "big.txt", "format": "text"})
 	aid := uuidPattern.FindString(created)
 	got, _ := w.textCall(t, "artifact_read", map[string]any{"session_id": sid, "id": aid})
-	m := regexp.MustCompile(`\n\[artifact \S+, bytes 0 to (\d+) of 80,000 \(text\); more from offset (\d+)\]$`).FindStringSubmatch(got)
+	m := regexp.MustCompile(`\[artifact \S+, bytes 0 to (\d+) of 80,000 \(text\); more from offset (\d+)\]$`).FindStringSubmatch(got)
 	if m == nil || m[1] != m[2] {
 		t.Fatalf("a range that does not fit: %d bytes, ends %q", len(got), got[max(0, len(got)-120):])
 	}
@@ -358,7 +367,8 @@ func TestTextFormOverHTTP(t *testing.T) {
 	health := call(1, "some-other-client", "python_health", map[string]any{})["result"].(map[string]any)
 	sid := health["structuredContent"].(map[string]any)["server"].(map[string]any)["session_id"].(string)
 	res := call(2, "claude-code", "execute_python", map[string]any{"code": "print('over http')", "session_id": sid})["result"].(map[string]any)
-	if _, ok := res["structuredContent"]; ok || res["content"].([]any)[0].(map[string]any)["text"] != "over http\n[ok; generation 1]" {
+	if content, _ := res["content"].([]any); res["structuredContent"] != nil || len(content) != 2 ||
+		content[0].(map[string]any)["text"] != "over http\n" || !strings.HasPrefix(content[1].(map[string]any)["text"].(string), "[ok; generation 1; run ") {
 		t.Errorf("claude-code over HTTP: %v", res)
 	}
 	res = call(3, "some-other-client", "execute_python", map[string]any{"code": "1", "session_id": sid})["result"].(map[string]any)

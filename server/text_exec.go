@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // execution is an execution result as a tool's value (docs/contract.md §4). Its
@@ -16,7 +17,7 @@ import (
 type execution struct {
 	json   []byte
 	failed bool
-	// polled: read back with python_run, so the footer names the run.
+	// polled: read back with python_run, so the footer gives the offsets to read on.
 	polled bool
 	// images are the images the run showed, bytes and all: content blocks of
 	// their own after the text, in either form (server/images.go).
@@ -63,6 +64,10 @@ type execView struct {
 	ArtifactError            *string      `json:"artifact_error"`
 	SessionID                string       `json:"session_id"`
 	Generation               uint64       `json:"generation"`
+	// Where python_run's answer ends in the run's streams, when it was asked from
+	// offsets.
+	StdoutEnd *int64 `json:"stdout_end"`
+	StderrEnd *int64 `json:"stderr_end"`
 
 	// The fields of this round's threads and images (docs/contract.md §4.1).
 	BackgroundThreads []string `json:"background_threads"`
@@ -222,7 +227,7 @@ func newLine(b *strings.Builder) {
 // modelTextLimit, then one footer line. When the parts do not fit, each is cut
 // in its middle by a share of the room; a part no artifact holds makes save keep
 // the complete text (the parts uncut) as an artifact, named in the footer.
-func execText(v *execView, polled bool, save func(string) (artifactRef, error)) string {
+func execText(v *execView, polled bool, save func(string) (artifactRef, error)) reply {
 	ps := v.parts()
 	full := joinParts(ps)
 	foot := v.footer(polled, nil, nil)
@@ -252,14 +257,37 @@ func execText(v *execView, polled bool, save func(string) (artifactRef, error)) 
 	return withFooter(joinParts(ps), foot)
 }
 
-func withFooter(body, foot string) string {
-	if body == "" {
-		return foot
-	}
-	if !strings.HasSuffix(body, "\n") {
+// reply is a text-form result: its body, then its footer line, each a text block of
+// its own, the footer last. Code that reads a result's first block (Codex's code
+// mode: JSON.parse(r.content[0].text), Number(text)) reads the output alone, and a
+// client that shows the blocks one after the other shows a terminal's text. Either
+// may be empty.
+type reply struct{ body, footer string }
+
+// withFooter is body and foot as a reply; a body ends its last line, so the two read
+// as lines however a client joins them.
+func withFooter(body, foot string) reply {
+	if body != "" && !strings.HasSuffix(body, "\n") {
 		body += "\n"
 	}
-	return body + foot
+	return reply{body: body, footer: foot}
+}
+
+// text is the reply as one text, the way a terminal would show it.
+func (r reply) text() string { return r.body + r.footer }
+
+// content is the reply's text blocks.
+func (r reply) content() []mcp.Content {
+	var blocks []mcp.Content
+	for _, t := range []string{r.body, r.footer} {
+		if t != "" {
+			blocks = append(blocks, &mcp.TextContent{Text: t})
+		}
+	}
+	if len(blocks) == 0 {
+		blocks = append(blocks, &mcp.TextContent{Text: ""})
+	}
+	return blocks
 }
 
 // structuredExecText is the text block beside a structured client's
@@ -293,8 +321,11 @@ func (v *execView) footer(polled bool, saved *artifactRef, saveErr error) string
 	if v.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
-	if polled {
+	if v.RunID != "" {
 		items = append(items, "run "+v.RunID)
+	}
+	if polled && v.StdoutEnd != nil && v.StderrEnd != nil {
+		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *v.StdoutEnd, *v.StderrEnd))
 	}
 	if n := v.BackgroundTasksCancelled; n > 0 {
 		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))

@@ -28,7 +28,20 @@ const (
 
 // toolText is the text form of a tool's value other than an execution result;
 // structured is the value's JSON, for the shapes without a text of their own.
-func toolText(value any, structured []byte) string {
+func toolText(value any, structured []byte) reply {
+	switch v := value.(type) {
+	case *repl.Snapshot:
+		return snapshotText(v)
+	case artifactRange:
+		return rangeText(v)
+	case encodedResult:
+		return envelopeText(v)
+	}
+	return reply{body: toolLine(value, structured)}
+}
+
+// toolLine is the text of a value whose text has no footer.
+func toolLine(value any, structured []byte) string {
 	switch v := value.(type) {
 	case failed:
 		msg, _ := v["error"].(string)
@@ -47,22 +60,16 @@ func toolText(value any, structured []byte) string {
 	case *repl.StartInfo:
 		return fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
 			"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)
-	case *repl.Snapshot:
-		return snapshotText(v)
 	case cancelled:
 		return fmt.Sprintf("Cancel requested for run %s; poll python_run for its result. External effects may "+
 			"already have occurred; nothing is retried.", v.RunID)
 	case artifactCreated:
 		return fmt.Sprintf("Created %s: %s, sha256 %s; session %s. Read it with artifact_read.",
 			refText(v.Ref), v.Format, v.SHA256, v.SessionID)
-	case artifactRange:
-		return rangeText(v)
 	case artifactSaved:
 		return fmt.Sprintf("Saved %s to %s (sha256 checked).", refText(v.Artifact), v.Path)
 	case artifactDeleted:
 		return "Deleted artifact " + v.ID + "."
-	case encodedResult:
-		return envelopeText(v)
 	}
 	return string(structured)
 }
@@ -78,7 +85,7 @@ func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
 	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
-	fmt.Fprintf(&b, "Default session %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
+	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	l := s.Limits
 	rss := "no RSS budget"
@@ -169,7 +176,7 @@ func pythonText(h repl.Health) string {
 
 // sessionLine is one session on one line.
 func sessionLine(h repl.Health) string {
-	return fmt.Sprintf("%s %s: generation %d, %s; python %s; project %s",
+	return fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",
 		cutFooter(h.Name, footerNameMax), h.SessionID, h.Generation, workerState(h), pythonText(h), cutPath(h.Project))
 }
 
@@ -232,7 +239,7 @@ func inspectText(in inspection) string {
 
 // snapshotText is a run still going: its output so far within modelTextLimit, and
 // a footer.
-func snapshotText(s *repl.Snapshot) string {
+func snapshotText(s *repl.Snapshot) reply {
 	ps := []part{
 		{text: s.Stdout, what: "stdout"},
 		{label: "[stderr]", text: s.Stderr + s.NativeStderr, what: "stderr"},
@@ -246,6 +253,8 @@ func snapshotText(s *repl.Snapshot) string {
 			items = append(items, fmt.Sprintf("live %s cut at %s bytes; the result keeps its own", c.name, count(s.OutputLimit)))
 		}
 	}
+	// What a poller passes back as stdout_offset and stderr_offset to read on.
+	items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", s.StdoutEnd, s.StderrEnd))
 	foot := "[" + strings.Join(items, "; ") + "; poll again for more]"
 	shares := fitShares([]string{ps[0].text, ps[1].text}, modelTextLimit-len(foot)-64)
 	for i := range ps {
@@ -257,7 +266,7 @@ func snapshotText(s *repl.Snapshot) string {
 // rangeText is an artifact range: the content, as much of it as fits, and where
 // to go on from. What does not fit is not lost: it is the artifact, read on from
 // the offset the footer gives.
-func rangeText(r artifactRange) string {
+func rangeText(r artifactRange) reply {
 	room := modelTextLimit - 400
 	content, length := r.Content, r.Length
 	switch {
@@ -282,13 +291,14 @@ func rangeText(r artifactRange) string {
 	if end < r.Artifact.Size {
 		next = fmt.Sprintf("more from offset %d", end)
 	}
-	return withFooter(content, fmt.Sprintf("[artifact %s, bytes %d to %d of %s (%s); %s]",
-		r.Artifact.ID, r.Offset, end, count(r.Artifact.Size), r.Encoding, next))
+	// The content block is the range's content exactly, for code that reads it.
+	return reply{body: content, footer: fmt.Sprintf("[artifact %s, bytes %d to %d of %s (%s); %s]",
+		r.Artifact.ID, r.Offset, end, count(r.Artifact.Size), r.Encoding, next)}
 }
 
 // envelopeText is a forwarded call's downstream result: its text blocks, a note
 // for each other block, or its structuredContent's JSON when it has no content.
-func envelopeText(e encodedResult) string {
+func envelopeText(e encodedResult) reply {
 	var env struct {
 		Content []struct {
 			Type     string `json:"type"`
@@ -298,7 +308,7 @@ func envelopeText(e encodedResult) string {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(e.JSON, &env); err != nil {
-		return string(e.JSON)
+		return reply{body: string(e.JSON)}
 	}
 	var b strings.Builder
 	for _, c := range env.Content {

@@ -97,7 +97,7 @@ const _ = uint(resultLimit - (6*artifacts.MaxReadLength + 2*(textLimit+len(textC
 // bytes), so both JSON texts agree on every byte a cut text keeps.
 func presentRange(f form, r artifactRange) *mcp.CallToolResult {
 	if f == formText {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: rangeText(r)}}}
+		return &mcp.CallToolResult{Content: rangeText(r).content()}
 	}
 	w := r.wire(-1)
 	head, err := json.Marshal(r.wire(textLimit))

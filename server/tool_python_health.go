@@ -70,7 +70,7 @@ func (s *Server) pythonHealthTool() tool {
 		description: "Inspect the server and its Python sessions without starting Python or connecting any MCP server: " +
 			"versions, the default session's session_id and generation, the interpreter and whether a worker runs, " +
 			"the active run, the limits, and the broker (configured servers, live connections, registry errors, " +
-			"journal size). Over HTTP under protocol 2026-07-28 pass server.session_id to execute_python.",
+			"journal size). Over HTTP under protocol 2026-07-28 pass its session_id to execute_python.",
 		input:       inputSchema{},
 		output:      healthSchema,
 		annotations: annotations(true, false, true, false),
