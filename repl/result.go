@@ -44,11 +44,15 @@ type Result struct {
 	Stderr      string          `json:"stderr"`
 	ReturnValue *string         `json:"return_value"`
 	Value       json.RawMessage `json:"value,omitempty"`
-	Error       *string         `json:"error"`
-	ElapsedMS   float64         `json:"elapsed_ms"`
-	Truncated   Truncated       `json:"truncated"`
-	State       State           `json:"state"`
-	StateReset  *bool           `json:"state_reset,omitempty"`
+	// ReturnRepr is the trailing value as Python's repr shows it, when return_value
+	// is its JSON: what the text form shows (docs/contract.md §3.4). Not a field of
+	// the contract's result.
+	ReturnRepr string    `json:"-"`
+	Error      *string   `json:"error"`
+	ElapsedMS  float64   `json:"elapsed_ms"`
+	Truncated  Truncated `json:"truncated"`
+	State      State     `json:"state"`
+	StateReset *bool     `json:"state_reset,omitempty"`
 	// ExecutionMode is set when a worker executed the run.
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
@@ -102,6 +106,7 @@ type workerResult struct {
 	Stderr                   string            `json:"stderr"`
 	ReturnValue              *string           `json:"return_value"`
 	Value                    json.RawMessage   `json:"value"`
+	ReturnRepr               string            `json:"return_repr"`
 	Error                    *string           `json:"error"`
 	Truncated                Truncated         `json:"truncated"`
 	State                    State             `json:"state"`
@@ -142,6 +147,9 @@ func (r *Result) bound(valueLimit int) {
 	if len(r.Value) > valueLimit {
 		// The worker keeps values under the preview budget; never trust that blindly.
 		r.Value, r.Truncated.Return = nil, true
+	}
+	if len(r.ReturnRepr) > PreviewLimit || r.Value == nil || !utf8.ValidString(r.ReturnRepr) {
+		r.ReturnRepr = "" // the JSON preview stands
 	}
 	if r.Error != nil {
 		var cut bool

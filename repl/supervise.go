@@ -362,6 +362,7 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		Stderr:                   wr.Stderr + native,
 		ReturnValue:              wr.ReturnValue,
 		Value:                    wr.Value,
+		ReturnRepr:               wr.ReturnRepr,
 		Error:                    wr.Error,
 		Truncated:                wr.Truncated,
 		State:                    wr.State,

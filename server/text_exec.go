@@ -22,6 +22,9 @@ type execution struct {
 	// images are the images the run showed, bytes and all: content blocks of
 	// their own after the text, in either form (server/images.go).
 	images []repl.Image
+	// repr is the trailing value as Python's repr shows it, when its preview is its
+	// JSON: what the text form shows instead (repl.Result.ReturnRepr).
+	repr string
 }
 
 // executed is r as the value of the tool that ran it.
@@ -38,7 +41,7 @@ func executionOf(r *repl.Result, polled bool) execution {
 		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
 		return execution{json: encoded, failed: true, polled: polled}
 	}
-	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images}
+	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr}
 }
 
 // execView is the part of an execution result's JSON the text is made of.
@@ -82,6 +85,9 @@ type execView struct {
 	} `json:"output_artifacts"`
 	Images         []imageInfo   `json:"images"`
 	ImageArtifacts []artifactRef `json:"image_artifacts"`
+
+	// repr is execution.repr: the value as Python shows it, "" for none.
+	repr string
 }
 
 // imageInfo is what a result says of an image the cell displayed; the image
@@ -155,7 +161,8 @@ func (v *execView) parts() []part {
 }
 
 // valueText is the trailing value as the model should read it: a string with a
-// newline as its text, anything else as its preview (return_value). A string's
+// newline as its text, anything else as Python shows it (repr, else the preview,
+// return_value, which is Python-like for whatever is not exact JSON). A string's
 // preview cut short says so.
 func (v *execView) valueText() string {
 	if v.ReturnValue == nil {
@@ -164,6 +171,9 @@ func (v *execView) valueText() string {
 	var s string
 	if json.Unmarshal(v.Value, &s) == nil && strings.Contains(s, "\n") {
 		return s
+	}
+	if v.repr != "" {
+		return v.repr
 	}
 	shown := *v.ReturnValue
 	if !v.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {

@@ -37,7 +37,7 @@ from .messages import (
     THREADS_INTERRUPTED, THREADS_MORE,
 )
 from .output import STREAMS, NativeOutput, Output, Sink, Spool, no_input
-from .previews import ReplHistory, inventory, preview as value_preview
+from .previews import ReplHistory, inventory, preview as value_preview, python_text
 from .threads import THREADS
 from .tracebacks import RunFailure, SourceHistory, format_error
 
@@ -353,7 +353,7 @@ class Worker:
         captured = self._output.end()
         texts, saved = self._save_outputs(run_id, captured, interrupted)
         CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
-        result = self._result(run_id, preview, exc, captured, texts, policy_error)
+        result = self._result(run_id, value, preview, exc, captured, texts, policy_error)
         if extra:
             result.update(extra)
         result.update(IMAGES.end())
@@ -597,7 +597,7 @@ class Worker:
             return 'failed', message
         return 'done', task.result()
 
-    def _result(self, run_id, preview, exc, captured, texts, policy_error):
+    def _result(self, run_id, value, preview, exc, captured, texts, policy_error):
         cut = {stream: captured.streams[stream].cut for stream in STREAMS}
         result = {
             'success': exc is None and policy_error is None,
@@ -618,6 +618,11 @@ class Worker:
             result['truncated']['return'] = truncated
             if plain is not MISSING:
                 result['value'] = plain
+                # For the text form, which reads values as Python shows them; the
+                # contract's `value` and `return_value` stay JSON.
+                text = python_text(value)
+                if text is not None:
+                    result['return_repr'] = text
         return result
 
     def _deliver(self, run_id, barrier, result):
