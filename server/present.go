@@ -114,8 +114,8 @@ func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, s
 		})
 	}
 	r := toolText(value, structured)
-	if len(r.text()) <= modelTextLimit {
-		return r
+	if visibleLen(r.text()) <= modelTextLimit {
+		return reply{body: visible(r.body), footer: visible(r.footer)}
 	}
 	text := r.text()
 	item := ""

@@ -240,29 +240,29 @@ func newLine(b *strings.Builder) {
 func execText(v *execView, polled bool, save func(string) (artifactRef, error)) reply {
 	ps := v.parts()
 	full := joinParts(ps)
-	foot := v.footer(polled, nil, nil)
-	if len(full)+1+len(foot) <= modelTextLimit {
-		return withFooter(full, foot)
+	foot := visible(v.footer(polled, nil, nil))
+	if visibleLen(full)+1+len(foot) <= modelTextLimit {
+		return withFooter(visible(full), foot)
 	}
-	texts := make([]string, len(ps))
+	sizes := make([]int, len(ps))
 	overhead := 0
 	for i, p := range ps {
-		texts[i] = p.text
+		sizes[i] = visibleLen(p.text)
 		if p.text != "" {
 			overhead += len(p.label) + 2
 		}
 	}
-	shares := fitShares(texts, modelTextLimit-len(foot)-footerReserve-overhead)
+	shares := fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)
 	lost := false
 	for i := range ps {
-		if len(ps[i].text) > shares[i] {
+		if sizes[i] > shares[i] {
 			lost = lost || !ps[i].saved
-			ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
 		}
+		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
 	}
 	if lost {
 		ref, err := save(full)
-		foot = v.footer(polled, &ref, err)
+		foot = visible(v.footer(polled, &ref, err))
 	}
 	return withFooter(joinParts(ps), foot)
 }
@@ -429,13 +429,13 @@ func count[N int | int64](n N) string {
 	return s
 }
 
-// fitShares divides room bytes among texts: a text that fits in an equal share
-// keeps all of it, and what it leaves is shared by the others.
-func fitShares(texts []string, room int) []int {
-	shares := make([]int, len(texts))
-	left := make([]int, 0, len(texts))
-	for i, t := range texts {
-		if t != "" {
+// fitShares divides room bytes among texts of the given sizes: a text that fits in
+// an equal share keeps all of it, and what it leaves is shared by the others.
+func fitShares(sizes []int, room int) []int {
+	shares := make([]int, len(sizes))
+	left := make([]int, 0, len(sizes))
+	for i, n := range sizes {
+		if n > 0 {
 			left = append(left, i)
 		}
 	}
@@ -444,9 +444,9 @@ func fitShares(texts []string, room int) []int {
 		share := room / len(left)
 		var still []int
 		for _, i := range left {
-			if len(texts[i]) <= share {
-				shares[i] = len(texts[i])
-				room -= len(texts[i])
+			if sizes[i] <= share {
+				shares[i] = sizes[i]
+				room -= sizes[i]
 			} else {
 				still = append(still, i)
 			}
@@ -462,31 +462,28 @@ func fitShares(texts []string, room int) []int {
 	return shares
 }
 
-// cutMiddle keeps the head and the tail of s within limit bytes, with a line
-// between them saying how much of what was left out. Cuts fall on UTF-8
-// boundaries, and on line ends when one is near.
+// cutMiddle is s as the model reads it (visible), within limit bytes: all of it, or its
+// head and its tail with a line between them saying how much of what was left out,
+// counted in s's own bytes. Cuts fall on UTF-8 boundaries, and on line ends when one
+// is near.
 func cutMiddle(s string, limit int, what string) string {
-	if len(s) <= limit {
-		return s
+	if visibleLen(s) <= limit {
+		return visible(s)
 	}
 	marker := func(n int) string { return fmt.Sprintf("\n[... %s bytes of %s left out ...]\n", count(n), what) }
 	room := limit - len(marker(len(s)))
 	if room <= 0 {
 		return strings.TrimPrefix(marker(len(s)), "\n")
 	}
-	head := repl.CutUTF8(s, room/2)
+	head := visiblePrefix(s, room/2)
 	if i := strings.LastIndexByte(head, '\n'); i >= len(head)*3/4 {
 		head = head[:i]
 	}
-	tailStart := len(s) - (room - len(head))
-	for tailStart < len(s) && !utf8Start(s[tailStart]) {
-		tailStart++
-	}
-	tail := s[tailStart:]
+	tail := visibleSuffix(s[len(head):], room-visibleLen(head))
 	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
 		tail = tail[i+1:]
 	}
-	return head + marker(len(s)-len(head)-len(tail)) + tail
+	return visible(head) + marker(len(s)-len(head)-len(tail)) + visible(tail)
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

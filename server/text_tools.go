@@ -256,7 +256,7 @@ func snapshotText(s *repl.Snapshot) reply {
 	// What a poller passes back as stdout_offset and stderr_offset to read on.
 	items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", s.StdoutEnd, s.StderrEnd))
 	foot := "[" + strings.Join(items, "; ") + "; poll again for more]"
-	shares := fitShares([]string{ps[0].text, ps[1].text}, modelTextLimit-len(foot)-64)
+	shares := fitShares([]int{visibleLen(ps[0].text), visibleLen(ps[1].text)}, modelTextLimit-len(foot)-64)
 	for i := range ps {
 		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
 	}
@@ -278,6 +278,11 @@ func rangeText(r artifactRange) reply {
 			data = data[:room/4*3]
 		}
 		content, length = base64.StdEncoding.EncodeToString(data), int64(len(data))
+	case r.Encoding == "text":
+		// Shown as the text form shows any text (visible.go), cut in its own bytes.
+		content = visiblePrefix(content, room)
+		length = int64(len(content))
+		content = visible(content)
 	case len(content) <= room:
 	case r.Encoding == "hex":
 		content = content[:room&^1]
