@@ -138,6 +138,7 @@ func (r *Result) From(offs Offsets) (*Result, error) {
 		return r, nil
 	}
 	c := *r
+	c.stdoutGaps, c.stderrGaps = nil, nil // their offsets are the untrimmed texts
 	var err error
 	var start, end [2]int64
 	var cut [2]bool

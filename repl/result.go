@@ -92,6 +92,10 @@ type Result struct {
 	// still be valid once the run is done.
 	stdoutEnd, stderrEnd int64
 
+	// stdoutGaps and stderrGaps are where Stdout and Stderr were cut, and what each cut
+	// left out of the complete stream (Cuts).
+	stdoutGaps, stderrGaps []Gap
+
 	// Images are the images the run showed, in order: their metadata is the JSON's
 	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
 	// of the images past the bounds, which became artifacts.
@@ -101,12 +105,14 @@ type Result struct {
 
 // workerResult is the worker's half of a result, as sent in its result frame.
 type workerResult struct {
-	Success                  bool              `json:"success"`
-	Stdout                   string            `json:"stdout"`
-	Stderr                   string            `json:"stderr"`
-	ReturnValue              *string           `json:"return_value"`
-	Value                    json.RawMessage   `json:"value"`
-	ReturnRepr               string            `json:"return_repr"`
+	Success     bool            `json:"success"`
+	Stdout      string          `json:"stdout"`
+	Stderr      string          `json:"stderr"`
+	ReturnValue *string         `json:"return_value"`
+	Value       json.RawMessage `json:"value"`
+	ReturnRepr  string          `json:"return_repr"`
+	// Cuts are the gaps of the streams the worker cut, by stream (Gap).
+	Cuts                     map[string]Gap    `json:"cuts"`
 	Error                    *string           `json:"error"`
 	Truncated                Truncated         `json:"truncated"`
 	State                    State             `json:"state"`
@@ -137,8 +143,10 @@ func (r *Result) bound(valueLimit int) {
 	// The head and the tail, as the worker keeps them: the end of a long run is
 	// usually what matters, and native output appended to stderr must not push the
 	// end of either out.
-	r.Stdout = boundHeadTail(r.Stdout, StreamLimit, streamHead, &r.Truncated.Stdout)
-	r.Stderr = boundHeadTail(r.Stderr, StreamLimit, streamHead, &r.Truncated.Stderr)
+	out := boundCut(CutText{r.Stdout, r.stdoutGaps}, StreamLimit, streamHead, &r.Truncated.Stdout)
+	r.Stdout, r.stdoutGaps = out.Text, out.Gaps
+	out = boundCut(CutText{r.Stderr, r.stderrGaps}, StreamLimit, streamHead, &r.Truncated.Stderr)
+	r.Stderr, r.stderrGaps = out.Text, out.Gaps
 	r.boundBackground()
 	if r.ReturnValue != nil {
 		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
@@ -275,3 +283,18 @@ func cutUTF8[T string | []byte](s T, limit int) T {
 
 // CutUTF8 is cutUTF8 for the presentation layer.
 func CutUTF8(s string, limit int) string { return cutUTF8(s, limit) }
+
+// Cuts are Stdout and Stderr with their gaps: where each was cut and what each cut
+// left out of the complete stream, however many times it was cut, so that a later
+// cut (the text form's) can count against the whole stream.
+func (r *Result) Cuts() (stdout, stderr CutText) {
+	return CutText{r.Stdout, r.stdoutGaps}, CutText{r.Stderr, r.stderrGaps}
+}
+
+// workerCut is a stream of the worker's result with the gap the worker reported.
+func workerCut(text string, gap Gap, cut bool) CutText {
+	if !cut {
+		return CutText{Text: text}
+	}
+	return CutText{text, []Gap{gap}}.checked()
+}

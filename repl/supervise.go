@@ -355,11 +355,17 @@ func (s *Session) overBudget(p *process) bool {
 // the worker wrote before it.
 func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 	p.native.wait(barrierWait)
-	native, nativeCut := p.native.take()
+	native, nativeCut := p.native.takeCut()
+	stdoutGap, stdoutCut := wr.Cuts["stdout"]
+	stderrGap, stderrCut := wr.Cuts["stderr"]
+	stdout := workerCut(wr.Stdout, stdoutGap, stdoutCut)
+	stderr := workerCut(wr.Stderr, stderrGap, stderrCut).Join(native)
 	res := &Result{
 		Success:                  wr.Success,
-		Stdout:                   wr.Stdout,
-		Stderr:                   wr.Stderr + native,
+		Stdout:                   stdout.Text,
+		Stderr:                   stderr.Text,
+		stdoutGaps:               stdout.Gaps,
+		stderrGaps:               stderr.Gaps,
 		ReturnValue:              wr.ReturnValue,
 		Value:                    wr.Value,
 		ReturnRepr:               wr.ReturnRepr,
@@ -474,8 +480,9 @@ func (s *Session) lost(p *process, r *run, msg string) *Result {
 	res.Stderr, res.stderrBase = r.stderr.tail(StreamLimit)
 	res.Truncated = Truncated{Stdout: res.stdoutBase > 0, Stderr: res.stderrBase > 0}
 	r.mu.Unlock()
-	native, cut := p.native.take()
-	res.Stderr += native
+	native, cut := p.native.takeCut()
+	stderr := CutText{Text: res.Stderr}.Join(native)
+	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps
 	res.Truncated.Stderr = res.Truncated.Stderr || cut
 	return res
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -379,4 +380,70 @@ func TestTextFormOverHTTP(t *testing.T) {
 	if e["code"] != -32602.0 || !strings.Contains(e["message"].(string), "Pass session_id") {
 		t.Errorf("over HTTP under 2026-07-28 without session_id: %v, want -32602", e)
 	}
+}
+
+// TestTextFormCutCountsTheWholeStream: a stream the worker cut, cut again for the text
+// form, reads with one marker that counts against the complete stream, in lines and
+// bytes, and names the artifact that holds all of it; stderr with native output
+// after it counts both. Every byte and newline of the streams is shown or counted.
+func TestTextFormCutCountsTheWholeStream(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "claude-code", protocol: "2025-11-25"})
+	const rows = 3000
+	row := func(i int) string { return fmt.Sprintf("row %06d %s\n", i, strings.Repeat("x", 50)) }
+	total := 0
+	for i := range rows {
+		total += len(row(i))
+	}
+	code := fmt.Sprintf(`import os, sys
+print("\n".join(f"row {i:06d} " + "x" * 50 for i in range(%d)))
+sys.stderr.write("e" * 60000 + "\n")
+sys.stderr.flush()
+_ = os.write(2, b"native\n" * 10000)
+`, rows)
+	got, _ := w.textCall(t, "execute_python", map[string]any{"code": code})
+	body, _, ok := strings.Cut(got, "\n[stderr]\n")
+	if !ok {
+		t.Fatalf("no stderr part: %q", got[:200])
+	}
+	marker := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of stdout left out; all of it: artifact (\S+) \.\.\.\]\n`)
+	ms := marker.FindAllStringSubmatchIndex(body, -1)
+	if len(ms) != 1 || !strings.HasPrefix(body, row(0)[:20]) || !strings.HasSuffix(body+"\n", row(rows-1)) {
+		t.Fatalf("stdout: %d markers; head %q, tail %q", len(ms), body[:40], body[len(body)-80:])
+	}
+	m := ms[0]
+	shown := body[:m[0]] + body[m[1]:] + "\n" // the part's own last newline ends the line before [stderr]
+	lines, bytes := number(t, body[m[2]:m[3]]), number(t, body[m[4]:m[5]])
+	if len(shown)+bytes != total || strings.Count(shown, "\n")+lines != rows {
+		t.Errorf("stdout shows %d bytes, %d lines and says %d bytes, %d lines left out; the stream is %d bytes, %d lines",
+			len(shown), strings.Count(shown, "\n"), bytes, lines, total, rows)
+	}
+
+	// stderr: 60,001 bytes from Python (cut by the worker) then 70,000 native bytes.
+	errPart := got[len(body)+len("\n[stderr]\n"):]
+	errPart = errPart[:strings.LastIndex(errPart, "\n[ok;")+1]
+	all := 0
+	shownErr := errPart
+	for _, m := range regexp.MustCompile(`\n\[\.\.\. (?:([\d,]+) lines?, )?([\d,]+) bytes of stderr left out[^\]]*\]\n`).FindAllStringSubmatch(errPart, -1) {
+		all += number(t, m[2])
+		shownErr = strings.Replace(shownErr, m[0], "", 1)
+	}
+	if want := 60001 + 70000; len(shownErr)+all != want {
+		t.Errorf("stderr shows %d bytes and says %d left out; it was %d:\n%s", len(shownErr), all, want, clipMiddle(errPart))
+	}
+}
+
+func number(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	if err != nil {
+		t.Fatalf("not a count: %q", s)
+	}
+	return n
+}
+
+func clipMiddle(s string) string {
+	if len(s) < 600 {
+		return s
+	}
+	return s[:300] + " ... " + s[len(s)-300:]
 }

@@ -25,6 +25,9 @@ type execution struct {
 	// repr is the trailing value as Python's repr shows it, when its preview is its
 	// JSON: what the text form shows instead (repl.Result.ReturnRepr).
 	repr string
+	// cuts are the result's stdout and stderr with their gaps (repl.Result.Cuts), so
+	// the text form's markers count against the complete streams.
+	cuts [2]repl.CutText
 }
 
 // executed is r as the value of the tool that ran it.
@@ -41,7 +44,9 @@ func executionOf(r *repl.Result, polled bool) execution {
 		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
 		return execution{json: encoded, failed: true, polled: polled}
 	}
-	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr}
+	stdout, stderr := r.Cuts()
+	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr,
+		cuts: [2]repl.CutText{stdout, stderr}}
 }
 
 // execView is the part of an execution result's JSON the text is made of.
@@ -88,6 +93,8 @@ type execView struct {
 
 	// repr is execution.repr: the value as Python shows it, "" for none.
 	repr string
+	// cuts are stdout and stderr with where they were cut (execution.cuts).
+	cuts [2]repl.CutText
 }
 
 // imageInfo is what a result says of an image the cell displayed; the image
@@ -130,24 +137,24 @@ const (
 	footerErrorMax = 200
 )
 
-// part is one piece of an execution's text: the cell's stdout, its stderr, the
-// trailing value, the error, what threads of earlier cells printed.
-type part struct {
-	// label introduces the part on a line of its own ("" for none).
-	label string
-	text  string
-	// what the cut marker calls it.
-	what string
-	// saved: an artifact already holds all of it, so cutting it loses nothing.
-	saved bool
-}
-
 // parts are v's pieces, in the order the text shows them.
 func (v *execView) parts() []part {
+	var outputs [2]*artifactRef
+	if o := v.OutputArtifacts; o != nil {
+		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
+	}
+	// The gaps are of the result's streams, as long as the JSON holds those.
+	stdout, stderr := v.cuts[0], v.cuts[1]
+	if stdout.Text != v.Stdout {
+		stdout = repl.CutText{Text: v.Stdout}
+	}
+	if stderr.Text != v.Stderr {
+		stderr = repl.CutText{Text: v.Stderr}
+	}
 	ps := []part{
-		{text: v.Stdout, what: "stdout", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stdout != nil},
-		{label: "[stderr]", text: v.Stderr, what: "stderr", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stderr != nil},
-		{text: v.valueText(), what: "the value", saved: v.Artifact != nil},
+		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
+		{label: "[stderr]", text: stderr.Text, gaps: stderr.Gaps, what: "stderr", saved: outputs[1] != nil, all: outputs[1]},
+		{text: v.valueText(), what: "the value", saved: v.Artifact != nil, all: v.Artifact},
 	}
 	if v.Error != nil {
 		ps = append(ps, part{text: *v.Error, what: "the error"})
@@ -239,30 +246,39 @@ func newLine(b *strings.Builder) {
 // the complete text (the parts uncut) as an artifact, named in the footer.
 func execText(v *execView, polled bool, save func(string) (artifactRef, error)) reply {
 	ps := v.parts()
-	full := joinParts(ps)
 	foot := visible(v.footer(polled, nil, nil))
-	if visibleLen(full)+1+len(foot) <= modelTextLimit {
-		return withFooter(visible(full), foot)
-	}
 	sizes := make([]int, len(ps))
-	overhead := 0
+	overhead, whole := 0, 0
 	for i, p := range ps {
-		sizes[i] = visibleLen(p.text)
+		sizes[i] = p.shownLen()
 		if p.text != "" {
 			overhead += len(p.label) + 2
 		}
+		whole += sizes[i]
+	}
+	if whole+overhead+len(foot) <= modelTextLimit {
+		for i := range ps {
+			ps[i].text = ps[i].cut(sizes[i])
+		}
+		return withFooter(joinParts(ps), foot)
 	}
 	shares := fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)
 	lost := false
 	for i := range ps {
-		if sizes[i] > shares[i] {
-			lost = lost || !ps[i].saved
-		}
-		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
+		lost = lost || sizes[i] > shares[i] && !ps[i].saved
 	}
 	if lost {
-		ref, err := save(full)
+		ref, err := save(joinParts(ps))
 		foot = visible(v.footer(polled, &ref, err))
+		for i := range ps {
+			// The complete text holds all of a part no earlier cut shortened.
+			if err == nil && ps[i].all == nil && len(ps[i].gaps) == 0 {
+				ps[i].all = &ref
+			}
+		}
+	}
+	for i := range ps {
+		ps[i].text = ps[i].cut(shares[i])
 	}
 	return withFooter(joinParts(ps), foot)
 }
@@ -460,30 +476,6 @@ func fitShares(sizes []int, room int) []int {
 		left = still
 	}
 	return shares
-}
-
-// cutMiddle is s as the model reads it (visible), within limit bytes: all of it, or its
-// head and its tail with a line between them saying how much of what was left out,
-// counted in s's own bytes. Cuts fall on UTF-8 boundaries, and on line ends when one
-// is near.
-func cutMiddle(s string, limit int, what string) string {
-	if visibleLen(s) <= limit {
-		return visible(s)
-	}
-	marker := func(n int) string { return fmt.Sprintf("\n[... %s bytes of %s left out ...]\n", count(n), what) }
-	room := limit - len(marker(len(s)))
-	if room <= 0 {
-		return strings.TrimPrefix(marker(len(s)), "\n")
-	}
-	head := visiblePrefix(s, room/2)
-	if i := strings.LastIndexByte(head, '\n'); i >= len(head)*3/4 {
-		head = head[:i]
-	}
-	tail := visibleSuffix(s[len(head):], room-visibleLen(head))
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
-		tail = tail[i+1:]
-	}
-	return visible(head) + marker(len(s)-len(head)-len(tail)) + visible(tail)
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

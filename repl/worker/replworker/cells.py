@@ -608,6 +608,9 @@ class Worker:
             'truncated': {'stdout': cut['stdout'], 'stderr': cut['stderr'], 'return': False},
             'state': 'cleared' if policy_error else 'preserved',
         }
+        cuts = {stream: captured.streams[stream].gap for stream in STREAMS if captured.streams[stream].gap}
+        if cuts:
+            result['cuts'] = cuts
         if policy_error:
             result['error'] = policy_error
         elif exc is not None:
