@@ -91,14 +91,14 @@ func (s *Server) executePythonTool() tool {
 		name: "execute_python",
 		description: "Run Python in a persistent, trusted local CPython session: variables, imports, the working " +
 			"directory and one asyncio loop persist between calls, and top-level await works. The trailing expression " +
-			"is shown as Python shows it (DataFrames as tables), without calling your classes' __repr__; " +
+			"is shown as Python shows it (DataFrames as tables), without calling your classes' __repr__. " +
+			"mcp.call(server, tool, {...}) calls the other MCP servers configured for the broker (help(mcp) tells more). " +
 			"display(obj) and plt.show() send figures and images as images. A cell may start with !cmd or " +
 			"%pip install lines; sh(cmd) runs a shell command and returns its output. Output is bounded (50,000 " +
 			"bytes per stream; the complete output becomes an artifact to read with artifact_read). timeout " +
 			"0.01..3600 s (default 120): for longer work use python_start and poll python_run. reset=true restarts " +
 			"the worker. Cancelling interrupts the code; external effects may already have happened. The result says " +
-			"whether the variables survived and names its run and generation. mcp.call(server, tool, {...}) calls " +
-			"the other MCP servers configured for the broker (help(mcp) tells more).",
+			"whether the variables survived and names its run and generation.",
 		input:           executionInput(),
 		output:          executionResultSchema,
 		annotations:     annotations(false, true, false, true),
