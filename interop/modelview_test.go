@@ -74,7 +74,7 @@ func TestModelView(t *testing.T) {
 			run := a.run(t, s, python, steps)
 			t.Run("Harness", func(t *testing.T) { run.checkHarness(t, steps) })
 			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, run.recs) }) })
-			for _, p := range modelViewPoints() {
+			for _, p := range append(modelViewPoints(), roundTwoPoints()...) {
 				t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, a.kind, run.recs) }) })
 			}
 		})
