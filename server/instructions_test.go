@@ -47,3 +47,22 @@ func TestExecuteDescriptionForDataWork(t *testing.T) {
 		t.Errorf("the broker takes %d sentences of execute_python's description, want 1:\n%s", broker, desc)
 	}
 }
+
+// TestDescriptionsPromiseOnlyWhatBothFormsShow: the descriptions of the tools and of
+// their arguments name no field that only structuredContent carries, since the text
+// form's model never sees one by that name.
+func TestDescriptionsPromiseOnlyWhatBothFormsShow(t *testing.T) {
+	for _, tl := range (&Server{}).tools() {
+		texts := []string{tl.description}
+		for _, p := range tl.input {
+			texts = append(texts, p.desc)
+		}
+		for _, text := range texts {
+			for _, field := range []string{"server.session_id", "artifact.id", "has_more", "success appears", "return_value", "structuredContent"} {
+				if strings.Contains(text, field) {
+					t.Errorf("%s: a description names %s, which the text form does not show: %q", tl.name, field, text)
+				}
+			}
+		}
+	}
+}

@@ -116,7 +116,7 @@ func (s *Server) artifactReadTool() tool {
 	return tool{
 		name: "artifact_read",
 		description: "Read a range of an artifact: at most 65,536 bytes from offset. encoding text needs the range to " +
-			"be complete UTF-8 (move the boundaries or ask for hex or base64); has_more says whether bytes follow.",
+			"be complete UTF-8 (move the boundaries or ask for hex or base64). The answer says whether bytes follow, and from which offset.",
 		input: inputSchema{
 			withRequired(sessionIDParam()),
 			artifactIDParam(),

@@ -32,7 +32,7 @@ func (s *Server) pythonCancelTool() tool {
 	return tool{
 		name: "python_cancel",
 		description: "Cancel the session's active run (or the one named): SIGINT, then SIGKILL after a 2 s grace. " +
-			"Returns at once; poll python_run until success appears. Does not roll back external writes.",
+			"Returns at once; poll python_run for the run's result. Does not roll back external writes.",
 		input:       inputSchema{sessionIDParam(), runIDParam()},
 		output:      cancelSchema,
 		annotations: annotations(false, true, false, true),
