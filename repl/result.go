@@ -93,8 +93,9 @@ type Result struct {
 	stdoutEnd, stderrEnd int64
 
 	// stdoutGaps and stderrGaps are where Stdout and Stderr were cut, and what each cut
-	// left out of the complete stream (Cuts).
+	// left out of the complete stream (Cuts); bgGaps those of BackgroundOutput's.
 	stdoutGaps, stderrGaps []Gap
+	bgGaps                 [2][]Gap
 
 	// Images are the images the run showed, in order: their metadata is the JSON's
 	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
@@ -111,8 +112,10 @@ type workerResult struct {
 	ReturnValue *string         `json:"return_value"`
 	Value       json.RawMessage `json:"value"`
 	ReturnRepr  string          `json:"return_repr"`
-	// Cuts are the gaps of the streams the worker cut, by stream (Gap).
+	// Cuts are the gaps of the streams the worker cut, by stream (Gap), and
+	// BackgroundCuts those of background_output's.
 	Cuts                     map[string]Gap    `json:"cuts"`
+	BackgroundCuts           map[string]Gap    `json:"background_cuts"`
 	Error                    *string           `json:"error"`
 	Truncated                Truncated         `json:"truncated"`
 	State                    State             `json:"state"`
@@ -199,8 +202,10 @@ func (r *Result) boundBackground() {
 		r.BackgroundThreads[i] = cutUTF8(name, maxThreadNameBytes)
 	}
 	if b := r.BackgroundOutput; b != nil {
-		b.Stdout = boundHeadTail(b.Stdout, backgroundLimit, backgroundHead, &b.Truncated)
-		b.Stderr = boundHeadTail(b.Stderr, backgroundLimit, backgroundHead, &b.Truncated)
+		out := boundCut(CutText{b.Stdout, r.bgGaps[0]}, backgroundLimit, backgroundHead, &b.Truncated)
+		b.Stdout, r.bgGaps[0] = out.Text, out.Gaps
+		out = boundCut(CutText{b.Stderr, r.bgGaps[1]}, backgroundLimit, backgroundHead, &b.Truncated)
+		b.Stderr, r.bgGaps[1] = out.Text, out.Gaps
 		if b.Stdout == "" && b.Stderr == "" {
 			r.BackgroundOutput = nil
 		}
@@ -289,6 +294,14 @@ func CutUTF8(s string, limit int) string { return cutUTF8(s, limit) }
 // cut (the text form's) can count against the whole stream.
 func (r *Result) Cuts() (stdout, stderr CutText) {
 	return CutText{r.Stdout, r.stdoutGaps}, CutText{r.Stderr, r.stderrGaps}
+}
+
+// BackgroundCuts are Cuts for BackgroundOutput's streams (empty texts without it).
+func (r *Result) BackgroundCuts() (stdout, stderr CutText) {
+	if b := r.BackgroundOutput; b != nil {
+		return CutText{b.Stdout, r.bgGaps[0]}, CutText{b.Stderr, r.bgGaps[1]}
+	}
+	return CutText{}, CutText{}
 }
 
 // workerCut is a stream of the worker's result with the gap the worker reported.

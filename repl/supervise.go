@@ -385,6 +385,13 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 	if nativeCut {
 		res.Truncated.Stderr = true
 	}
+	if b := res.BackgroundOutput; b != nil {
+		for i, stream := range [2]*string{&b.Stdout, &b.Stderr} {
+			gap, cut := wr.BackgroundCuts[[2]string{"stdout", "stderr"}[i]]
+			c := workerCut(*stream, gap, cut)
+			*stream, res.bgGaps[i] = c.Text, c.Gaps
+		}
+	}
 	if string(res.Value) == "null" {
 		res.Value = nil // None has no value beyond return_value: null
 	}

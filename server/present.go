@@ -108,7 +108,7 @@ func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, s
 		if err := json.Unmarshal(structured, &v); err != nil {
 			return reply{body: "Error: the execution result could not be read: " + err.Error()}
 		}
-		v.repr, v.cuts = e.repr, e.cuts
+		v.repr, v.cuts, v.bgCuts = e.repr, e.cuts, e.bgCuts
 		return execText(&v, e.polled, func(text string) (artifactRef, error) {
 			return s.saveText(ctx, sess, v.RunID, text)
 		})

@@ -447,3 +447,33 @@ func clipMiddle(s string) string {
 	}
 	return s[:300] + " ... " + s[len(s)-300:]
 }
+
+// TestTextFormBackgroundCutCountsTheWholeStream: what a thread of an earlier cell
+// printed, cut by the worker, reads with a marker that counts the lines and bytes of
+// all it printed.
+func TestTextFormBackgroundCutCountsTheWholeStream(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "claude-code", protocol: "2025-11-25"})
+	w.textCall(t, "execute_python", map[string]any{"code": `import threading
+go, done = threading.Event(), threading.Event()
+def chatter():
+    go.wait()
+    for i in range(2000):
+        print(f"tick {i:05d} " + "y" * 20)
+    done.set()
+threading.Thread(target=chatter, daemon=True).start()`})
+	got, _ := w.textCall(t, "execute_python", map[string]any{"code": "go.set(); done.wait(30)"})
+	_, bg, ok := strings.Cut(got, "[background stdout]\n")
+	if !ok {
+		t.Fatalf("no background stdout: %q", clipMiddle(got))
+	}
+	bg = bg[:strings.LastIndex(bg, "\n[ok;")+1]
+	m := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of background stdout left out \.\.\.\]\n`).FindStringSubmatchIndex(bg)
+	if m == nil {
+		t.Fatalf("no marker of background stdout in %q", clipMiddle(bg))
+	}
+	shown := bg[:m[0]] + bg[m[1]:]
+	if lines, bytes := number(t, bg[m[2]:m[3]]), number(t, bg[m[4]:m[5]]); len(shown)+bytes != 2000*32 || strings.Count(shown, "\n")+lines != 2000 {
+		t.Errorf("background stdout shows %d bytes, %d lines and says %d lines, %d bytes left out; it printed 64,000 bytes in 2,000 lines",
+			len(shown), strings.Count(shown, "\n"), lines, bytes)
+	}
+}

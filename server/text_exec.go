@@ -26,8 +26,9 @@ type execution struct {
 	// JSON: what the text form shows instead (repl.Result.ReturnRepr).
 	repr string
 	// cuts are the result's stdout and stderr with their gaps (repl.Result.Cuts), so
-	// the text form's markers count against the complete streams.
-	cuts [2]repl.CutText
+	// the text form's markers count against the complete streams; bgCuts are those of
+	// its background output.
+	cuts, bgCuts [2]repl.CutText
 }
 
 // executed is r as the value of the tool that ran it.
@@ -45,8 +46,9 @@ func executionOf(r *repl.Result, polled bool) execution {
 		return execution{json: encoded, failed: true, polled: polled}
 	}
 	stdout, stderr := r.Cuts()
+	bgStdout, bgStderr := r.BackgroundCuts()
 	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr,
-		cuts: [2]repl.CutText{stdout, stderr}}
+		cuts: [2]repl.CutText{stdout, stderr}, bgCuts: [2]repl.CutText{bgStdout, bgStderr}}
 }
 
 // execView is the part of an execution result's JSON the text is made of.
@@ -93,8 +95,9 @@ type execView struct {
 
 	// repr is execution.repr: the value as Python shows it, "" for none.
 	repr string
-	// cuts are stdout and stderr with where they were cut (execution.cuts).
-	cuts [2]repl.CutText
+	// cuts are stdout and stderr with where they were cut (execution.cuts), bgCuts
+	// the background output's.
+	cuts, bgCuts [2]repl.CutText
 }
 
 // imageInfo is what a result says of an image the cell displayed; the image
@@ -143,14 +146,7 @@ func (v *execView) parts() []part {
 	if o := v.OutputArtifacts; o != nil {
 		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
 	}
-	// The gaps are of the result's streams, as long as the JSON holds those.
-	stdout, stderr := v.cuts[0], v.cuts[1]
-	if stdout.Text != v.Stdout {
-		stdout = repl.CutText{Text: v.Stdout}
-	}
-	if stderr.Text != v.Stderr {
-		stderr = repl.CutText{Text: v.Stderr}
-	}
+	stdout, stderr := matching(v.cuts[0], v.Stdout), matching(v.cuts[1], v.Stderr)
 	ps := []part{
 		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
 		{label: "[stderr]", text: stderr.Text, gaps: stderr.Gaps, what: "stderr", saved: outputs[1] != nil, all: outputs[1]},
@@ -160,11 +156,21 @@ func (v *execView) parts() []part {
 		ps = append(ps, part{text: *v.Error, what: "the error"})
 	}
 	if bg := v.BackgroundOutput; bg != nil {
+		out, errs := matching(v.bgCuts[0], bg.Stdout), matching(v.bgCuts[1], bg.Stderr)
 		ps = append(ps,
-			part{label: "[background stdout]", text: bg.Stdout, what: "background stdout"},
-			part{label: "[background stderr]", text: bg.Stderr, what: "background stderr"})
+			part{label: "[background stdout]", text: out.Text, gaps: out.Gaps, what: "background stdout"},
+			part{label: "[background stderr]", text: errs.Text, gaps: errs.Gaps, what: "background stderr"})
 	}
 	return ps
+}
+
+// matching is c when it is of text, the text a result's JSON holds; else text with no
+// gaps (an execution made without a repl.Result).
+func matching(c repl.CutText, text string) repl.CutText {
+	if c.Text != text {
+		return repl.CutText{Text: text}
+	}
+	return c
 }
 
 // valueText is the trailing value as the model should read it: a string with a

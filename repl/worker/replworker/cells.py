@@ -367,7 +367,9 @@ class Worker:
             result['background_threads'] = background
         printed = self._output.take_background()
         if printed:
-            result['background_output'] = printed
+            result['background_output'], cuts = printed
+            if cuts:
+                result['background_cuts'] = cuts
         self._deliver(run_id, command['barrier'], result)
 
     def _run_file(self, run_id, path, argv):

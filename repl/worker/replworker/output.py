@@ -667,16 +667,19 @@ class Output:
 
     def take_background(self):
         """What threads of earlier cells printed since the last result, as a result's
-        background_output, or None when they printed nothing. A new capture takes over."""
+        background_output and its `cuts` (the result's `background_cuts`), or None when
+        they printed nothing. A new capture takes over."""
         taken, self.background = self.background, background_capture()
         taken.finish()
         if taken.empty:
             return None
         texts = taken.streams
-        return {
+        printed = {
             'stdout': texts['stdout'].text(), 'stderr': texts['stderr'].text(),
             'truncated': texts['stdout'].cut or texts['stderr'].cut,
         }
+        cuts = {stream: texts[stream].gap for stream in STREAMS if texts[stream].gap}
+        return printed, cuts
 
     def _pump(self):
         idle_ticks = 0
