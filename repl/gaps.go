@@ -119,3 +119,16 @@ func (c CutText) checked() CutText {
 	}
 	return c
 }
+
+// gapsOfSuffix are the gaps of a text's suffix that starts at byte from: those wholly
+// in it, moved with it. A marker the suffix starts inside of is text there.
+func gapsOfSuffix(gaps []Gap, from int) []Gap {
+	var kept []Gap
+	for _, g := range gaps {
+		if g.At >= from {
+			g.At -= from
+			kept = append(kept, g)
+		}
+	}
+	return kept
+}

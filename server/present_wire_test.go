@@ -401,22 +401,11 @@ sys.stderr.flush()
 _ = os.write(2, b"native\n" * 10000)
 `, rows)
 	got, _ := w.textCall(t, "execute_python", map[string]any{"code": code})
-	body, _, ok := strings.Cut(got, "\n[stderr]\n")
-	if !ok {
-		t.Fatalf("no stderr part: %q", got[:200])
-	}
-	marker := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of stdout left out; all of it: artifact (\S+) \.\.\.\]\n`)
-	ms := marker.FindAllStringSubmatchIndex(body, -1)
-	if len(ms) != 1 || !strings.HasPrefix(body, row(0)[:20]) || !strings.HasSuffix(body+"\n", row(rows-1)) {
-		t.Fatalf("stdout: %d markers; head %q, tail %q", len(ms), body[:40], body[len(body)-80:])
-	}
-	m := ms[0]
-	shown := body[:m[0]] + body[m[1]:] + "\n" // the part's own last newline ends the line before [stderr]
-	lines, bytes := number(t, body[m[2]:m[3]]), number(t, body[m[4]:m[5]])
-	if len(shown)+bytes != total || strings.Count(shown, "\n")+lines != rows {
-		t.Errorf("stdout shows %d bytes, %d lines and says %d bytes, %d lines left out; the stream is %d bytes, %d lines",
-			len(shown), strings.Count(shown, "\n"), bytes, lines, total, rows)
-	}
+	body := checkStdoutCut(t, got, row(0), row(rows-1), total, rows)
+	// python_run read from offsets counts the same way.
+	run := uuidPattern.FindString(footerOf(got))
+	polled, _ := w.textCall(t, "python_run", map[string]any{"run_id": run, "stdout_offset": 0, "stderr_offset": 0})
+	checkStdoutCut(t, polled, row(0), row(rows-1), total, rows)
 
 	// stderr: 60,001 bytes from Python (cut by the worker) then 70,000 native bytes.
 	errPart := got[len(body)+len("\n[stderr]\n"):]
@@ -430,6 +419,30 @@ _ = os.write(2, b"native\n" * 10000)
 	if want := 60001 + 70000; len(shownErr)+all != want {
 		t.Errorf("stderr shows %d bytes and says %d left out; it was %d:\n%s", len(shownErr), all, want, clipMiddle(errPart))
 	}
+}
+
+// checkStdoutCut checks that the stdout part of a text-form result (the text before
+// [stderr]) shows the first and the last row around one marker, and that what it
+// shows and what the marker counts are the whole stream; it returns the part.
+func checkStdoutCut(t *testing.T, got, first, last string, total, rows int) string {
+	t.Helper()
+	body, _, ok := strings.Cut(got, "\n[stderr]\n")
+	if !ok {
+		t.Fatalf("no stderr part: %q", got[:200])
+	}
+	marker := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of stdout left out; all of it: artifact (\S+) \.\.\.\]\n`)
+	ms := marker.FindAllStringSubmatchIndex(body, -1)
+	if len(ms) != 1 || !strings.HasPrefix(body, first[:20]) || !strings.HasSuffix(body+"\n", last) {
+		t.Fatalf("stdout: %d markers; head %q, tail %q", len(ms), body[:40], body[len(body)-80:])
+	}
+	m := ms[0]
+	shown := body[:m[0]] + body[m[1]:] + "\n" // the part's own last newline ends the line before [stderr]
+	lines, bytes := number(t, body[m[2]:m[3]]), number(t, body[m[4]:m[5]])
+	if len(shown)+bytes != total || strings.Count(shown, "\n")+lines != rows {
+		t.Errorf("stdout shows %d bytes, %d lines and says %d bytes, %d lines left out; the stream is %d bytes, %d lines",
+			len(shown), strings.Count(shown, "\n"), bytes, lines, total, rows)
+	}
+	return body
 }
 
 func number(t *testing.T, s string) int {
