@@ -87,8 +87,9 @@ package main
 //	expect-elapsed OP DUR   round trip of the last reply
 //
 // PATH is dotted (result.tools.0.name) or a JSON pointer (/result/tools/0/name).
-// "sc" at the start stands for result.structuredContent and "text" for
-// result.content.0.text. A "#" segment is the length of what precedes it (UTF-8
+// "sc" at the start stands for result.structuredContent, "text" for
+// result.content.0.text and "footer" for the text of the last text block (the
+// text form's footer line, a block of its own). A "#" segment is the length of what precedes it (UTF-8
 // bytes of a string, elements of an array, keys of an object). A "*" segment
 // matches every element: the assertion must hold for each, and for at least one.
 //
@@ -1260,7 +1261,25 @@ func resolvePath(root any, path string) ([]resolved, error) {
 	if path == "" {
 		return nil, errors.New("empty path")
 	}
-	return walkPath(root, pathSegments(path), ""), nil
+	segs := pathSegments(path)
+	if segs[0] == "footer" {
+		segs = append([]string{"result", "content", lastTextBlock(root), "text"}, segs[1:]...)
+	}
+	return walkPath(root, segs, ""), nil
+}
+
+// lastTextBlock is the index of the last text block of a reply's result, "-" when it
+// has none (which resolves to nothing).
+func lastTextBlock(root any) string {
+	reply, _ := root.(map[string]any)
+	result, _ := reply["result"].(map[string]any)
+	content, _ := result["content"].([]any)
+	for i := len(content) - 1; i >= 0; i-- {
+		if block, _ := content[i].(map[string]any); block["type"] == "text" {
+			return strconv.Itoa(i)
+		}
+	}
+	return "-"
 }
 
 func walkPath(cur any, segs []string, where string) []resolved {

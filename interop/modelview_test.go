@@ -75,7 +75,7 @@ func TestModelView(t *testing.T) {
 			run := a.run(t, s, python, steps)
 			t.Run("Harness", func(t *testing.T) { run.checkHarness(t, steps) })
 			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, run.recs) }) })
-			for _, p := range modelViewPoints() {
+			for _, p := range append(modelViewPoints(), roundTwoPoints()...) {
 				t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, a.kind, run.recs) }) })
 			}
 		})
@@ -374,6 +374,11 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 // features.code_mode is off. gpt-5.5 keeps Codex's real tool_search deferral (and its
 // real truncation policy), which a made-up model name would not.
 func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
+	return runCodexMode(t, s, python, steps, false, func(m *fakeModel) http.Handler { return responsesAPI{m} })
+}
+
+// runCodexMode is runCodex with code mode on or off, against the fake API handler makes.
+func runCodexMode(t *testing.T, s *suite, python string, steps []step, codeMode bool, handler func(*fakeModel) http.Handler) *agentRun {
 	s.checkNpmPackage(t, codexPackage)
 	codexJS := s.path("node_modules", "@openai", "codex", "bin", "codex.js")
 	// codex.js runs the native binary of the platform package npm ci picked from the
@@ -393,7 +398,7 @@ func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
 	}
 	return runAgent(t, agentSetup{
 		kind:    codex,
-		handler: func(m *fakeModel) http.Handler { return responsesAPI{m} },
+		handler: handler,
 		command: func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
 			home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
 			codexHome := filepath.Join(home, ".codex")
@@ -403,7 +408,7 @@ func runCodex(t *testing.T, s *suite, python string, steps []step) *agentRun {
 			var b strings.Builder
 			fmt.Fprintf(&b, "model = %s\nmodel_provider = \"modelview\"\n", tomlString("gpt-5.5"))
 			b.WriteString("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n")
-			b.WriteString("\n[features]\ncode_mode = false\ncode_mode_only = false\n")
+			fmt.Fprintf(&b, "\n[features]\ncode_mode = %v\ncode_mode_only = false\n", codeMode)
 			fmt.Fprintf(&b, "\n[model_providers.modelview]\nname = \"repl-mcp model-view fake\"\nbase_url = %s\n", tomlString(fmt.Sprintf("http://127.0.0.1:%d/v1", port)))
 			b.WriteString("wire_api = \"responses\"\nenv_key = \"REPL_MCP_MODELVIEW_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n")
 			for name, srv := range s.agentServers(python, marker) {

@@ -150,6 +150,8 @@ func (r *Result) From(offs Offsets) (*Result, error) {
 	if c.Stderr, start[1], cut[1], err = trimmed("stderr", r.Stderr, r.stderrBase, r.stderrEnd, offsetOf(offs.Stderr)); err != nil {
 		return nil, err
 	}
+	c.stdoutGaps = gapsOfSuffix(r.stdoutGaps, len(r.Stdout)-len(c.Stdout))
+	c.stderrGaps = gapsOfSuffix(r.stderrGaps, len(r.Stderr)-len(c.Stderr))
 	end[0] = max(r.stdoutEnd, r.stdoutBase+int64(len(r.Stdout)))
 	end[1] = max(r.stderrEnd, r.stderrBase+int64(len(r.Stderr)))
 	c.StdoutStart, c.StdoutEnd, c.StderrStart, c.StderrEnd = &start[0], &end[0], &start[1], &end[1]

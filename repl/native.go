@@ -3,7 +3,6 @@ package repl
 import (
 	"bytes"
 	"io"
-	"strings"
 	"sync"
 	"time"
 )
@@ -112,11 +111,18 @@ func (n *nativeOutput) wait(d time.Duration) {
 // take returns the run's native output as it is now (bounded, valid UTF-8) and
 // whether some was left out. It changes nothing: live snapshots take it too.
 func (n *nativeOutput) take() (string, bool) {
+	out, truncated := n.takeCut()
+	return out.Text, truncated
+}
+
+// takeCut is take with the gaps of what was left out (CutText).
+func (n *nativeOutput) takeCut() (CutText, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out, truncated := n.text.view()
-	out = boundHeadTail(out+string(n.pending), LiveLimit, streamHead, &truncated)
-	return strings.ToValidUTF8(out, "\uFFFD"), truncated
+	out := n.text.view()
+	truncated := len(out.Gaps) > 0
+	out = boundCut(out.Join(CutText{Text: string(n.pending)}), LiveLimit, streamHead, &truncated)
+	return out.checked(), truncated
 }
 
 // from is the run's native output from offset on, as python_run's live snapshot shows

@@ -44,11 +44,15 @@ type Result struct {
 	Stderr      string          `json:"stderr"`
 	ReturnValue *string         `json:"return_value"`
 	Value       json.RawMessage `json:"value,omitempty"`
-	Error       *string         `json:"error"`
-	ElapsedMS   float64         `json:"elapsed_ms"`
-	Truncated   Truncated       `json:"truncated"`
-	State       State           `json:"state"`
-	StateReset  *bool           `json:"state_reset,omitempty"`
+	// ReturnRepr is the trailing value as Python's repr shows it, when return_value
+	// is its JSON: what the text form shows (docs/contract.md §3.4). Not a field of
+	// the contract's result.
+	ReturnRepr string    `json:"-"`
+	Error      *string   `json:"error"`
+	ElapsedMS  float64   `json:"elapsed_ms"`
+	Truncated  Truncated `json:"truncated"`
+	State      State     `json:"state"`
+	StateReset *bool     `json:"state_reset,omitempty"`
 	// ExecutionMode is set when a worker executed the run.
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`
@@ -88,6 +92,11 @@ type Result struct {
 	// still be valid once the run is done.
 	stdoutEnd, stderrEnd int64
 
+	// stdoutGaps and stderrGaps are where Stdout and Stderr were cut, and what each cut
+	// left out of the complete stream (Cuts); bgGaps those of BackgroundOutput's.
+	stdoutGaps, stderrGaps []Gap
+	bgGaps                 [2][]Gap
+
 	// Images are the images the run showed, in order: their metadata is the JSON's
 	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
 	// of the images past the bounds, which became artifacts.
@@ -107,11 +116,16 @@ type Result struct {
 
 // workerResult is the worker's half of a result, as sent in its result frame.
 type workerResult struct {
-	Success                  bool              `json:"success"`
-	Stdout                   string            `json:"stdout"`
-	Stderr                   string            `json:"stderr"`
-	ReturnValue              *string           `json:"return_value"`
-	Value                    json.RawMessage   `json:"value"`
+	Success     bool            `json:"success"`
+	Stdout      string          `json:"stdout"`
+	Stderr      string          `json:"stderr"`
+	ReturnValue *string         `json:"return_value"`
+	Value       json.RawMessage `json:"value"`
+	ReturnRepr  string          `json:"return_repr"`
+	// Cuts are the gaps of the streams the worker cut, by stream (Gap), and
+	// BackgroundCuts those of background_output's.
+	Cuts                     map[string]Gap    `json:"cuts"`
+	BackgroundCuts           map[string]Gap    `json:"background_cuts"`
 	Error                    *string           `json:"error"`
 	Truncated                Truncated         `json:"truncated"`
 	State                    State             `json:"state"`
@@ -145,8 +159,10 @@ func (r *Result) bound(valueLimit int) {
 	// The head and the tail, as the worker keeps them: the end of a long run is
 	// usually what matters, and native output appended to stderr must not push the
 	// end of either out.
-	r.Stdout = boundHeadTail(r.Stdout, StreamLimit, streamHead, &r.Truncated.Stdout)
-	r.Stderr = boundHeadTail(r.Stderr, StreamLimit, streamHead, &r.Truncated.Stderr)
+	out := boundCut(CutText{r.Stdout, r.stdoutGaps}, StreamLimit, streamHead, &r.Truncated.Stdout)
+	r.Stdout, r.stdoutGaps = out.Text, out.Gaps
+	out = boundCut(CutText{r.Stderr, r.stderrGaps}, StreamLimit, streamHead, &r.Truncated.Stderr)
+	r.Stderr, r.stderrGaps = out.Text, out.Gaps
 	r.boundBackground()
 	if r.ReturnValue != nil {
 		v := boundFlag(*r.ReturnValue, PreviewLimit, &r.Truncated.Return)
@@ -155,6 +171,9 @@ func (r *Result) bound(valueLimit int) {
 	if len(r.Value) > valueLimit {
 		// The worker keeps values under the preview budget; never trust that blindly.
 		r.Value, r.Truncated.Return = nil, true
+	}
+	if len(r.ReturnRepr) > PreviewLimit || r.Value == nil || !utf8.ValidString(r.ReturnRepr) {
+		r.ReturnRepr = "" // the JSON preview stands
 	}
 	if r.Error != nil {
 		var cut bool
@@ -203,8 +222,10 @@ func (r *Result) boundBackground() {
 		r.BackgroundThreads[i] = cutUTF8(name, maxThreadNameBytes)
 	}
 	if b := r.BackgroundOutput; b != nil {
-		b.Stdout = boundHeadTail(b.Stdout, backgroundLimit, backgroundHead, &b.Truncated)
-		b.Stderr = boundHeadTail(b.Stderr, backgroundLimit, backgroundHead, &b.Truncated)
+		out := boundCut(CutText{b.Stdout, r.bgGaps[0]}, backgroundLimit, backgroundHead, &b.Truncated)
+		b.Stdout, r.bgGaps[0] = out.Text, out.Gaps
+		out = boundCut(CutText{b.Stderr, r.bgGaps[1]}, backgroundLimit, backgroundHead, &b.Truncated)
+		b.Stderr, r.bgGaps[1] = out.Text, out.Gaps
 		if b.Stdout == "" && b.Stderr == "" {
 			r.BackgroundOutput = nil
 		}
@@ -287,3 +308,26 @@ func cutUTF8[T string | []byte](s T, limit int) T {
 
 // CutUTF8 is cutUTF8 for the presentation layer.
 func CutUTF8(s string, limit int) string { return cutUTF8(s, limit) }
+
+// Cuts are Stdout and Stderr with their gaps: where each was cut and what each cut
+// left out of the complete stream, however many times it was cut, so that a later
+// cut (the text form's) can count against the whole stream.
+func (r *Result) Cuts() (stdout, stderr CutText) {
+	return CutText{r.Stdout, r.stdoutGaps}, CutText{r.Stderr, r.stderrGaps}
+}
+
+// BackgroundCuts are Cuts for BackgroundOutput's streams (empty texts without it).
+func (r *Result) BackgroundCuts() (stdout, stderr CutText) {
+	if b := r.BackgroundOutput; b != nil {
+		return CutText{b.Stdout, r.bgGaps[0]}, CutText{b.Stderr, r.bgGaps[1]}
+	}
+	return CutText{}, CutText{}
+}
+
+// workerCut is a stream of the worker's result with the gap the worker reported.
+func workerCut(text string, gap Gap, cut bool) CutText {
+	if !cut {
+		return CutText{Text: text}
+	}
+	return CutText{text, []Gap{gap}}.checked()
+}

@@ -365,13 +365,20 @@ func (s *Session) overBudgetError(p *process, sampled int64) string {
 // the worker wrote before it.
 func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 	p.native.wait(barrierWait)
-	native, nativeCut := p.native.take()
+	native, nativeCut := p.native.takeCut()
+	stdoutGap, stdoutCut := wr.Cuts["stdout"]
+	stderrGap, stderrCut := wr.Cuts["stderr"]
+	stdout := workerCut(wr.Stdout, stdoutGap, stdoutCut)
+	stderr := workerCut(wr.Stderr, stderrGap, stderrCut).Join(native)
 	res := &Result{
 		Success:                  wr.Success,
-		Stdout:                   wr.Stdout,
-		Stderr:                   wr.Stderr + native,
+		Stdout:                   stdout.Text,
+		Stderr:                   stderr.Text,
+		stdoutGaps:               stdout.Gaps,
+		stderrGaps:               stderr.Gaps,
 		ReturnValue:              wr.ReturnValue,
 		Value:                    wr.Value,
+		ReturnRepr:               wr.ReturnRepr,
 		Error:                    wr.Error,
 		Truncated:                wr.Truncated,
 		State:                    wr.State,
@@ -390,6 +397,13 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 	}
 	if nativeCut {
 		res.Truncated.Stderr = true
+	}
+	if b := res.BackgroundOutput; b != nil {
+		for i, stream := range [2]*string{&b.Stdout, &b.Stderr} {
+			gap, cut := wr.BackgroundCuts[[2]string{"stdout", "stderr"}[i]]
+			c := workerCut(*stream, gap, cut)
+			*stream, res.bgGaps[i] = c.Text, c.Gaps
+		}
 	}
 	if string(res.Value) == "null" {
 		res.Value = nil // None has no value beyond return_value: null
@@ -514,8 +528,9 @@ func (s *Session) lost(p *process, r *run, msg string) *Result {
 	res.Stderr, res.stderrBase = r.stderr.tail(StreamLimit)
 	res.Truncated = Truncated{Stdout: res.stdoutBase > 0, Stderr: res.stderrBase > 0}
 	r.mu.Unlock()
-	native, cut := p.native.take()
-	res.Stderr += native
+	native, cut := p.native.takeCut()
+	stderr := CutText{Text: res.Stderr}.Join(native)
+	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps
 	res.Truncated.Stderr = res.Truncated.Stderr || cut
 	return res
 }

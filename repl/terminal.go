@@ -1,5 +1,7 @@
 package repl
 
+import "bytes"
+
 // terminalText is a stream of bytes as a terminal shows it, bounded: a \r moves the
 // cursor back to the start of the line and what follows overwrites it, so a
 // progress bar that redraws itself keeps only its last state; a line is final at
@@ -16,6 +18,7 @@ type terminalText struct {
 	tail        []byte // once cut: the latest final bytes (trimmed lazily)
 	cut         bool
 	total       int // final bytes, all of them
+	lines       int // newlines in them
 }
 
 func newTerminalText(limit, head int) *terminalText {
@@ -63,6 +66,7 @@ func (t *terminalText) endLine() {
 
 func (t *terminalText) final(p []byte) {
 	t.total += len(p)
+	t.lines += bytes.Count(p, []byte{'\n'})
 	if !t.cut {
 		t.kept = append(t.kept, p...)
 		if len(t.kept) <= t.limit {
@@ -85,19 +89,24 @@ func (t *terminalText) final(p []byte) {
 func (t *terminalText) tailRoom() int { return t.limit - len(t.kept) - streamMarker }
 
 // view returns the text as it is now, the current line included (nothing changes:
-// a live snapshot takes views too), and whether it was cut.
-func (t *terminalText) view() (string, bool) {
+// a live snapshot takes views too), with the gap of its cut, if it was cut.
+func (t *terminalText) view() CutText {
 	if !t.cut && len(t.kept)+len(t.line) <= t.limit {
-		return string(t.kept) + string(t.line), false
+		return CutText{Text: string(t.kept) + string(t.line)}
 	}
 	if !t.cut { // the current line alone takes it past the limit
 		whole := append(append([]byte(nil), t.kept...), t.line...)
 		head := cutUTF8(whole, t.head)
 		last := suffixUTF8(whole[len(head):], t.limit-len(head)-streamMarker)
-		return string(head) + leftOutMarker(len(whole)-len(head)-len(last)) + string(last), true
+		return CutText{Text: string(whole)}.Remove(len(head), len(whole)-len(last), nativeMarker)
 	}
 	end := append(append([]byte(nil), t.tail...), t.line...)
 	last := suffixUTF8(end, t.tailRoom())
 	leftOut := t.total + len(t.line) - len(t.kept) - len(last)
-	return string(t.kept) + leftOutMarker(leftOut) + string(last), true
+	lines := t.lines - bytes.Count(t.kept, []byte{'\n'}) - bytes.Count(last, []byte{'\n'})
+	marker := leftOutMarker(leftOut)
+	return CutText{Text: string(t.kept) + marker + string(last),
+		Gaps: []Gap{{At: len(t.kept), Marker: len(marker), Bytes: int64(leftOut), Lines: int64(max(lines, 0))}}}
 }
+
+func nativeMarker(bytes, _ int64) string { return leftOutMarker(int(bytes)) }

@@ -13,7 +13,8 @@ func terminalView(limit int, writes ...string) (string, bool) {
 	for _, w := range writes {
 		t.write([]byte(w))
 	}
-	return t.view()
+	v := t.view()
+	return v.Text, len(v.Gaps) > 0
 }
 
 // A line rewritten with \r shows its last state, as on a terminal.
@@ -48,8 +49,9 @@ func TestTerminalTextKeepsHeadAndTail(t *testing.T) {
 	}
 	text.write([]byte("progress 1\rprogress 2"))
 	all.WriteString("progress 2")
-	got, cut := text.view()
-	again, _ := text.view()
+	view := text.view()
+	got, cut := view.Text, len(view.Gaps) > 0
+	again := text.view().Text
 	if !cut || got != again {
 		t.Fatalf("cut %v; a second view differs: %v", cut, got != again)
 	}
@@ -70,6 +72,13 @@ func TestTerminalTextKeepsHeadAndTail(t *testing.T) {
 	}
 	if want := withCommas(len(complete) - len(head) - len(tail)); count != want {
 		t.Fatalf("marker says %s bytes left out, want %s", count, want)
+	}
+	// The gap says where the marker is, and the lines left out too.
+	g := view.Gaps[0]
+	left := complete[len(head) : len(complete)-len(tail)]
+	if g.At != len(head) || got[g.At:g.At+g.Marker] != "\n[... "+count+" bytes left out ...]\n" ||
+		g.Bytes != int64(len(left)) || g.Lines != int64(strings.Count(left, "\n")) {
+		t.Fatalf("gap %+v; want at %d, %d bytes, %d lines", g, len(head), len(left), strings.Count(left, "\n"))
 	}
 }
 

@@ -32,7 +32,7 @@ func artifactOutput(success string) string {
 }
 
 func artifactIDParam() param {
-	return param{name: "id", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "The artifact id (from a result's artifact.id or artifact_create)."}
+	return param{name: "id", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "The artifact id: the one a result names (artifact <id>), or artifact_create's."}
 }
 
 // store is the artifact store, or the error that says there is none.

@@ -52,8 +52,12 @@ func withImages(res *mcp.CallToolResult, value any) *mcp.CallToolResult {
 		return res
 	}
 	if res.StructuredContent == nil {
-		if text, ok := res.Content[0].(*mcp.TextContent); ok {
-			text.Text += "\n[" + msgImageLeftOut + "]"
+		// The text form: in the last text block, the footer's.
+		for i := len(res.Content) - 1; i >= 0; i-- {
+			if text, ok := res.Content[i].(*mcp.TextContent); ok {
+				text.Text += "\n[" + msgImageLeftOut + "]"
+				break
+			}
 		}
 		return res
 	}

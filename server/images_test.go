@@ -112,19 +112,19 @@ func TestTextFormCarriesImages(t *testing.T) {
 	}
 	img := testImage(100, 1)
 	res := presentText(&repl.Result{Success: true, Stdout: "plotted", State: repl.StatePreserved, Images: []repl.Image{img}})
-	if len(res.Content) != 2 || res.StructuredContent != nil {
-		t.Fatalf("want the text and one image, no structuredContent; got %d blocks, %v", len(res.Content), res.StructuredContent)
+	if len(res.Content) != 3 || res.StructuredContent != nil {
+		t.Fatalf("want the output, the footer and one image, no structuredContent; got %d blocks, %v", len(res.Content), res.StructuredContent)
 	}
-	if got, ok := res.Content[1].(*mcp.ImageContent); !ok || !bytes.Equal(got.Data, img.Data) {
-		t.Fatalf("second block: %#v", res.Content[1])
+	if got, ok := res.Content[2].(*mcp.ImageContent); !ok || !bytes.Equal(got.Data, img.Data) {
+		t.Fatalf("third block: %#v", res.Content[2])
 	}
-	if tc := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(tc, "plotted") || !strings.Contains(tc, "image: png 2x3") {
-		t.Fatalf("text: %q", tc)
+	if out, foot := res.Content[0].(*mcp.TextContent).Text, res.Content[1].(*mcp.TextContent).Text; out != "plotted\n" || !strings.Contains(foot, "image: png 2x3") {
+		t.Fatalf("texts: %q, %q", out, foot)
 	}
 	big := []repl.Image{testImage(600000, 3), testImage(600000, 4)}
 	res = presentText(&repl.Result{Success: true, State: repl.StatePreserved, Images: big})
 	if len(res.Content) != 2 {
-		t.Fatalf("want the text and the one image that fits, got %d blocks", len(res.Content))
+		t.Fatalf("want the footer and the one image that fits, got %d blocks", len(res.Content))
 	}
 	if tc := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(tc, msgImageLeftOut) {
 		t.Fatalf("the text does not say an image was left out: %q", tc)

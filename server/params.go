@@ -10,7 +10,7 @@ import (
 func sessionIDParam() param {
 	return param{
 		name: "session_id", typ: "string", maxLength: 128,
-		desc: "Session to use: take it from python_health's server.session_id (or python_session_open). Omitted means the default session, except over HTTP under protocol 2026-07-28, where several clients share the server and it is required.",
+		desc: "Session to use: take it from python_health's session_id (or python_session_open's). Omitted means the default session, except over HTTP under protocol 2026-07-28, where several clients share the server and it is required.",
 	}
 }
 
@@ -24,7 +24,7 @@ func runIDParam() param {
 func codeParam() param {
 	return param{
 		name: "code", typ: "string", required: true, maxLength: repl.MaxCodeBytes,
-		desc: "Python source. A trailing expression becomes return_value; top-level await works. At most 256 KiB.",
+		desc: "Python source. The value of a trailing expression is shown; top-level await works. At most 256 KiB.",
 	}
 }
 

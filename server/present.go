@@ -35,7 +35,7 @@ func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value 
 	structured, failed := encodeValue(value)
 	if f == formText {
 		return withImages(&mcp.CallToolResult{
-			Content: []mcp.Content{&mcp.TextContent{Text: s.modelText(ctx, sess, value, structured)}},
+			Content: s.modelText(ctx, sess, value, structured).content(),
 			IsError: failed,
 		}, value)
 	}
@@ -102,27 +102,29 @@ func structuredText(value any, structured []byte) string {
 // terminal with one footer line; every other tool has a compact text of its own
 // (text_tools.go). It stays within modelTextLimit; what it cuts that no artifact
 // holds is kept as an artifact of the session, named in the text.
-func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, structured []byte) string {
+func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, structured []byte) reply {
 	if e, ok := value.(execution); ok {
 		var v execView
 		if err := json.Unmarshal(structured, &v); err != nil {
-			return "Error: the execution result could not be read: " + err.Error()
+			return reply{body: "Error: the execution result could not be read: " + err.Error()}
 		}
+		v.repr, v.cuts, v.bgCuts = e.repr, e.cuts, e.bgCuts
 		return execText(&v, e.polled, func(text string) (artifactRef, error) {
 			return s.saveText(ctx, sess, v.RunID, text)
 		})
 	}
-	text := toolText(value, structured)
-	if len(text) <= modelTextLimit {
-		return text
+	r := toolText(value, structured)
+	if visibleLen(r.text()) <= modelTextLimit {
+		return reply{body: visible(r.body), footer: visible(r.footer)}
 	}
+	text := r.text()
 	item := ""
 	if ref, err := s.saveText(ctx, sess, "", text); err != nil {
 		item = "[complete text not saved: " + cutFooter(err.Error(), footerErrorMax) + "]"
 	} else {
 		item = "[complete text: " + ref.String() + "; session " + sess.ID() + "]"
 	}
-	return cutMiddle(text, modelTextLimit-len(item)-1, "the text") + "\n" + item
+	return withFooter(cutMiddle(text, modelTextLimit-len(item)-1, "the text"), item)
 }
 
 // savedTexts remembers the artifact made of each cut execution's text, so that

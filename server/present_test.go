@@ -20,6 +20,19 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return res.Content[0].(*mcp.TextContent).Text
 }
 
+// textBlocks are the text blocks of a text-form result, joined: how a terminal
+// would show them.
+func textBlocks(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
 func ptr(s string) *string { return &s }
 
 // presentStructured presents value as a structured client receives it.
@@ -132,8 +145,8 @@ func noSave(string) (artifactRef, error) {
 // stderr, value and error as plain text, then one footer line.
 func TestExecTextReadsLikeATerminal(t *testing.T) {
 	for _, c := range []struct{ name, raw, want string }{
-		{"print", `{"success":true,"stdout":"hello\n","return_value":null,"error":null,"state":"preserved","generation":1}`,
-			"hello\n[ok; generation 1]"},
+		{"print", `{"run_id":"R","success":true,"stdout":"hello\n","return_value":null,"error":null,"state":"preserved","generation":1}`,
+			"hello\n[ok; generation 1; run R]"},
 		{"output and a value", `{"success":true,"stdout":"hello\nworld\n","return_value":"42","value":42,"state":"preserved","generation":1}`,
 			"hello\nworld\n42\n[ok; generation 1]"},
 		{"nothing", `{"success":true,"stdout":"","return_value":null,"state":"preserved","generation":3}`,
@@ -163,7 +176,7 @@ func TestExecTextReadsLikeATerminal(t *testing.T) {
 		{"a stream the worker cut", `{"success":true,"stdout":"xxx","truncated":{"stdout":true},"state":"preserved","generation":1}`,
 			"xxx\n[ok; generation 1; stdout cut at 50,000 bytes]"},
 	} {
-		if got := execText(view(t, c.raw), false, noSave); got != c.want {
+		if got := execText(view(t, c.raw), false, noSave).text(); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -186,12 +199,12 @@ func TestExecTextNewFields(t *testing.T) {
 		{"images past the count", `{"success":true,"state":"preserved","session_id":"S","generation":1,"images":[` + strings.Repeat(`{"mime":"image/png","bytes":1,"width":640,"height":480},`, 7) + `{"mime":"image/png","bytes":1,"width":640,"height":480}],"image_artifacts":[{"id":"I9","size":4102,"format":"binary","reason":"more than 8 images in one run"},{"id":"I10","size":4102,"format":"binary","reason":"more than 8 images in one run"}]}`,
 			"[ok; generation 1; 8 images: png 640x480, png 640x480, png 640x480, png 640x480, and 4 more; 2 images not shown (more than 8 images in one run), kept as artifacts: artifact I9 (4,102 bytes), artifact I10 (4,102 bytes); session S]"},
 	} {
-		if got := execText(view(t, c.raw), false, noSave); got != c.want {
+		if got := execText(view(t, c.raw), false, noSave).text(); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
-	// python_run names the run it read back.
-	if got := execText(view(t, `{"run_id":"R","success":true,"state":"preserved","generation":4}`), true, noSave); got != "[ok; generation 4; run R]" {
+	// python_run read from offsets says where to read on from.
+	if got := execText(view(t, `{"run_id":"R","success":true,"stdout":"b\n","state":"preserved","generation":4,"stdout_start":2,"stdout_end":4,"stderr_start":0,"stderr_end":0}`), true, noSave); got != (reply{body: "b\n", footer: "[ok; generation 4; run R; stdout_end 4; stderr_end 0]"}) {
 		t.Errorf("polled: %q", got)
 	}
 }
@@ -203,7 +216,7 @@ func TestExecTextLongValue(t *testing.T) {
 	cut := string(lit[:len(lit)-9]) // inside the last escapes, no closing quote
 	raw, _ := json.Marshal(map[string]any{"success": true, "return_value": cut, "truncated": map[string]bool{"return": true},
 		"artifact": map[string]any{"id": "V", "size": 50, "format": "text"}, "state": "preserved", "session_id": "S", "generation": 1})
-	got := execText(view(t, string(raw)), false, noSave)
+	got := execText(view(t, string(raw)), false, noSave).text()
 	if !strings.HasPrefix(got, "line\nline\n") || strings.Contains(got, `\n`) {
 		t.Fatalf("a long string's preview does not read as text: %q", got)
 	}
@@ -224,7 +237,7 @@ func TestExecTextBound(t *testing.T) {
 	got := execText(view(t, string(raw)), false, func(s string) (artifactRef, error) {
 		saved = s
 		return artifactRef{ID: "T", Size: int64(len(s)), Format: "text"}, nil
-	})
+	}).text()
 	if len(got) > modelTextLimit {
 		t.Fatalf("text is %d bytes", len(got))
 	}
@@ -244,7 +257,7 @@ func TestExecTextBound(t *testing.T) {
 	// When artifacts already hold the parts that are cut, nothing more is saved.
 	raw, _ = json.Marshal(map[string]any{"success": true, "stdout": strings.Repeat("o", 50000), "truncated": map[string]bool{"stdout": true},
 		"state": "preserved", "session_id": "S", "generation": 1, "output_artifacts": map[string]any{"stdout": map[string]any{"id": "O", "size": 9000000, "format": "text"}}})
-	got = execText(view(t, string(raw)), false, noSave)
+	got = execText(view(t, string(raw)), false, noSave).text()
 	if len(got) > modelTextLimit || !strings.Contains(got, "bytes of stdout left out") || strings.Contains(got, "complete text") ||
 		!strings.HasSuffix(got, "[ok; generation 1; complete stdout: artifact O (9,000,000 bytes); session S]") {
 		t.Errorf("a cut held by the output artifact: %d bytes, footer %q", len(got), got[strings.LastIndex(got, "\n")+1:])
@@ -252,7 +265,7 @@ func TestExecTextBound(t *testing.T) {
 
 	// A failed save is said, and the text still fits.
 	raw, _ = json.Marshal(map[string]any{"success": true, "stdout": strings.Repeat("o", 45000), "state": "preserved", "generation": 1})
-	got = execText(view(t, string(raw)), false, noSave)
+	got = execText(view(t, string(raw)), false, noSave).text()
 	if len(got) > modelTextLimit || !strings.HasSuffix(got, "[ok; generation 1; complete text not saved: nothing may be saved here]") {
 		t.Errorf("a failed save: %d bytes, footer %q", len(got), got[strings.LastIndex(got, "\n")+1:])
 	}
@@ -278,7 +291,7 @@ func TestCutMiddle(t *testing.T) {
 }
 
 func TestFitShares(t *testing.T) {
-	texts := []string{strings.Repeat("a", 10), strings.Repeat("b", 1000), "", strings.Repeat("c", 100)}
+	texts := []int{10, 1000, 0, 100}
 	got := fitShares(texts, 500)
 	if got[0] != 10 || got[3] != 100 || got[2] != 0 || got[1] != 390 {
 		t.Errorf("shares = %v", got)
@@ -319,5 +332,30 @@ func TestHealthTextBound(t *testing.T) {
 	got := healthText(report)
 	if len(got) >= healthTextLimit || strings.Count(got, def.SessionID) != 1 || !strings.Contains(got, "more: python_session_list") {
 		t.Fatalf("health text is %d bytes, names the default session %d times:\n%s", len(got), strings.Count(got, def.SessionID), got)
+	}
+}
+
+// TestTextFormFooterIsItsOwnBlock: in the text form the footer is the last text
+// block and the output the first, so code that reads the first block (Codex's code
+// mode) parses the output alone; every execution's footer names its run, and a live
+// run's where to read on from.
+func TestTextFormFooterIsItsOwnBlock(t *testing.T) {
+	res := (&Server{}).present(t.Context(), formText, nil, executed(&repl.Result{RunID: "R", Success: true,
+		Stdout: `{"n": 42}` + "\n", State: repl.StatePreserved, Generation: 1}))
+	if len(res.Content) != 2 {
+		t.Fatalf("want the output and the footer, got %d blocks", len(res.Content))
+	}
+	var printed struct{ N int }
+	if out := res.Content[0].(*mcp.TextContent).Text; json.Unmarshal([]byte(out), &printed) != nil || printed.N != 42 {
+		t.Errorf("the first block is not the printed JSON: %q", out)
+	}
+	if foot := res.Content[1].(*mcp.TextContent).Text; foot != "[ok; generation 1; run R]" {
+		t.Errorf("footer block: %q", foot)
+	}
+	snap := &repl.Snapshot{RunID: "R", Status: "running", Stdout: "7\n", StdoutEnd: 2, StderrEnd: 0, Generation: 1}
+	res = (&Server{}).present(t.Context(), formText, nil, snap)
+	if len(res.Content) != 2 || res.Content[0].(*mcp.TextContent).Text != "7\n" ||
+		!strings.Contains(res.Content[1].(*mcp.TextContent).Text, "; stdout_end 2; stderr_end 0;") {
+		t.Errorf("a live run: %v", res.Content)
 	}
 }

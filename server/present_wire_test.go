@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,14 +30,23 @@ func (w *wireServer) textCall(t *testing.T, tool string, args map[string]any) (s
 	if !ok {
 		t.Fatalf("%s %v: the result has no boolean isError: %s", tool, args, abbreviate(reply.raw))
 	}
+	// One text block, or the body and then the footer line, each a block of its own
+	// (the reply type).
 	content, _ := res["content"].([]any)
-	if len(content) != 1 {
-		t.Fatalf("%s %v: want one content block: %s", tool, args, abbreviate(reply.raw))
+	if len(content) != 1 && len(content) != 2 {
+		t.Fatalf("%s %v: want one or two content blocks: %s", tool, args, abbreviate(reply.raw))
 	}
-	block, _ := content[0].(map[string]any)
-	text, _ := block["text"].(string)
-	if block["type"] != "text" || text == "" {
-		t.Fatalf("%s %v: the block is not a text: %s", tool, args, abbreviate(reply.raw))
+	var text string
+	for i, c := range content {
+		block, _ := c.(map[string]any)
+		part, _ := block["text"].(string)
+		if block["type"] != "text" || part == "" {
+			t.Fatalf("%s %v: block %d is not a text: %s", tool, args, i, abbreviate(reply.raw))
+		}
+		if i == 1 && (strings.Contains(part, "\n") || !strings.HasPrefix(part, "[")) {
+			t.Fatalf("%s %v: the second block is not a footer line: %q", tool, args, part)
+		}
+		text += part
 	}
 	if len(text) > modelTextLimit {
 		t.Fatalf("%s %v: the text is %d bytes, over %d", tool, args, len(text), modelTextLimit)
@@ -93,27 +103,27 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 
 			// No session_id: over stdio the default session, whatever the protocol.
 			got, isError := w.textCall(t, "execute_python", map[string]any{"code": `print("hello")`})
-			if isError || got != "hello\n[ok; generation 1]" || len(got)-len("hello\n") > 80 {
+			if isError || got != "hello\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" || len(got)-len("hello\n") > 80 {
 				t.Errorf("print(\"hello\"): %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": `print("hello\nworld"); 6*7`})
-			if got != "hello\nworld\n42\n[ok; generation 1]" {
+			if got != "hello\nworld\n42\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("output and a value: %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": `"a\nb"`})
-			if got != "a\nb\n[ok; generation 1]" {
+			if got != "a\nb\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("a multi-line string: %q", got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "1/0"})
-			if !isError || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1]") {
+			if !isError || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1; run ") {
 				t.Errorf("1/0 (isError %v): %q", isError, got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "import os; os._exit(3)"})
-			if !isError || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1]" || !strings.Contains(got, "crashed") {
+			if !isError || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1; run "+uuidPattern.FindString(got)+"]" || !strings.Contains(got, "crashed") {
 				t.Errorf("a crash: %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": "x = 1"})
-			if got != "[ok; generation 2; new worker: earlier variables are gone]" {
+			if got != "[ok; generation 2; new worker: earlier variables are gone; run "+uuidPattern.FindString(got)+"]" {
 				t.Errorf("after the crash: %q", got)
 			}
 
@@ -167,7 +177,7 @@ func TestResultFormatOverride(t *testing.T) {
 	if len(w.schemas) != 0 {
 		t.Errorf("--result-format text published %d output schemas", len(w.schemas))
 	}
-	if got, _ := w.textCall(t, "execute_python", map[string]any{"code": "1 + 1"}); got != "2\n[ok; generation 1]" {
+	if got, _ := w.textCall(t, "execute_python", map[string]any{"code": "1 + 1"}); got != "2\n[ok; generation 1; run "+uuidPattern.FindString(got)+"]" {
 		t.Errorf("--result-format text: %q", got)
 	}
 	w = startWireAs(t, wireClient{name: "claude-code", format: FormatStructured})
@@ -209,20 +219,20 @@ func TestNewResultFieldsOverTheServer(t *testing.T) {
 	structured := startWireAs(t, wireClient{name: "some-other-client", register: syntheticTool(&raw)})
 	base := `"run_id":"R","stdout":"","stderr":"","return_value":null,"error":null,"elapsed_ms":1,"truncated":{"stdout":false,"stderr":false,"return":false},"state":"preserved","server_id":"V","session_id":"S","generation":3`
 	for _, c := range []struct{ field, json, footer string }{
-		{"background_threads", `"background_threads":["tqdm_monitor"]`, "[ok; generation 3; threads still running: tqdm_monitor]"},
-		{"background_output", `"background_output":{"stdout":"tick\n","stderr":"","truncated":false}`, "[ok; generation 3]"},
+		{"background_threads", `"background_threads":["tqdm_monitor"]`, "[ok; generation 3; run R; threads still running: tqdm_monitor]"},
+		{"background_output", `"background_output":{"stdout":"tick\n","stderr":"","truncated":false}`, "[ok; generation 3; run R]"},
 		{"output_artifacts", `"output_artifacts":{"stdout":{"id":"O","size":900000,"format":"text","sha256":"x","lifetime":"server","eviction":"oldest-first"}}`,
-			"[ok; generation 3; complete stdout: artifact O (900,000 bytes); session S]"},
-		{"images", `"images":[{"mime":"image/png","bytes":2048,"width":64,"height":32}]`, "[ok; generation 3; image: png 64x32]"},
+			"[ok; generation 3; run R; complete stdout: artifact O (900,000 bytes); session S]"},
+		{"images", `"images":[{"mime":"image/png","bytes":2048,"width":64,"height":32}]`, "[ok; generation 3; run R; image: png 64x32]"},
 		{"image_artifacts", `"image_artifacts":[{"id":"I","size":5000000,"format":"binary","sha256":"x","lifetime":"server","eviction":"oldest-first","reason":"past the 512 KiB of images one run shows inline"}]`,
-			"[ok; generation 3; 1 image not shown (past the 512 KiB of images one run shows inline), kept as artifact: artifact I (5,000,000 bytes); session S]"},
+			"[ok; generation 3; run R; 1 image not shown (past the 512 KiB of images one run shows inline), kept as artifact: artifact I (5,000,000 bytes); session S]"},
 	} {
 		raw = `{"success":true,` + base + `,` + c.json + `}`
 		got, isError := text.textCall(t, "synthetic_result", map[string]any{})
 		if isError || footerOf(got) != c.footer {
 			t.Errorf("%s: text %q, want the footer %q", c.field, got, c.footer)
 		}
-		if c.field == "background_output" && got != "[background stdout]\ntick\n[ok; generation 3]" {
+		if c.field == "background_output" && got != "[background stdout]\ntick\n[ok; generation 3; run R]" {
 			t.Errorf("background output: %q", got)
 		}
 		sc := structured.succeed(t, "synthetic_result", map[string]any{})
@@ -285,11 +295,11 @@ func TestTextFormOfEveryTool(t *testing.T) {
 		return got
 	}
 	opened := check("python_session_open", map[string]any{"name": "other", "project": w.project}, false,
-		"Opened session other ", "generation 0", "no worker yet", "project "+w.project)
+		"Opened session other, session_id ", "generation 0", "no worker yet", "project "+w.project)
 	other := uuidPattern.FindString(opened)
 	check("python_session_open", map[string]any{"name": "nowhere", "project": w.project + "/missing"}, true, "Error: Project directory does not exist")
-	check("python_session_list", map[string]any{}, false, "2 sessions (at most 32):\n- default "+sid, "\n- other "+other)
-	check("python_session_inspect", map[string]any{"session_id": other}, false, "other "+other)
+	check("python_session_list", map[string]any{}, false, "2 sessions (at most 32):\n- default, session_id "+sid, "\n- other, session_id "+other)
+	check("python_session_inspect", map[string]any{"session_id": other}, false, "other, session_id "+other)
 	check("python_session_close", map[string]any{"session_id": other}, false, "Closed session "+other+" at generation 0.")
 	check("python_session_close", map[string]any{"session_id": sid}, true, "Error: The legacy default session cannot be closed")
 
@@ -298,9 +308,9 @@ func TestTextFormOfEveryTool(t *testing.T) {
 		"(10 bytes): text, sha256 84d89877f0d4041efb6bf91a16f0248f2fd573e6af05c19f96bedb9f882f7882; session "+sid)
 	aid := uuidPattern.FindString(created)
 	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 2, "length": 3}, false,
-		"234\n[artifact "+aid+", bytes 2 to 5 of 10 (text); more from offset 5]")
+		"234[artifact "+aid+", bytes 2 to 5 of 10 (text); more from offset 5]")
 	check("artifact_read", map[string]any{"session_id": sid, "id": aid, "offset": 8, "encoding": "hex"}, false,
-		"3839\n[artifact "+aid+", bytes 8 to 10 of 10 (hex); the end]")
+		"3839[artifact "+aid+", bytes 8 to 10 of 10 (hex); the end]")
 	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, false, "Saved artifact "+aid, w.project+"/copy.txt")
 	check("artifact_save", map[string]any{"session_id": sid, "id": aid, "path": "copy.txt"}, true, "Error: ")
 	check("artifact_forward", map[string]any{"session_id": sid, "id": aid, "server": "fx", "tool": "echo", "argument": "text", "format": "text"}, false,
@@ -319,7 +329,7 @@ func TestTextFormArtifactRangeFits(t *testing.T) {
 	created, _ := w.textCall(t, "artifact_create", map[string]any{"session_id": sid, "path": "big.txt", "format": "text"})
 	aid := uuidPattern.FindString(created)
 	got, _ := w.textCall(t, "artifact_read", map[string]any{"session_id": sid, "id": aid})
-	m := regexp.MustCompile(`\n\[artifact \S+, bytes 0 to (\d+) of 80,000 \(text\); more from offset (\d+)\]$`).FindStringSubmatch(got)
+	m := regexp.MustCompile(`\[artifact \S+, bytes 0 to (\d+) of 80,000 \(text\); more from offset (\d+)\]$`).FindStringSubmatch(got)
 	if m == nil || m[1] != m[2] {
 		t.Fatalf("a range that does not fit: %d bytes, ends %q", len(got), got[max(0, len(got)-120):])
 	}
@@ -358,7 +368,8 @@ func TestTextFormOverHTTP(t *testing.T) {
 	health := call(1, "some-other-client", "python_health", map[string]any{})["result"].(map[string]any)
 	sid := health["structuredContent"].(map[string]any)["server"].(map[string]any)["session_id"].(string)
 	res := call(2, "claude-code", "execute_python", map[string]any{"code": "print('over http')", "session_id": sid})["result"].(map[string]any)
-	if _, ok := res["structuredContent"]; ok || res["content"].([]any)[0].(map[string]any)["text"] != "over http\n[ok; generation 1]" {
+	if content, _ := res["content"].([]any); res["structuredContent"] != nil || len(content) != 2 ||
+		content[0].(map[string]any)["text"] != "over http\n" || !strings.HasPrefix(content[1].(map[string]any)["text"].(string), "[ok; generation 1; run ") {
 		t.Errorf("claude-code over HTTP: %v", res)
 	}
 	res = call(3, "some-other-client", "execute_python", map[string]any{"code": "1", "session_id": sid})["result"].(map[string]any)
@@ -368,5 +379,114 @@ func TestTextFormOverHTTP(t *testing.T) {
 	e, _ := call(4, "claude-code", "execute_python", map[string]any{"code": "1"})["error"].(map[string]any)
 	if e["code"] != -32602.0 || !strings.Contains(e["message"].(string), "Pass session_id") {
 		t.Errorf("over HTTP under 2026-07-28 without session_id: %v, want -32602", e)
+	}
+}
+
+// TestTextFormCutCountsTheWholeStream: a stream the worker cut, cut again for the text
+// form, reads with one marker that counts against the complete stream, in lines and
+// bytes, and names the artifact that holds all of it; stderr with native output
+// after it counts both. Every byte and newline of the streams is shown or counted.
+func TestTextFormCutCountsTheWholeStream(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "claude-code", protocol: "2025-11-25"})
+	const rows = 3000
+	row := func(i int) string { return fmt.Sprintf("row %06d %s\n", i, strings.Repeat("x", 50)) }
+	total := 0
+	for i := range rows {
+		total += len(row(i))
+	}
+	code := fmt.Sprintf(`import os, sys
+print("\n".join(f"row {i:06d} " + "x" * 50 for i in range(%d)))
+sys.stderr.write("e" * 60000 + "\n")
+sys.stderr.flush()
+_ = os.write(2, b"native\n" * 10000)
+`, rows)
+	got, _ := w.textCall(t, "execute_python", map[string]any{"code": code})
+	body := checkStdoutCut(t, got, row(0), row(rows-1), total, rows)
+	// python_run read from offsets counts the same way.
+	run := uuidPattern.FindString(footerOf(got))
+	polled, _ := w.textCall(t, "python_run", map[string]any{"run_id": run, "stdout_offset": 0, "stderr_offset": 0})
+	checkStdoutCut(t, polled, row(0), row(rows-1), total, rows)
+
+	// stderr: 60,001 bytes from Python (cut by the worker) then 70,000 native bytes.
+	errPart := got[len(body)+len("\n[stderr]\n"):]
+	errPart = errPart[:strings.LastIndex(errPart, "\n[ok;")+1]
+	all := 0
+	shownErr := errPart
+	for _, m := range regexp.MustCompile(`\n\[\.\.\. (?:([\d,]+) lines?, )?([\d,]+) bytes of stderr left out[^\]]*\]\n`).FindAllStringSubmatch(errPart, -1) {
+		all += number(t, m[2])
+		shownErr = strings.Replace(shownErr, m[0], "", 1)
+	}
+	if want := 60001 + 70000; len(shownErr)+all != want {
+		t.Errorf("stderr shows %d bytes and says %d left out; it was %d:\n%s", len(shownErr), all, want, clipMiddle(errPart))
+	}
+}
+
+// checkStdoutCut checks that the stdout part of a text-form result (the text before
+// [stderr]) shows the first and the last row around one marker, and that what it
+// shows and what the marker counts are the whole stream; it returns the part.
+func checkStdoutCut(t *testing.T, got, first, last string, total, rows int) string {
+	t.Helper()
+	body, _, ok := strings.Cut(got, "\n[stderr]\n")
+	if !ok {
+		t.Fatalf("no stderr part: %q", got[:200])
+	}
+	marker := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of stdout left out; all of it: artifact (\S+) \.\.\.\]\n`)
+	ms := marker.FindAllStringSubmatchIndex(body, -1)
+	if len(ms) != 1 || !strings.HasPrefix(body, first[:20]) || !strings.HasSuffix(body+"\n", last) {
+		t.Fatalf("stdout: %d markers; head %q, tail %q", len(ms), body[:40], body[len(body)-80:])
+	}
+	m := ms[0]
+	shown := body[:m[0]] + body[m[1]:] + "\n" // the part's own last newline ends the line before [stderr]
+	lines, bytes := number(t, body[m[2]:m[3]]), number(t, body[m[4]:m[5]])
+	if len(shown)+bytes != total || strings.Count(shown, "\n")+lines != rows {
+		t.Errorf("stdout shows %d bytes, %d lines and says %d bytes, %d lines left out; the stream is %d bytes, %d lines",
+			len(shown), strings.Count(shown, "\n"), bytes, lines, total, rows)
+	}
+	return body
+}
+
+func number(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	if err != nil {
+		t.Fatalf("not a count: %q", s)
+	}
+	return n
+}
+
+func clipMiddle(s string) string {
+	if len(s) < 600 {
+		return s
+	}
+	return s[:300] + " ... " + s[len(s)-300:]
+}
+
+// TestTextFormBackgroundCutCountsTheWholeStream: what a thread of an earlier cell
+// printed, cut by the worker, reads with a marker that counts the lines and bytes of
+// all it printed.
+func TestTextFormBackgroundCutCountsTheWholeStream(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "claude-code", protocol: "2025-11-25"})
+	w.textCall(t, "execute_python", map[string]any{"code": `import threading
+go, done = threading.Event(), threading.Event()
+def chatter():
+    go.wait()
+    for i in range(2000):
+        print(f"tick {i:05d} " + "y" * 20)
+    done.set()
+threading.Thread(target=chatter, daemon=True).start()`})
+	got, _ := w.textCall(t, "execute_python", map[string]any{"code": "go.set(); done.wait(30)"})
+	_, bg, ok := strings.Cut(got, "[background stdout]\n")
+	if !ok {
+		t.Fatalf("no background stdout: %q", clipMiddle(got))
+	}
+	bg = bg[:strings.LastIndex(bg, "\n[ok;")+1]
+	m := regexp.MustCompile(`\n\[\.\.\. ([\d,]+) lines, ([\d,]+) bytes of background stdout left out \.\.\.\]\n`).FindStringSubmatchIndex(bg)
+	if m == nil {
+		t.Fatalf("no marker of background stdout in %q", clipMiddle(bg))
+	}
+	shown := bg[:m[0]] + bg[m[1]:]
+	if lines, bytes := number(t, bg[m[2]:m[3]]), number(t, bg[m[4]:m[5]]); len(shown)+bytes != 2000*32 || strings.Count(shown, "\n")+lines != 2000 {
+		t.Errorf("background stdout shows %d bytes, %d lines and says %d lines, %d bytes left out; it printed 64,000 bytes in 2,000 lines",
+			len(shown), strings.Count(shown, "\n"), lines, bytes)
 	}
 }

@@ -54,12 +54,16 @@ type Server struct {
 	logger *slog.Logger
 }
 
-const instructions = "repl-mcp runs trusted local Python with full host access (not a sandbox) in persistent " +
-	"sessions. Use python_health for diagnostics without starting Python, execute_python for cells, and " +
-	"python_start, python_run and python_cancel for long executions. Over HTTP under protocol 2026-07-28 " +
-	"pass the session_id from python_health. Results say whether state survived (state, generation). In cells, the " +
-	"mcp helper brokers only servers configured explicitly for it (mcp.call returns the complete result " +
-	"envelope; mcp.text extracts its text), and large results become artifacts to read in ranges."
+// instructions are what a client may show its model before any tool: Codex's code mode
+// shows only their first line, cut at 250 characters, until the model searches its
+// tools, and repeats the whole text in every tool's entry. So the first line says
+// alone what the server is and which tool to call, and the whole stays short
+// (TestInstructionsFitCodeMode).
+const instructions = "repl-mcp is a persistent Python session on this machine (trusted, full host access, not a " +
+	"sandbox): call execute_python to run code; variables and imports persist between calls.\n" +
+	"For cells longer than a few minutes, python_start then python_run; python_cancel stops a run. " +
+	"Results say whether variables survived and name the run and generation. Large outputs are artifacts " +
+	"(artifact_read). Over HTTP under protocol 2026-07-28, pass python_health's session_id."
 
 // Shutdown budgets: how long the server lets runs stop on their own when it ends.
 const (

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // execution is an execution result as a tool's value (docs/contract.md §4). Its
@@ -16,11 +17,18 @@ import (
 type execution struct {
 	json   []byte
 	failed bool
-	// polled: read back with python_run, so the footer names the run.
+	// polled: read back with python_run, so the footer gives the offsets to read on.
 	polled bool
 	// images are the images the run showed, bytes and all: content blocks of
 	// their own after the text, in either form (server/images.go).
 	images []repl.Image
+	// repr is the trailing value as Python's repr shows it, when its preview is its
+	// JSON: what the text form shows instead (repl.Result.ReturnRepr).
+	repr string
+	// cuts are the result's stdout and stderr with their gaps (repl.Result.Cuts), so
+	// the text form's markers count against the complete streams; bgCuts are those of
+	// its background output.
+	cuts, bgCuts [2]repl.CutText
 }
 
 // executed is r as the value of the tool that ran it.
@@ -37,7 +45,10 @@ func executionOf(r *repl.Result, polled bool) execution {
 		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
 		return execution{json: encoded, failed: true, polled: polled}
 	}
-	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images}
+	stdout, stderr := r.Cuts()
+	bgStdout, bgStderr := r.BackgroundCuts()
+	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr,
+		cuts: [2]repl.CutText{stdout, stderr}, bgCuts: [2]repl.CutText{bgStdout, bgStderr}}
 }
 
 // execView is the part of an execution result's JSON the text is made of.
@@ -63,6 +74,10 @@ type execView struct {
 	ArtifactError            *string      `json:"artifact_error"`
 	SessionID                string       `json:"session_id"`
 	Generation               uint64       `json:"generation"`
+	// Where python_run's answer ends in the run's streams, when it was asked from
+	// offsets.
+	StdoutEnd *int64 `json:"stdout_end"`
+	StderrEnd *int64 `json:"stderr_end"`
 
 	// The fields of this round's threads and images (docs/contract.md §4.1).
 	BackgroundThreads []string `json:"background_threads"`
@@ -77,6 +92,12 @@ type execView struct {
 	} `json:"output_artifacts"`
 	Images         []imageInfo     `json:"images"`
 	ImageArtifacts []imageArtifact `json:"image_artifacts"`
+
+	// repr is execution.repr: the value as Python shows it, "" for none.
+	repr string
+	// cuts are stdout and stderr with where they were cut (execution.cuts), bgCuts
+	// the background output's.
+	cuts, bgCuts [2]repl.CutText
 }
 
 // imageInfo is what a result says of an image the cell displayed; the image
@@ -150,38 +171,42 @@ const (
 	footerErrorMax = 200
 )
 
-// part is one piece of an execution's text: the cell's stdout, its stderr, the
-// trailing value, the error, what threads of earlier cells printed.
-type part struct {
-	// label introduces the part on a line of its own ("" for none).
-	label string
-	text  string
-	// what the cut marker calls it.
-	what string
-	// saved: an artifact already holds all of it, so cutting it loses nothing.
-	saved bool
-}
-
 // parts are v's pieces, in the order the text shows them.
 func (v *execView) parts() []part {
+	var outputs [2]*artifactRef
+	if o := v.OutputArtifacts; o != nil {
+		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
+	}
+	stdout, stderr := matching(v.cuts[0], v.Stdout), matching(v.cuts[1], v.Stderr)
 	ps := []part{
-		{text: v.Stdout, what: "stdout", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stdout != nil},
-		{label: "[stderr]", text: v.Stderr, what: "stderr", saved: v.OutputArtifacts != nil && v.OutputArtifacts.Stderr != nil},
-		{text: v.valueText(), what: "the value", saved: v.Artifact != nil},
+		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
+		{label: "[stderr]", text: stderr.Text, gaps: stderr.Gaps, what: "stderr", saved: outputs[1] != nil, all: outputs[1]},
+		{text: v.valueText(), what: "the value", saved: v.Artifact != nil, all: v.Artifact},
 	}
 	if v.Error != nil {
 		ps = append(ps, part{text: *v.Error, what: "the error"})
 	}
 	if bg := v.BackgroundOutput; bg != nil {
+		out, errs := matching(v.bgCuts[0], bg.Stdout), matching(v.bgCuts[1], bg.Stderr)
 		ps = append(ps,
-			part{label: "[background stdout]", text: bg.Stdout, what: "background stdout"},
-			part{label: "[background stderr]", text: bg.Stderr, what: "background stderr"})
+			part{label: "[background stdout]", text: out.Text, gaps: out.Gaps, what: "background stdout"},
+			part{label: "[background stderr]", text: errs.Text, gaps: errs.Gaps, what: "background stderr"})
 	}
 	return ps
 }
 
+// matching is c when it is of text, the text a result's JSON holds; else text with no
+// gaps (an execution made without a repl.Result).
+func matching(c repl.CutText, text string) repl.CutText {
+	if c.Text != text {
+		return repl.CutText{Text: text}
+	}
+	return c
+}
+
 // valueText is the trailing value as the model should read it: a string with a
-// newline as its text, anything else as its preview (return_value). A string's
+// newline as its text, anything else as Python shows it (repr, else the preview,
+// return_value, which is Python-like for whatever is not exact JSON). A string's
 // preview cut short says so.
 func (v *execView) valueText() string {
 	if v.ReturnValue == nil {
@@ -190,6 +215,9 @@ func (v *execView) valueText() string {
 	var s string
 	if json.Unmarshal(v.Value, &s) == nil && strings.Contains(s, "\n") {
 		return s
+	}
+	if v.repr != "" {
+		return v.repr
 	}
 	shown := *v.ReturnValue
 	if !v.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {
@@ -253,44 +281,76 @@ func newLine(b *strings.Builder) {
 // modelTextLimit, then one footer line. When the parts do not fit, each is cut
 // in its middle by a share of the room; a part no artifact holds makes save keep
 // the complete text (the parts uncut) as an artifact, named in the footer.
-func execText(v *execView, polled bool, save func(string) (artifactRef, error)) string {
+func execText(v *execView, polled bool, save func(string) (artifactRef, error)) reply {
 	ps := v.parts()
-	full := joinParts(ps)
-	foot := v.footer(polled, nil, nil)
-	if len(full)+1+len(foot) <= modelTextLimit {
-		return withFooter(full, foot)
-	}
-	texts := make([]string, len(ps))
-	overhead := 0
+	foot := visible(v.footer(polled, nil, nil))
+	sizes := make([]int, len(ps))
+	overhead, whole := 0, 0
 	for i, p := range ps {
-		texts[i] = p.text
+		sizes[i] = p.shownLen()
 		if p.text != "" {
 			overhead += len(p.label) + 2
 		}
+		whole += sizes[i]
 	}
-	shares := fitShares(texts, modelTextLimit-len(foot)-footerReserve-overhead)
+	if whole+overhead+len(foot) <= modelTextLimit {
+		for i := range ps {
+			ps[i].text = ps[i].cut(sizes[i])
+		}
+		return withFooter(joinParts(ps), foot)
+	}
+	shares := fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)
 	lost := false
 	for i := range ps {
-		if len(ps[i].text) > shares[i] {
-			lost = lost || !ps[i].saved
-			ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
-		}
+		lost = lost || sizes[i] > shares[i] && !ps[i].saved
 	}
 	if lost {
-		ref, err := save(full)
-		foot = v.footer(polled, &ref, err)
+		ref, err := save(joinParts(ps))
+		foot = visible(v.footer(polled, &ref, err))
+		for i := range ps {
+			// The complete text holds all of a part no earlier cut shortened.
+			if err == nil && ps[i].all == nil && len(ps[i].gaps) == 0 {
+				ps[i].all = &ref
+			}
+		}
+	}
+	for i := range ps {
+		ps[i].text = ps[i].cut(shares[i])
 	}
 	return withFooter(joinParts(ps), foot)
 }
 
-func withFooter(body, foot string) string {
-	if body == "" {
-		return foot
-	}
-	if !strings.HasSuffix(body, "\n") {
+// reply is a text-form result: its body, then its footer line, each a text block of
+// its own, the footer last. Code that reads a result's first block (Codex's code
+// mode: JSON.parse(r.content[0].text), Number(text)) reads the output alone, and a
+// client that shows the blocks one after the other shows a terminal's text. Either
+// may be empty.
+type reply struct{ body, footer string }
+
+// withFooter is body and foot as a reply; a body ends its last line, so the two read
+// as lines however a client joins them.
+func withFooter(body, foot string) reply {
+	if body != "" && !strings.HasSuffix(body, "\n") {
 		body += "\n"
 	}
-	return body + foot
+	return reply{body: body, footer: foot}
+}
+
+// text is the reply as one text, the way a terminal would show it.
+func (r reply) text() string { return r.body + r.footer }
+
+// content is the reply's text blocks.
+func (r reply) content() []mcp.Content {
+	var blocks []mcp.Content
+	for _, t := range []string{r.body, r.footer} {
+		if t != "" {
+			blocks = append(blocks, &mcp.TextContent{Text: t})
+		}
+	}
+	if len(blocks) == 0 {
+		blocks = append(blocks, &mcp.TextContent{Text: ""})
+	}
+	return blocks
 }
 
 // structuredExecText is the text block beside a structured client's
@@ -324,8 +384,11 @@ func (v *execView) footer(polled bool, saved *artifactRef, saveErr error) string
 	if v.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
-	if polled {
+	if v.RunID != "" {
 		items = append(items, "run "+v.RunID)
+	}
+	if polled && v.StdoutEnd != nil && v.StderrEnd != nil {
+		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *v.StdoutEnd, *v.StderrEnd))
 	}
 	if n := v.BackgroundTasksCancelled; n > 0 {
 		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))
@@ -419,13 +482,13 @@ func count[N int | int64](n N) string {
 	return s
 }
 
-// fitShares divides room bytes among texts: a text that fits in an equal share
-// keeps all of it, and what it leaves is shared by the others.
-func fitShares(texts []string, room int) []int {
-	shares := make([]int, len(texts))
-	left := make([]int, 0, len(texts))
-	for i, t := range texts {
-		if t != "" {
+// fitShares divides room bytes among texts of the given sizes: a text that fits in
+// an equal share keeps all of it, and what it leaves is shared by the others.
+func fitShares(sizes []int, room int) []int {
+	shares := make([]int, len(sizes))
+	left := make([]int, 0, len(sizes))
+	for i, n := range sizes {
+		if n > 0 {
 			left = append(left, i)
 		}
 	}
@@ -434,9 +497,9 @@ func fitShares(texts []string, room int) []int {
 		share := room / len(left)
 		var still []int
 		for _, i := range left {
-			if len(texts[i]) <= share {
-				shares[i] = len(texts[i])
-				room -= len(texts[i])
+			if sizes[i] <= share {
+				shares[i] = sizes[i]
+				room -= sizes[i]
 			} else {
 				still = append(still, i)
 			}
@@ -450,33 +513,6 @@ func fitShares(texts []string, room int) []int {
 		left = still
 	}
 	return shares
-}
-
-// cutMiddle keeps the head and the tail of s within limit bytes, with a line
-// between them saying how much of what was left out. Cuts fall on UTF-8
-// boundaries, and on line ends when one is near.
-func cutMiddle(s string, limit int, what string) string {
-	if len(s) <= limit {
-		return s
-	}
-	marker := func(n int) string { return fmt.Sprintf("\n[... %s bytes of %s left out ...]\n", count(n), what) }
-	room := limit - len(marker(len(s)))
-	if room <= 0 {
-		return strings.TrimPrefix(marker(len(s)), "\n")
-	}
-	head := repl.CutUTF8(s, room/2)
-	if i := strings.LastIndexByte(head, '\n'); i >= len(head)*3/4 {
-		head = head[:i]
-	}
-	tailStart := len(s) - (room - len(head))
-	for tailStart < len(s) && !utf8Start(s[tailStart]) {
-		tailStart++
-	}
-	tail := s[tailStart:]
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
-		tail = tail[i+1:]
-	}
-	return head + marker(len(s)-len(head)-len(tail)) + tail
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -28,7 +28,20 @@ const (
 
 // toolText is the text form of a tool's value other than an execution result;
 // structured is the value's JSON, for the shapes without a text of their own.
-func toolText(value any, structured []byte) string {
+func toolText(value any, structured []byte) reply {
+	switch v := value.(type) {
+	case *repl.Snapshot:
+		return snapshotText(v)
+	case artifactRange:
+		return rangeText(v)
+	case encodedResult:
+		return envelopeText(v)
+	}
+	return reply{body: toolLine(value, structured)}
+}
+
+// toolLine is the text of a value whose text has no footer.
+func toolLine(value any, structured []byte) string {
 	switch v := value.(type) {
 	case failed:
 		msg, _ := v["error"].(string)
@@ -57,14 +70,10 @@ func toolText(value any, structured []byte) string {
 	case artifactCreated:
 		return fmt.Sprintf("Created %s: %s, sha256 %s; session %s. Read it with artifact_read.",
 			refText(v.Ref), v.Format, v.SHA256, v.SessionID)
-	case artifactRange:
-		return rangeText(v)
 	case artifactSaved:
 		return fmt.Sprintf("Saved %s to %s (sha256 checked).", refText(v.Artifact), v.Path)
 	case artifactDeleted:
 		return "Deleted artifact " + v.ID + "."
-	case encodedResult:
-		return envelopeText(v)
 	}
 	return string(structured)
 }
@@ -80,7 +89,7 @@ func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
 	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
-	fmt.Fprintf(&b, "Default session %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
+	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	l := s.Limits
 	rss := "no RSS budget"
@@ -171,7 +180,7 @@ func pythonText(h repl.Health) string {
 
 // sessionLine is one session on one line.
 func sessionLine(h repl.Health) string {
-	return fmt.Sprintf("%s %s: generation %d, %s; python %s; project %s",
+	return fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",
 		cutFooter(h.Name, footerNameMax), h.SessionID, h.Generation, workerState(h), pythonText(h), cutPath(h.Project))
 }
 
@@ -235,7 +244,7 @@ func inspectText(in inspection) string {
 // snapshotText is a run still going: its output so far within modelTextLimit, and
 // a footer that says how to wait for the rest (and, for the execution that yielded,
 // that it is still running).
-func snapshotText(r runningRun) string {
+func snapshotText(r runningRun) reply {
 	s := r.Snapshot
 	ps := []part{
 		{text: s.Stdout, what: "stdout"},
@@ -254,7 +263,7 @@ func snapshotText(r runningRun) string {
 		}
 	}
 	foot := "[" + strings.Join(items, "; ") + "; wait for more with " + waitHint(s, r.wait) + "]"
-	shares := fitShares([]string{ps[0].text, ps[1].text}, modelTextLimit-len(foot)-64)
+	shares := fitShares([]int{visibleLen(ps[0].text), visibleLen(ps[1].text)}, modelTextLimit-len(foot)-64)
 	for i := range ps {
 		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
 	}
@@ -264,7 +273,7 @@ func snapshotText(r runningRun) string {
 // rangeText is an artifact range: the content, as much of it as fits, and where
 // to go on from. What does not fit is not lost: it is the artifact, read on from
 // the offset the footer gives.
-func rangeText(r artifactRange) string {
+func rangeText(r artifactRange) reply {
 	room := modelTextLimit - 400
 	content, length := r.Content, r.Length
 	switch {
@@ -276,6 +285,11 @@ func rangeText(r artifactRange) string {
 			data = data[:room/4*3]
 		}
 		content, length = base64.StdEncoding.EncodeToString(data), int64(len(data))
+	case r.Encoding == "text":
+		// Shown as the text form shows any text (visible.go), cut in its own bytes.
+		content = visiblePrefix(content, room)
+		length = int64(len(content))
+		content = visible(content)
 	case len(content) <= room:
 	case r.Encoding == "hex":
 		content = content[:room&^1]
@@ -289,13 +303,14 @@ func rangeText(r artifactRange) string {
 	if end < r.Artifact.Size {
 		next = fmt.Sprintf("more from offset %d", end)
 	}
-	return withFooter(content, fmt.Sprintf("[artifact %s, bytes %d to %d of %s (%s); %s]",
-		r.Artifact.ID, r.Offset, end, count(r.Artifact.Size), r.Encoding, next))
+	// The content block is the range's content exactly, for code that reads it.
+	return reply{body: content, footer: fmt.Sprintf("[artifact %s, bytes %d to %d of %s (%s); %s]",
+		r.Artifact.ID, r.Offset, end, count(r.Artifact.Size), r.Encoding, next)}
 }
 
 // envelopeText is a forwarded call's downstream result: its text blocks, a note
 // for each other block, or its structuredContent's JSON when it has no content.
-func envelopeText(e encodedResult) string {
+func envelopeText(e encodedResult) reply {
 	var env struct {
 		Content []struct {
 			Type     string `json:"type"`
@@ -305,7 +320,7 @@ func envelopeText(e encodedResult) string {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(e.JSON, &env); err != nil {
-		return string(e.JSON)
+		return reply{body: string(e.JSON)}
 	}
 	var b strings.Builder
 	for _, c := range env.Content {

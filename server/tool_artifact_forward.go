@@ -13,7 +13,7 @@ import (
 
 // The downstream envelope, with the session's identity fields added.
 const artifactForwardSchema = `{"required": ["content"],
-  "properties": {"content": {"type": "array"}, "structuredContent": {}, "isError": {"type": "boolean"}, "_meta": {"type": "object"}}}`
+  "properties": {"content": {"type": "array"}, "structuredContent": {"description": "the downstream result's structuredContent, any JSON"}, "isError": {"type": "boolean"}, "_meta": {"type": "object"}}}`
 
 var errForwardCancelled = errors.New("Forwarding cancelled; external effects may already have occurred; inspect the broker journal")
 

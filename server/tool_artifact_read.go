@@ -97,7 +97,7 @@ const _ = uint(resultLimit - (6*artifacts.MaxReadLength + 2*(textLimit+len(textC
 // bytes), so both JSON texts agree on every byte a cut text keeps.
 func presentRange(f form, r artifactRange) *mcp.CallToolResult {
 	if f == formText {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: rangeText(r)}}}
+		return &mcp.CallToolResult{Content: rangeText(r).content()}
 	}
 	w := r.wire(-1)
 	head, err := json.Marshal(r.wire(textLimit))
@@ -116,7 +116,7 @@ func (s *Server) artifactReadTool() tool {
 	return tool{
 		name: "artifact_read",
 		description: "Read a range of an artifact: at most 65,536 bytes from offset. encoding text needs the range to " +
-			"be complete UTF-8 (move the boundaries or ask for hex or base64); has_more says whether bytes follow.",
+			"be complete UTF-8 (move the boundaries or ask for hex or base64). The answer says whether bytes follow, and from which offset.",
 		input: inputSchema{
 			withRequired(sessionIDParam()),
 			artifactIDParam(),

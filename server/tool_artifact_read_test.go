@@ -118,10 +118,10 @@ func TestRangeTextFormFromBytes(t *testing.T) {
 			length = int64(len(decoded))
 		}
 		next := "more from offset " + fmt.Sprint(enc.Offset+length)
-		want := withFooter(content, fmt.Sprintf("[artifact %s, bytes %d to %d of %s (base64); %s]",
-			enc.Artifact.ID, enc.Offset, enc.Offset+length, count(enc.Artifact.Size), next))
+		want := reply{content, fmt.Sprintf("[artifact %s, bytes %d to %d of %s (base64); %s]",
+			enc.Artifact.ID, enc.Offset, enc.Offset+length, count(enc.Artifact.Size), next)}
 		res := (&Server{}).present(t.Context(), formText, nil, r)
-		if got := text(t, res); got != want {
+		if got := textBlocks(t, res); got != want.text() {
 			t.Errorf("%d bytes: text\n%.200q...\nwant\n%.200q...", n, got, want)
 		}
 		if res.StructuredContent != nil || res.IsError {

@@ -8,30 +8,29 @@ import (
 )
 
 // executionResultSchema is the output schema of an execution result (reference 3.1,
-// and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work
-// and the artifacts of cut output streams of docs/contract.md §4.1), or of the run
-// an execution became after yield_after (§5.6): python_run's live snapshot.
+// and 3.8's exit_code; 4.1's artifact of a large trailing value; the background work,
+// the images and the artifacts of cut output streams of docs/contract.md §4.1), or of
+// the run an execution became after yield_after (§5.6): python_run's live snapshot.
 const executionResultSchema = `{
   "type": "object",
-  "required": ["run_id", "stdout", "stderr", "elapsed_ms"],
   "oneOf": [
-    {"required": ["success", "return_value", "error", "truncated", "state"]},
-    {"required": ["status", "stdout_end", "stderr_end", "generation"], "not": {"required": ["success"]}}
-  ],
-  "properties": {
-    "status": {"type": "string", "enum": ["starting", "running"]},
-    "stdout_start": {"type": "integer"},
-    "stdout_end": {"type": "integer"},
-    "stderr_start": {"type": "integer"},
-    "stderr_end": {"type": "integer"},
-    "native_stderr": {"type": "string"},
-    "output_limit_bytes_per_stream": {"type": "integer"},
+    {"required": ` + executionRequired + `, "properties": ` + executionProperties + `},
+    {"required": ` + snapshotRequired + `, "not": {"required": ["success"]}, "properties": ` + snapshotProperties + `}
+  ]
+}`
+
+// executionRequired are the fields every execution result has.
+const executionRequired = `["run_id", "success", "stdout", "stderr", "return_value", "error", "elapsed_ms", "truncated", "state"]`
+
+// executionProperties are an execution result's fields, also python_run's for a run
+// that is done (tool_python_run.go), whose offsets they include.
+const executionProperties = `{
     "run_id": {"type": "string"},
     "success": {"type": "boolean"},
     "stdout": {"type": "string"},
     "stderr": {"type": "string"},
     "return_value": {"type": ["string", "null"]},
-    "value": {},
+    "value": {"description": "the trailing value as JSON, when it is exact JSON"},
     "error": {"type": ["string", "null"]},
     "elapsed_ms": {"type": "number"},
     "truncated": {
@@ -55,12 +54,20 @@ const executionResultSchema = `{
     "exit_code": {"type": "integer"},
     "artifact": ` + artifactRefSchema + `,
     "artifact_error": {"type": "string"},
+    "images": {"type": "array", "items": ` + imageInfoSchema + `},
+    "image_artifacts": {"type": "array", "items": ` + artifactRefSchema + `},
+    "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
+    "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"},
     "text_truncated": {"type": "boolean"},
     "server_id": {"type": "string"},
     "session_id": {"type": "string"},
     "generation": {"type": "integer", "minimum": 0}
-  }
-}`
+  }`
+
+// imageInfoSchema is what a result says of an image it shows (repl.Image).
+const imageInfoSchema = `{"type": "object", "required": ["mime", "bytes", "width", "height"],
+  "properties": {"mime": {"type": "string"}, "bytes": {"type": "integer"}, "width": {"type": "integer"},
+    "height": {"type": "integer"}, "omitted": {"type": "string"}}}`
 
 // execParams are the arguments of execute_python and python_start (executionInput).
 type execParams struct {
@@ -99,15 +106,17 @@ func (p cellParams) request() repl.ExecRequest {
 func (s *Server) executePythonTool() tool {
 	return tool{
 		name: "execute_python",
-		description: "Execute Python in a persistent, trusted local CPython worker: variables, imports and one asyncio " +
-			"event loop persist between calls, and top-level await works. The mcp helper calls other MCP servers " +
-			"granted in the registry (.mcp.json or --config): mcp.call(server, tool, arguments={...}) returns the " +
-			"full result envelope, await mcp.acall(...) runs calls concurrently, mcp.servers(), " +
-			"mcp.list_tools(server), mcp.explain(server, tool) and mcp.journal() inspect them. Output is bounded (50,000 bytes per stream); the trailing " +
-			"expression is previewed without calling __repr__. timeout 0.01..3600 s (default 120), code at most " +
-			"256 KiB. reset=true restarts the worker (clears variables, cwd and environment). Cancellation " +
-			"interrupts the code, but external effects may already have happened. Results carry run_id, " +
-			"session_id and generation; state says whether variables survived.",
+		description: "Run Python in a persistent, trusted local CPython session: variables, imports, the working " +
+			"directory and one asyncio loop persist between calls, and top-level await works. The trailing expression " +
+			"is shown as Python shows it (DataFrames as tables), without calling your classes' __repr__. " +
+			"mcp.<server>.<tool>(...) calls the other MCP servers configured for the broker (mcp.search(words) finds a tool). " +
+			"display(obj) and plt.show() send figures and images as images. A cell may start with !cmd or " +
+			"%pip install lines; sh(cmd) runs a shell command and returns its output. Output is bounded (50,000 " +
+			"bytes per stream; the complete output becomes an artifact to read with artifact_read). timeout " +
+			"0.01..3600 s (default 120); a cell still running after yield_after seconds goes on in the background, and " +
+			"the result says how to wait for it with python_run (python_start starts one there at once). reset=true " +
+			"restarts the worker. Cancelling interrupts the code; external effects may already have happened. The " +
+			"result says whether the variables survived and names its run and generation.",
 		input:           append(executionInput(), yieldAfterParam()),
 		output:          executionResultSchema,
 		annotations:     annotations(false, true, false, true),

@@ -13,7 +13,10 @@ const cancelSchema = `{
     "cancel_requested": {"type": "boolean"},
     "run_id": {"type": "string"},
     "error": {"type": "string"},
-    "external_effects": {"type": "string"}
+    "external_effects": {"type": "string"},
+    "server_id": {"type": "string"},
+    "session_id": {"type": "string"},
+    "generation": {"type": "integer", "minimum": 0}
   }
 }`
 
@@ -29,7 +32,7 @@ func (s *Server) pythonCancelTool() tool {
 	return tool{
 		name: "python_cancel",
 		description: "Cancel the session's active run (or the one named): SIGINT, then SIGKILL after a 2 s grace. " +
-			"Returns at once; poll python_run until success appears. Does not roll back external writes.",
+			"Returns at once; poll python_run for the run's result. Does not roll back external writes.",
 		input:       inputSchema{sessionIDParam(), runIDParam()},
 		output:      cancelSchema,
 		annotations: annotations(false, true, false, true),

@@ -12,17 +12,29 @@ import (
 const runSchema = `{
   "type": "object",
   "oneOf": [
-    {"required": ["run_id", "status", "stdout_end", "stderr_end", "native_stderr_end"], "properties": {
-      "status": {"type": "string", "enum": ["starting", "running"]},
-      "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
-      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"},
-      "native_stderr_start": {"type": "integer"}, "native_stderr_end": {"type": "integer"}}},
-    {"required": ["run_id", "success"], "properties": {
-      "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
-      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"}}},
-    {"required": ["error"], "not": {"required": ["success"]}}
+    {"required": ` + snapshotRequired + `, "not": {"required": ["success"]}, "properties": ` + snapshotProperties + `},
+    {"required": ` + executionRequired + `, "properties": ` + executionProperties + `},
+    {"required": ["error"], "not": {"required": ["success"]}, "properties": {"error": {"type": "string"},
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
   ]
 }`
+
+// snapshotRequired are the fields every live snapshot of a run has (repl.Snapshot):
+// python_run's answer for a run still going, and an execution's after yield_after.
+const snapshotRequired = `["run_id", "status", "stdout", "stderr", "stdout_start", "stdout_end", "stderr_start", "stderr_end", "native_stderr_end"]`
+
+// snapshotProperties are a live snapshot's fields.
+const snapshotProperties = `{
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0},
+      "run_id": {"type": "string"},
+      "status": {"type": "string", "enum": ["starting", "running"]},
+      "elapsed_ms": {"type": "number"},
+      "stdout": {"type": "string"}, "stderr": {"type": "string"}, "native_stderr": {"type": "string"},
+      "stdout_start": {"type": "integer"}, "stdout_end": {"type": "integer"},
+      "stderr_start": {"type": "integer"}, "stderr_end": {"type": "integer"},
+      "native_stderr_start": {"type": "integer"}, "native_stderr_end": {"type": "integer"},
+      "output_limit_bytes_per_stream": {"type": "integer"},
+      "truncated": {"type": "object", "properties": {"stdout": {"type": "boolean"}, "stderr": {"type": "boolean"}, "return": {"type": "boolean"}}}}`
 
 // runParams are the arguments of python_cancel.
 type runParams struct {

@@ -9,8 +9,10 @@ import (
 const closeSchema = `{
   "type": "object",
   "oneOf": [
-    {"required": ["closed", "server_id", "session_id", "generation"], "properties": {"closed": {"type": "boolean"}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"}}}
+    {"required": ["closed", "server_id", "session_id", "generation"], "properties": {"closed": {"type": "boolean"},
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}},
+    {"required": ["error"], "properties": {"error": {"type": "string"},
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
   ]
 }`
 

@@ -6,11 +6,7 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const listSchema = `{
-  "type": "object",
-  "required": ["server_id", "sessions", "limit"],
-  "properties": {"sessions": {"type": "array", "items": {"type": "object"}}, "limit": {"type": "integer"}}
-}`
+const listSchema = sessionListSchema
 
 func (s *Server) pythonSessionListTool() tool {
 	return tool{

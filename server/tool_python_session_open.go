@@ -11,8 +11,9 @@ const sessionSchema = `{
   "type": "object",
   "oneOf": [
     {"required": ["server_id", "session_id", "generation", "environment", "project", "name"],
-     "properties": {"environment": {"type": "object"}, "namespace": {"type": "object"}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"}}}
+     "properties": ` + sessionHealthProperties + `},
+    {"required": ["error"], "properties": {"error": {"type": "string"},
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
   ]
 }`
 

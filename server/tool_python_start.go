@@ -10,8 +10,12 @@ import (
 const startSchema = `{
   "type": "object",
   "oneOf": [
-    {"required": ["run_id", "session_id", "status"], "properties": {"status": {"type": "string", "enum": ["starting"]}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"}}}
+    {"required": ["run_id", "session_id", "status"], "properties": {
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0},
+      "run_id": {"type": "string"}, "status": {"type": "string", "enum": ["starting"]},
+      "poll_tool": {"type": "string"}, "cancel_tool": {"type": "string"}}},
+    {"required": ["error"], "properties": {"error": {"type": "string"},
+      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
   ]
 }`
 

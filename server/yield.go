@@ -70,6 +70,8 @@ func waitHint(s *repl.Snapshot, wait time.Duration) string {
 		Wait         float64 `json:"wait"`
 		StdoutOffset int64   `json:"stdout_offset"`
 		StderrOffset int64   `json:"stderr_offset"`
-	}{s.RunID, proposedWait(wait).Seconds(), s.StdoutEnd, s.StderrEnd})
+		// Native output is offset-polled too; left out while there is none.
+		NativeOffset int64 `json:"native_stderr_offset,omitempty"`
+	}{s.RunID, proposedWait(wait).Seconds(), s.StdoutEnd, s.StderrEnd, s.NativeStderrEnd})
 	return fmt.Sprintf("python_run %s", args)
 }

@@ -98,6 +98,12 @@ class BoundTests(unittest.TestCase):
         left_out = int(marker.split(' bytes left out')[0].replace(',', ''))
         self.assertEqual(left_out, len(complete) - len(head) - len(tail))
         self.assertEqual(stream.total, len(complete))
+        # The gap says where the marker is and what it stands for, newlines included,
+        # for the server's later cuts.
+        data, gap = text.encode(), stream.gap
+        self.assertEqual(data[gap['at']:gap['at'] + gap['marker']].decode(), '\n[... ' + marker + ' ...]\n')
+        self.assertEqual(gap['bytes'], left_out)
+        self.assertEqual(gap['lines'], complete.count('\n') - head.count('\n') - tail.count('\n'))
         capture.close()
 
     def test_the_marker_says_what_became_of_the_complete_output(self):

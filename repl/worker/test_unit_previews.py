@@ -153,6 +153,15 @@ class PreviewTests(unittest.TestCase):
             self.assertLessEqual(len(shown.encode()), PREVIEW_BYTES)
             self.assertIn('... ', shown[-40:])  # says what it left out, even in multi-byte text
 
+    def test_json_values_also_read_as_python_shows_them(self):
+        # The text form's rendering of a value whose preview is its JSON.
+        for value, text in [
+            ((200000, 6), '(200000, 6)'), ((1,), '(1,)'), (True, 'True'), ({'a': 1}, "{'a': 1}"),
+            ([None, False, 1.5, 'x'], "[None, False, 1.5, 'x']"), ('hi', "'hi'"), ('é"', '\'é"\''), ({}, '{}'),
+        ]:
+            self.assertEqual(previews.python_text(value), text)
+        self.assertIsNone(previews.python_text(list(range(30_000))))  # not whole: the JSON preview stands
+
     def test_strings_are_json_quoted_and_bounded(self):
         self.assertEqual(previews.preview('привет'), ('"привет"', 'привет', False))
         self.assertEqual(previews.preview('y' * 3000)[1], 'y' * 3000)

@@ -38,7 +38,7 @@ from .messages import (
 )
 from .output import STREAMS, NativeOutput, Output, Spool
 from .sinks import Sink, no_input
-from .previews import ReplHistory, inventory, preview as value_preview
+from .previews import ReplHistory, inventory, preview as value_preview, python_text
 from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
@@ -357,7 +357,7 @@ class Worker:
         captured = self._output.end()
         texts, saved = self._save_outputs(run_id, captured, interrupted)
         CHILDREN.sweep()  # `finished` for the jobs that ended in the run comes before its result
-        result = self._result(run_id, preview, exc, captured, texts, policy_error)
+        result = self._result(run_id, value, preview, exc, captured, texts, policy_error)
         if extra:
             result.update(extra)
         result.update((key, text) for key, text in notebook.items() if text is not None)
@@ -372,7 +372,9 @@ class Worker:
             result['background_threads'] = background
         printed = self._output.take_background()
         if printed:
-            result['background_output'] = printed
+            result['background_output'], cuts = printed
+            if cuts:
+                result['background_cuts'] = cuts
         self._deliver(run_id, command['barrier'], result)
 
     def _run_file(self, run_id, path, argv):
@@ -605,7 +607,7 @@ class Worker:
             return 'failed', message
         return 'done', task.result()
 
-    def _result(self, run_id, preview, exc, captured, texts, policy_error):
+    def _result(self, run_id, value, preview, exc, captured, texts, policy_error):
         cut = {stream: captured.streams[stream].cut for stream in STREAMS}
         result = {
             'success': exc is None and policy_error is None,
@@ -616,6 +618,9 @@ class Worker:
             'truncated': {'stdout': cut['stdout'], 'stderr': cut['stderr'], 'return': False},
             'state': 'cleared' if policy_error else 'preserved',
         }
+        cuts = {stream: captured.streams[stream].gap for stream in STREAMS if captured.streams[stream].gap}
+        if cuts:
+            result['cuts'] = cuts
         if policy_error:
             result['error'] = policy_error
         elif exc is not None:
@@ -626,6 +631,11 @@ class Worker:
             result['truncated']['return'] = truncated
             if plain is not MISSING:
                 result['value'] = plain
+                # For the text form, which reads values as Python shows them; the
+                # contract's `value` and `return_value` stay JSON.
+                text = python_text(value)
+                if text is not None:
+                    result['return_repr'] = text
         return result
 
     def _deliver(self, run_id, barrier, result):

@@ -194,6 +194,8 @@ class StreamText:
         self._tail = collections.deque()  # (text, UTF-8 size): the latest final text
         self._tail_bytes = 0
         self.total = 0  # UTF-8 bytes of final text
+        self.lines = 0  # newlines in the final text
+        self.gap = None  # once text() cut: where its marker is and what it stands for (gap())
 
     @property
     def cut(self):
@@ -273,6 +275,7 @@ class StreamText:
             return
         size = utf8_len(text)
         self.total += size
+        self.lines += text.count('\n')
         if self.spool is not None:
             self._to_spool(text)
         if self._head is None:
@@ -318,14 +321,19 @@ class StreamText:
 
     def text(self, marker=OUTPUT_LEFT_OUT, *args):
         """The kept text: all of it, or head, marker and tail. `marker` is a template of the
-        bytes left out, then `args` (what the run did with the complete text)."""
+        bytes left out, then `args` (what the run did with the complete text). A cut text
+        also sets `gap`: the marker's UTF-8 offset and size in the text, and the bytes and
+        newlines of the stream it stands for, so a later cut can count against the whole
+        stream (the result's `cuts`)."""
         self._flush()
         if self._head is None:
             text = ''.join(self._kept)
             return text if text.isascii() else text.encode('utf-8', 'replace').decode('utf-8')
         tail, tail_bytes = utf8_suffix(''.join(text for text, _ in self._tail), self._tail_budget)
         left_out = max(self.total - self._head_bytes - tail_bytes, 0)
-        note = utf8_prefix(marker.format(left_out, *args), STREAM_MARKER)[0]
+        note, note_bytes, _ = utf8_prefix(marker.format(left_out, *args), STREAM_MARKER)
+        lines = self.lines - self._head.count('\n') - tail.count('\n')
+        self.gap = {'at': self._head_bytes, 'marker': note_bytes, 'bytes': left_out, 'lines': max(lines, 0)}
         return self._head + note + tail
 
     def close(self):
@@ -549,16 +557,19 @@ class Output:
 
     def take_background(self):
         """What threads of earlier cells printed since the last result, as a result's
-        background_output, or None when they printed nothing. A new capture takes over."""
+        background_output and its `cuts` (the result's `background_cuts`), or None when
+        they printed nothing. A new capture takes over."""
         taken, self.background = self.background, background_capture()
         taken.finish()
         if taken.empty:
             return None
         texts = taken.streams
-        return {
+        printed = {
             'stdout': texts['stdout'].text(), 'stderr': texts['stderr'].text(),
             'truncated': texts['stdout'].cut or texts['stderr'].cut,
         }
+        cuts = {stream: texts[stream].gap for stream in STREAMS if texts[stream].gap}
+        return printed, cuts
 
     def _pump(self):
         idle_ticks = 0

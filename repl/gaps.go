@@ -1,0 +1,134 @@
+package repl
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Gap is one cut in a stream's text: the marker at text[At:At+Marker] stands for
+// Bytes bytes of the complete stream, Lines of them newlines, that the text does not
+// hold. A text cut more than once (by the worker, again when native output joins
+// stderr, again by the text form) keeps one gap per place, each counted against the
+// complete stream (docs/contract.md §3.4, §5.5).
+type Gap struct {
+	At     int   `json:"at"`
+	Marker int   `json:"marker"`
+	Bytes  int64 `json:"bytes"`
+	Lines  int64 `json:"lines"`
+}
+
+// CutText is a text and its gaps, in order.
+type CutText struct {
+	Text string
+	Gaps []Gap
+}
+
+// valid reports whether every gap lies in the text, in order, on UTF-8 boundaries,
+// each marker starting a line of its own.
+func (c CutText) valid() bool {
+	end := 0
+	for _, g := range c.Gaps {
+		if g.At < end || g.Marker <= 0 || g.At+g.Marker > len(c.Text) || g.Bytes < 0 || g.Lines < 0 ||
+			!strings.HasPrefix(c.Text[g.At:], "\n[... ") || !boundary(c.Text, g.At+g.Marker) {
+			return false
+		}
+		end = g.At + g.Marker
+	}
+	return true
+}
+
+func boundary(s string, i int) bool { return i == len(s) || utf8.RuneStart(s[i]) }
+
+// Remove is c without text[from:to], widened to whole markers, and with one gap in its
+// place whose marker is marker(bytes, lines) of what that place now leaves out: the
+// bytes removed and those the gaps inside stood for. from and to must be UTF-8
+// boundaries.
+func (c CutText) Remove(from, to int, marker func(bytes, lines int64) string) CutText {
+	for _, g := range c.Gaps {
+		if g.At < to && from < g.At+g.Marker {
+			from, to = min(from, g.At), max(to, g.At+g.Marker)
+		}
+	}
+	var bytes, lines int64
+	var before, after []Gap
+	plain := from // the start of the plain text not yet counted
+	for _, g := range c.Gaps {
+		switch {
+		case g.At+g.Marker <= from:
+			before = append(before, g)
+		case g.At >= to:
+			after = append(after, g)
+		default:
+			bytes += int64(g.At-plain) + g.Bytes
+			lines += int64(strings.Count(c.Text[plain:g.At], "\n")) + g.Lines
+			plain = g.At + g.Marker
+		}
+	}
+	bytes += int64(to - plain)
+	lines += int64(strings.Count(c.Text[plain:to], "\n"))
+	m := marker(bytes, lines)
+	gaps := append(before, Gap{At: from, Marker: len(m), Bytes: bytes, Lines: lines})
+	for _, g := range after {
+		g.At += len(m) - (to - from)
+		gaps = append(gaps, g)
+	}
+	return CutText{Text: c.Text[:from] + m + c.Text[to:], Gaps: gaps}
+}
+
+// Join is c followed by d.
+func (c CutText) Join(d CutText) CutText {
+	gaps := append([]Gap(nil), c.Gaps...)
+	for _, g := range d.Gaps {
+		g.At += len(c.Text)
+		gaps = append(gaps, g)
+	}
+	return CutText{Text: c.Text + d.Text, Gaps: gaps}
+}
+
+// Render is the text with each gap's marker replaced by what render makes of it.
+func (c CutText) Render(render func(Gap) string) string {
+	var b strings.Builder
+	plain := 0
+	for _, g := range c.Gaps {
+		b.WriteString(c.Text[plain:g.At])
+		b.WriteString(render(g))
+		plain = g.At + g.Marker
+	}
+	b.WriteString(c.Text[plain:])
+	return b.String()
+}
+
+// boundCut keeps c whole when it fits limit bytes; else its first head bytes, one gap
+// for all it leaves out, and its last bytes, limit bytes in all (docs/contract.md
+// §5.5), and sets flag: boundHeadTail, counting what earlier cuts left out too.
+func boundCut(c CutText, limit, head int, flag *bool) CutText {
+	if len(c.Text) <= limit {
+		return c
+	}
+	*flag = true
+	first := cutUTF8(c.Text, head)
+	last := suffixUTF8(c.Text[len(first):], limit-len(first)-streamMarker)
+	return c.Remove(len(first), len(c.Text)-len(last), func(bytes, _ int64) string { return leftOutMarker(int(bytes)) })
+}
+
+// checked is c, or c's text alone when its gaps do not fit it: a marker that cannot be
+// found is read as text.
+func (c CutText) checked() CutText {
+	if !c.valid() || !utf8.ValidString(c.Text) {
+		return CutText{Text: strings.ToValidUTF8(c.Text, "\uFFFD")}
+	}
+	return c
+}
+
+// gapsOfSuffix are the gaps of a text's suffix that starts at byte from: those wholly
+// in it, moved with it. A marker the suffix starts inside of is text there.
+func gapsOfSuffix(gaps []Gap, from int) []Gap {
+	var kept []Gap
+	for _, g := range gaps {
+		if g.At >= from {
+			g.At -= from
+			kept = append(kept, g)
+		}
+	}
+	return kept
+}
