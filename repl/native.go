@@ -3,6 +3,7 @@ package repl
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )

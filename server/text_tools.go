@@ -30,7 +30,7 @@ const (
 // structured is the value's JSON, for the shapes without a text of their own.
 func toolText(value any, structured []byte) reply {
 	switch v := value.(type) {
-	case *repl.Snapshot:
+	case runningRun:
 		return snapshotText(v)
 	case artifactRange:
 		return rangeText(v)
@@ -62,8 +62,6 @@ func toolLine(value any, structured []byte) string {
 	case *repl.StartInfo:
 		return fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
 			"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)
-	case runningRun:
-		return snapshotText(v)
 	case cancelled:
 		return fmt.Sprintf("Cancel requested for run %s; poll python_run for its result. External effects may "+
 			"already have occurred; nothing is retried.", v.RunID)
