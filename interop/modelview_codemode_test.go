@@ -205,7 +205,7 @@ func TestFakeCodeModeAPI(t *testing.T) {
 	}
 	out := map[string]any{"type": "custom_tool_call_output", "call_id": codeModeCallID, "output": []any{
 		map[string]any{"type": "input_text", "text": `{"sid":"x","parsed":43}`}}}
-	_, events, _ = post(t, api, "/v1/responses", map[string]any{"model": "gpt-5.5", "stream": true, "input": []any{user, call, out}})
+	post(t, api, "/v1/responses", map[string]any{"model": "gpt-5.5", "stream": true, "input": []any{user, call, out}})
 	r := m.records()
 	if g := r.given["code"]; g == nil || g.Text() != `{"sid":"x","parsed":43}` || !r.finished || len(r.problems) != 0 {
 		t.Fatalf("records %+v, finished %v, problems %q", r.given, r.finished, r.problems)

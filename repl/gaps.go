@@ -100,7 +100,7 @@ func (c CutText) Render(render func(Gap) string) string {
 
 // boundCut keeps c whole when it fits limit bytes; else its first head bytes, one gap
 // for all it leaves out, and its last bytes, limit bytes in all (docs/contract.md
-// §5.5), and sets flag: boundHeadTail, counting what earlier cuts left out too.
+// §5.5), and sets flag, counting what earlier cuts left out too.
 func boundCut(c CutText, limit, head int, flag *bool) CutText {
 	if len(c.Text) <= limit {
 		return c

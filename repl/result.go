@@ -246,19 +246,6 @@ func boundRef(ref json.RawMessage) json.RawMessage {
 	return ref
 }
 
-// boundHeadTail keeps s whole when it fits limit bytes; else its first head bytes, a
-// marker saying how many bytes were left out, and its last bytes, limit bytes in
-// all, cut at UTF-8 boundaries, and sets flag. It is how the worker keeps a stream.
-func boundHeadTail(s string, limit, head int, flag *bool) string {
-	if len(s) <= limit {
-		return s
-	}
-	*flag = true
-	first := cutUTF8(s, head)
-	last := suffixUTF8(s[len(first):], limit-len(first)-streamMarker)
-	return first + leftOutMarker(len(s)-len(first)-len(last)) + last
-}
-
 // leftOutMarker is the worker's marker between a stream's head and its tail.
 func leftOutMarker(n int) string {
 	return "\n[... " + withCommas(n) + " bytes left out ...]\n"

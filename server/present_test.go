@@ -353,9 +353,9 @@ func TestTextFormFooterIsItsOwnBlock(t *testing.T) {
 		t.Errorf("footer block: %q", foot)
 	}
 	snap := &repl.Snapshot{RunID: "R", Status: "running", Stdout: "7\n", StdoutEnd: 2, StderrEnd: 0, Generation: 1}
-	res = (&Server{}).present(t.Context(), formText, nil, snap)
+	res = (&Server{}).present(t.Context(), formText, nil, runningRun{Snapshot: snap})
 	if len(res.Content) != 2 || res.Content[0].(*mcp.TextContent).Text != "7\n" ||
-		!strings.Contains(res.Content[1].(*mcp.TextContent).Text, "; stdout_end 2; stderr_end 0;") {
+		!strings.Contains(res.Content[1].(*mcp.TextContent).Text, `"stdout_offset":2,"stderr_offset":0}`) {
 		t.Errorf("a live run: %v", res.Content)
 	}
 }

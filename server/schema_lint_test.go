@@ -40,8 +40,10 @@ func TestPublishedOutputSchemasDeclareEveryField(t *testing.T) {
 		path   []string // properties to follow from there
 		typ    reflect.Type
 	}{
-		{"execute_python", -1, nil, reflect.TypeFor[repl.Result]()},
-		{"python_execute_file", -1, nil, reflect.TypeFor[repl.Result]()},
+		{"execute_python", 0, nil, reflect.TypeFor[repl.Result]()},
+		{"execute_python", 1, nil, reflect.TypeFor[repl.Snapshot]()},
+		{"python_execute_file", 0, nil, reflect.TypeFor[repl.Result]()},
+		{"python_execute_file", 1, nil, reflect.TypeFor[repl.Snapshot]()},
 		{"python_run", 1, nil, reflect.TypeFor[repl.Result]()},
 		{"python_run", 0, nil, reflect.TypeFor[repl.Snapshot]()},
 		{"python_start", 0, nil, reflect.TypeFor[repl.StartInfo]()},

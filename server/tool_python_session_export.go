@@ -11,8 +11,10 @@ import (
 const sessionExportSchema = `{"type": "object", "oneOf": [
     {"required": ["exported", "path", "cells", "dropped", "bytes", "server_id", "session_id", "generation"],
      "properties": {"exported": {"type": "boolean"}, "path": {"type": "string"}, "cells": {"type": "integer"},
-       "dropped": {"type": "integer"}, "bytes": {"type": "integer"}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"}}}]}`
+       "dropped": {"type": "integer"}, "bytes": {"type": "integer"},
+       "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}},
+    {"required": ["error"], "not": {"required": ["exported"]}, "properties": {"error": {"type": "string"},
+       "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}]}`
 
 type sessionExportParams struct {
 	SessionID string `json:"session_id"`
