@@ -339,8 +339,8 @@ func cellOf(fc repl.FinishedCell) cell {
 		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
 		ImagesNotShown: len(res.ImageArtifacts),
 	}
-	if res.Repr != "" && res.ReturnValue != nil {
-		c.Preview = &res.Repr // what Jupyter shows of a builtin value
+	if res.ReturnRepr != "" && res.ReturnValue != nil {
+		c.Preview = &res.ReturnRepr // what Jupyter shows of a builtin value
 	}
 	for _, d := range res.Displays {
 		c.Displays = append(c.Displays, display{Text: d.Text, HTML: d.HTML, Repr: d.Repr})

@@ -57,11 +57,11 @@ func boundDisplays(displays []Display) []Display {
 }
 
 // record tells the session's Recorder of a finished run and then drops the run's
-// HTML and repr, which only the record keeps: the history does not hold them for
+// HTML and displays, which only the record keeps: the history does not hold them for
 // nothing.
 func (s *Session) record(r *run, res *Result) {
 	if s.cfg.Recorder == nil || r.req.inventory {
-		res.HTML, res.Repr, res.Displays = "", "", nil
+		res.HTML, res.Displays = "", nil
 		return
 	}
 	s.mu.Lock()
@@ -72,5 +72,5 @@ func (s *Session) record(r *run, res *Result) {
 		Code: r.req.Code, SourcePath: r.req.SourcePath, Argv: r.req.Argv,
 		Reset: r.req.Reset, Fresh: r.req.Fresh, Result: res, Python: python,
 	})
-	res.HTML, res.Repr, res.Displays = "", "", nil
+	res.HTML, res.Displays = "", nil
 }

@@ -20,7 +20,7 @@ func (l *cellLog) CellFinished(c FinishedCell) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cells = append(l.cells, c)
-	l.reprs = append(l.reprs, c.Result.Repr)
+	l.reprs = append(l.reprs, c.Result.ReturnRepr)
 }
 
 func (l *cellLog) SessionClosed(id string) {
@@ -31,7 +31,7 @@ func (l *cellLog) SessionClosed(id string) {
 
 // TestRecorderSeesEveryCellButInventories: the recorder gets each finished cell with
 // its code, reset flag, start, generation and the worker's Python, a failing one too,
-// before the caller's result, which no longer holds the notebook-only repr; not an
+// before the caller's result, which keeps the repr the text form shows; not an
 // inventory; and the session's close.
 func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 	log := &cellLog{}
@@ -45,8 +45,9 @@ func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 	}
 	before := time.Now()
 	first := s.Execute(t.Context(), ExecRequest{Code: "{'a': (1, 'b')}"})
-	if first.Repr != "" || first.ReturnValue == nil {
-		t.Fatalf("the caller's result: repr %q, return_value %v", first.Repr, first.ReturnValue)
+	// The repr is the text form's too: the caller keeps it.
+	if first.ReturnRepr != "{'a': (1, 'b')}" || first.ReturnValue == nil {
+		t.Fatalf("the caller's result: repr %q, return_value %v", first.ReturnRepr, first.ReturnValue)
 	}
 	if _, _, err := s.Inspect(t.Context(), true); err != nil {
 		t.Fatal(err)

@@ -45,8 +45,8 @@ type Result struct {
 	ReturnValue *string         `json:"return_value"`
 	Value       json.RawMessage `json:"value,omitempty"`
 	// ReturnRepr is the trailing value as Python's repr shows it, when return_value
-	// is its JSON: what the text form shows (docs/contract.md §3.4). Not a field of
-	// the contract's result.
+	// is its JSON: what the text form shows (docs/contract.md §3.4), and the session's
+	// notebook as text/plain. Not a field of the contract's result.
 	ReturnRepr string    `json:"-"`
 	Error      *string   `json:"error"`
 	ElapsedMS  float64   `json:"elapsed_ms"`
@@ -104,11 +104,8 @@ type Result struct {
 	ImageArtifacts []json.RawMessage `json:"image_artifacts,omitempty"`
 
 	// HTML is pandas' own text/html of a trailing DataFrame or Styler, at most
-	// maxHTMLBytes, and Repr the repr of a trailing value of exact builtins when it
-	// differs from its preview: for the session's notebook only, never in a tool
-	// result.
+	// maxHTMLBytes: for the session's notebook only, never in a tool result.
 	HTML string `json:"-"`
-	Repr string `json:"-"`
 	// Displays are what display() printed of objects that are no image, for the
 	// notebook too; never in a tool result.
 	Displays []Display `json:"-"`
@@ -142,7 +139,6 @@ type workerResult struct {
 	Images         []Image           `json:"images"`
 	ImageArtifacts []json.RawMessage `json:"image_artifacts"`
 	HTML           string            `json:"html"`
-	Repr           string            `json:"repr"`
 	Displays       []Display         `json:"displays"`
 }
 
@@ -191,9 +187,6 @@ func (r *Result) bound(valueLimit int) {
 	r.ImageArtifacts = boundRefs(r.ImageArtifacts, maxImageArtifacts)
 	if len(r.HTML) > maxHTMLBytes || !utf8.ValidString(r.HTML) {
 		r.HTML = "" // dropped, never cut: half a table is no table
-	}
-	if len(r.Repr) > PreviewLimit || !utf8.ValidString(r.Repr) {
-		r.Repr = ""
 	}
 	r.Displays = boundDisplays(r.Displays)
 	if r.State == "" {

@@ -392,7 +392,6 @@ func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
 		Images:                   wr.Images,
 		ImageArtifacts:           wr.ImageArtifacts,
 		HTML:                     wr.HTML,
-		Repr:                     wr.Repr,
 		Displays:                 wr.Displays,
 	}
 	if nativeCut {

@@ -631,16 +631,16 @@ class PreviewTests(WorkerTestCase):
         self.assertRegex(result['return_value'], r'^\{0, 1, 2, .*\.\.\. \d+ more\}$')
 
     def test_notebook_repr_of_builtins_only(self):
-        # The notebook shows Python's repr where the preview is JSON text, for exact
-        # builtins only; a value whose repr equals its preview, or that is not made of
-        # exact builtins, sends none.
+        # The text form and the notebook show Python's repr where the preview is JSON
+        # text, for exact builtins only; a value whose repr equals its preview, or that
+        # is not made of exact builtins, sends none.
         result = self.worker.run('{"a": (1, 2.5, None), "b": [True, "x"]}')
-        self.assertEqual(result['repr'], "{'a': (1, 2.5, None), 'b': [True, 'x']}")
+        self.assertEqual(result['return_repr'], "{'a': (1, 2.5, None), 'b': [True, 'x']}")
         self.assertNotIn('html', result)
-        self.assertNotIn('repr', self.worker.run('6 * 7'))
-        self.assertEqual(self.worker.run('"abc"')['repr'], "'abc'")
+        self.assertNotIn('return_repr', self.worker.run('6 * 7'))
+        self.assertEqual(self.worker.run('"abc"')['return_repr'], "'abc'")
         result = self.worker.run('class S(str):\n    pass\n[S("x")]')
-        self.assertNotIn('repr', result)
+        self.assertNotIn('return_repr', result)
 
     def test_custom_objects_never_run_user_code(self):
         marker = self.path('marker')
@@ -684,7 +684,7 @@ class Text(str):
             self.assert_ok(result)
             self.assertEqual(result['return_value'], expected, expression)
             self.assertFalse(result['truncated']['return'])
-            self.assertNotIn('repr', result, expression)
+            self.assertNotIn('return_repr', result, expression)
             self.assertNotIn('html', result, expression)
         self.assertFalse(os.path.exists(marker), 'a user hook ran during a preview')
 

@@ -17,7 +17,7 @@ import unittest
 import uuid
 
 from harness import library_test
-from replworker import previews
+from replworker import nbdata, previews
 from replworker.bridge import McpResult
 from replworker.children import ShellResult
 from replworker.common import MISSING
@@ -159,8 +159,8 @@ class PreviewTests(unittest.TestCase):
             ((200000, 6), '(200000, 6)'), ((1,), '(1,)'), (True, 'True'), ({'a': 1}, "{'a': 1}"),
             ([None, False, 1.5, 'x'], "[None, False, 1.5, 'x']"), ('hi', "'hi'"), ('é"', '\'é"\''), ({}, '{}'),
         ]:
-            self.assertEqual(previews.python_text(value), text)
-        self.assertIsNone(previews.python_text(list(range(30_000))))  # not whole: the JSON preview stands
+            self.assertEqual(nbdata.builtin_repr(value), text)
+        self.assertIsNone(nbdata.builtin_repr(list(range(30_000))))  # not whole: the JSON preview stands
 
     def test_strings_are_json_quoted_and_bounded(self):
         self.assertEqual(previews.preview('привет'), ('"привет"', 'привет', False))

@@ -38,7 +38,7 @@ from .messages import (
 )
 from .output import STREAMS, NativeOutput, Output, Spool
 from .sinks import Sink, no_input
-from .previews import ReplHistory, inventory, preview as value_preview, python_text
+from .previews import ReplHistory, inventory, preview as value_preview
 from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
@@ -345,7 +345,7 @@ class Worker:
         notebook = {}  # for the session's notebook only (PROTOCOL.md, The result object)
         if exc is None and policy_error is None and value is not MISSING:
             preview = value_preview(value)
-            notebook = {'html': pandas_html(value), 'repr': builtin_repr(value, preview[0])}
+            notebook = {'html': pandas_html(value)}
             # Only a value the preview had to cut may become an artifact: one that fits the
             # preview is shown whole (a 4-item list, b'abc'), and one that has no preview of
             # its own (a custom object) is not cut either.
@@ -631,10 +631,11 @@ class Worker:
             result['truncated']['return'] = truncated
             if plain is not MISSING:
                 result['value'] = plain
-                # For the text form, which reads values as Python shows them; the
-                # contract's `value` and `return_value` stay JSON.
-                text = python_text(value)
-                if text is not None:
+                # For the text form and the notebook, which read values as Python
+                # shows them; the contract's `value` and `return_value` stay JSON.
+                # Left out where it reads the same (42).
+                text = builtin_repr(value)
+                if text is not None and text != shown:
                     result['return_repr'] = text
         return result
 

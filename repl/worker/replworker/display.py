@@ -240,10 +240,10 @@ class _Images:
         the session's notebook (a `display_data` output there): at most DISPLAY_COUNT per
         run within DISPLAY_BYTES, the rest stays printed only."""
         entry = {'text': text}
-        html, plain = pandas_html(obj), builtin_repr(obj, text)
+        html, plain = pandas_html(obj), builtin_repr(obj)
         if html is not None:
             entry['html'] = html
-        if plain is not None:
+        if plain is not None and plain != text:
             entry['repr'] = plain
         size = sum(len(v.encode('utf-8', 'replace')) for v in entry.values())
         with self._lock:

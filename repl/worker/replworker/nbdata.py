@@ -1,14 +1,16 @@
-"""What a notebook shows of a trailing value beyond its preview (docs/contract.md §3,
-python_session_export), sent in the result for the session's record only:
+"""What the model and a notebook read of a value beyond its JSON preview:
 
-- `repr`: the value's repr, as Jupyter shows it, for exact builtins only (None, bool, int,
-  float, str, and lists, tuples and dicts of them), whose repr runs no user code; their
-  preview is JSON text ("a", true), which a notebook reader would not expect;
+- the value's repr, as Python and Jupyter show it, for exact builtins only (None, bool,
+  int, float, str, and lists, tuples and dicts of them), whose repr runs no user code:
+  their preview is JSON text ("a", true, [200000, 6]), which neither reader expects. A
+  result's `return_repr` (the text form shows it, docs/contract.md §3.4, and the
+  session's notebook as `text/plain`), and a display's `repr`;
 - `html`: pandas' own rendering of its own DataFrame and Styler, and nothing else. No user
   code ever runs: the value's class must be exactly pandas' class, looked up in sys.modules
   (pandas is never imported here), the method called is the one that class defines, and
   only frames pandas formats alone are rendered (no object columns, whose elements' __str__
-  is anyone's; no user dtypes; no Styler with functions applied).
+  is anyone's; no user dtypes; no Styler with functions applied), sent in the result for
+  the session's record only.
 
 Either is dropped, not cut, past its bound: half a table is no table."""
 
@@ -108,9 +110,9 @@ def _derives(cls, base):
     return any(c is base for c in _mro(cls))
 
 
-def builtin_repr(value, preview):
-    """repr(value) when value is made of exact builtins only and its repr, within
-    PREVIEW_BYTES, differs from the preview; else None."""
+def builtin_repr(value):
+    """repr(value) when value is made of exact builtins only and its repr is within
+    PREVIEW_BYTES; else None."""
     budget = [PREVIEW_BYTES]
     if not _builtins_only(value, 0, budget):
         return None
@@ -118,7 +120,7 @@ def builtin_repr(value, preview):
         text = repr(value)
     except Exception:  # the int digit limit, say: the preview stands
         return None
-    if text == preview or len(text.encode('utf-8', 'replace')) > PREVIEW_BYTES:
+    if len(text.encode('utf-8', 'replace')) > PREVIEW_BYTES:
         return None
     return text
 

@@ -954,19 +954,5 @@ class ReplHistory(list):
     """What repl_history() returns: a list whose preview may hold every retained run."""
 
 
-def python_text(value):
-    """A trailing value whose preview is its JSON (exact builtins only, so nothing of the
-    user's runs) as Python's repr shows it: (200000, 6), None, True, {'a': 1}. None when
-    that rendering would not be whole within PREVIEW_BYTES; the JSON preview stands then."""
-    try:
-        state = _Rendering()
-        text = _render(value, PREVIEW_BYTES, 0, state)
-    except Exception:  # RecursionError, MemoryError: the JSON preview is enough
-        return None
-    if state.cut or state.squeezed or utf8_size(text) > PREVIEW_BYTES:
-        return None
-    return text
-
-
 # Imported last: the summaries use this module's helpers.
 from .libsummaries import SUMMARISED as _SUMMARISED, frame_attempts, library_summary  # noqa: E402
