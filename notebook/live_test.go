@@ -23,6 +23,17 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// recordedManager is a manager of real workers in a project of its own, whose cells k
+// records. The caller closes it before k.
+func recordedManager(t *testing.T, k *notebook.Keeper) *repl.Manager {
+	project, _ := filepath.EvalSymlinks(t.TempDir())
+	m := repl.NewManager(t.Context(), repl.Config{
+		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(),
+		Version: "test", Recorder: k,
+	})
+	return m
+}
+
 // TestLiveNotebookAfterEveryCell runs real cells in a real worker with a live
 // directory: after each cell the session's live notebook holds exactly the cells
 // run so far, and a reader polling the directory (and exporting) the whole time
@@ -34,11 +45,7 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	project, _ := filepath.EvalSymlinks(t.TempDir())
-	m := repl.NewManager(t.Context(), repl.Config{
-		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(),
-		Version: "test", Recorder: k,
-	})
+	m := recordedManager(t, k)
 	defer m.Close(0)
 	sess := m.Default()
 	name := filepath.Join(live, notebook.LiveName("default", sess.ID()))
@@ -116,11 +123,7 @@ func TestRecordOutlivesTheHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	project, _ := filepath.EvalSymlinks(t.TempDir())
-	m := repl.NewManager(t.Context(), repl.Config{
-		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(),
-		Version: "test", Recorder: k,
-	})
+	m := recordedManager(t, k)
 	defer m.Close(0)
 	sess := m.Default()
 	total := repl.HistoryRuns + 6

@@ -92,17 +92,3 @@ func kibField(s string) int64 {
 	}
 	return kib << 10
 }
-
-// grouped writes n with thousands separators, as messages write sizes.
-func grouped(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}

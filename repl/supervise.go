@@ -358,7 +358,7 @@ func (s *Session) overBudget(p *process) (int64, bool) {
 // saw the worker on its way up.
 func (s *Session) overBudgetError(p *process, sampled int64) string {
 	peak := max(sampled, peakResidentBytes(p.ready.Pid))
-	return fmt.Sprintf(msgRSS, grouped(peak>>20), grouped(int64(s.cfg.MaxMemoryMiB)))
+	return fmt.Sprintf(msgRSS, withCommas(int(peak>>20)), withCommas(s.cfg.MaxMemoryMiB))
 }
 
 // complete turns the worker's result into the run's result, with the native output
