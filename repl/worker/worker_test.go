@@ -17,7 +17,7 @@ const librarySkip = "skipped 'library test:"
 
 // TestWorkerUnit runs the worker's own unittest suite on every interpreter the
 // project supports that this machine has. The library tests (Library* classes:
-// previews of pandas, numpy and matplotlib values) skip there, since they belong to
+// previews of pandas, numpy, matplotlib, polars and xarray values) skip there, since they belong to
 // the pinned libraries of the data venv, where TestWorkerLibraries runs them; no
 // other test may skip.
 func TestWorkerUnit(t *testing.T) {

@@ -69,6 +69,8 @@ PREVIEW_CLASS = "<class '{}'>"
 PREVIEW_FUNCTION = '<function {}>'
 PREVIEW_BUILTIN = '<built-in function {}>'
 PREVIEW_MODULE = "<module '{}'>"
+PREVIEW_POLARS_OBJECTS = 'rows not shown: a column holds Python objects'
+PREVIEW_XARRAY_DATA = '<values not loaded: {}; dtype={}>'  # an xarray variable's data that is not numpy's
 PREVIEW_STYLER = '<Styler of the DataFrame below; its styles are not rendered>'
 PREVIEW_FRAME_SHAPE = '[{} rows x {} columns]'  # pandas' own
 PREVIEW_ARRAY = 'shape={}, dtype={})'  # the end of numpy's repr, always with both
