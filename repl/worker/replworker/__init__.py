@@ -14,7 +14,10 @@ import its modules directly. One module per concern:
                       background output, and the native-output pipe on fd 1 and 2
     cells             the event loop, the executor, running a cell or file, the epilogue
     tracebacks        the user's tracebacks and the source history behind them
-    previews          previews of values and the namespace inventory
+    previews          previews of values (the rendering, the standard library's and
+                      matplotlib's types) and the namespace inventory
+    arraypreviews     previews of numpy arrays and scalars and pandas frames, Series
+                      and Indexes
     libsummaries      summaries of library objects (Dask, Styler, Categorical, dtypes,
                       polars, xarray, torch) and the pandas display options previews honour
     checkpoint        checkpoint() and restore()
