@@ -46,11 +46,11 @@ const (
 	// and recursive $refs can make a small schema cost exponential time, and a
 	// $ref cycle that consumes no input would recurse until the stack blows.
 	MaxValidationSteps = 200000
-	valMaxRecursion    = 1024
+	maxRecursion       = 1024
 
-	// valLocateSteps bounds the diagnostic walk that finds where a failed
+	// locateSteps bounds the diagnostic walk that finds where a failed
 	// validation went wrong; past it the error names the arguments root.
-	valLocateSteps = 20000
+	locateSteps = 20000
 )
 
 // Errors a caller can branch on with errors.Is. Budget and schema errors wrap
@@ -75,7 +75,7 @@ type ArgumentsError struct {
 func (e *ArgumentsError) Error() string {
 	where := "the arguments object"
 	if e.Pointer != "" {
-		where = valShortPointer(e.Pointer)
+		where = shortPointer(e.Pointer)
 	}
 	rule := e.Rule
 	if len(rule) > 300 {
@@ -98,7 +98,7 @@ type Validator struct {
 	logger *slog.Logger
 
 	mu        sync.Mutex
-	cache     map[[32]byte]*valCompiled
+	cache     map[[32]byte]*compiled
 	order     [][32]byte // insertion order, oldest first
 	cacheSize int
 
@@ -108,8 +108,8 @@ type Validator struct {
 	onSlot func() // test hook, run while holding a slot
 }
 
-// valCompiled is a checked and resolved schema, or the reason it was rejected.
-type valCompiled struct {
+// compiled is a checked and resolved schema, or the reason it was rejected.
+type compiled struct {
 	resolved   *jsonschema.Resolved
 	tree       any  // the schema as generic JSON, for diagnostics and formats
 	followRefs bool // local refs resolve against the root (no nested $id)
@@ -117,7 +117,7 @@ type valCompiled struct {
 	// formats: some object in the schema has a "format" member, so valid arguments
 	// get the broker's format checks; without one there is nothing they could find.
 	formats bool
-	fast    *valFast // the schema's own check, when it uses only valFast's keywords
+	fast    *fastSchema // the schema's own check, when it uses only fastSchema's keywords
 	err     error
 }
 
@@ -135,7 +135,7 @@ func New(cfg Config) *Validator {
 	return &Validator{
 		slots:     make(chan struct{}, cfg.Slots),
 		logger:    cfg.Logger,
-		cache:     make(map[[32]byte]*valCompiled),
+		cache:     make(map[[32]byte]*compiled),
 		cacheSize: cfg.CacheSize,
 	}
 }
@@ -209,17 +209,17 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 		arguments = json.RawMessage("{}")
 	}
 	if arguments[0] != '{' {
-		return fmt.Errorf("%w: got %s", ErrArgumentsNotObject, valJSONKind(arguments[0]))
+		return fmt.Errorf("%w: got %s", ErrArgumentsNotObject, jsonKind(arguments[0]))
 	}
-	if err := valScanBudget(arguments, "arguments", MaxArgumentDepth, MaxArgumentNodes); err != nil {
-		if errors.Is(err, errValSyntax) {
+	if err := scanBudget(arguments, "arguments", MaxArgumentDepth, MaxArgumentNodes); err != nil {
+		if errors.Is(err, errSyntax) {
 			return fmt.Errorf("%w: %w", ErrArgumentsNotObject, err)
 		}
 		return err
 	}
 
 	trimmed, key := schema.prepared()
-	if len(trimmed) == 0 || valIsEmptyObject(trimmed) {
+	if len(trimmed) == 0 || isEmptyObject(trimmed) {
 		return nil // no constraints beyond being an object, checked above
 	}
 	c := v.compile(key, trimmed)
@@ -229,46 +229,46 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 
 	var instance any
 	if err := json.Unmarshal(arguments, &instance); err != nil {
-		return fmt.Errorf("%w: %w", ErrArgumentsNotObject, errValSyntax)
+		return fmt.Errorf("%w: %w", ErrArgumentsNotObject, errSyntax)
 	}
 	if c.fast != nil && c.fast.accepts(instance) {
-		return nil // valid; a schema of valFast's keywords has no formats to check
+		return nil // valid; a schema of fastSchema's keywords has no formats to check
 	}
-	cost := &valCost{c: c, left: MaxValidationSteps}
-	if !cost.apply(c.tree, instance, 0) {
-		if cost.left < 0 {
+	steps := &cost{c: c, left: MaxValidationSteps}
+	if !steps.apply(c.tree, instance, 0) {
+		if steps.left < 0 {
 			return fmt.Errorf("%w: validating these arguments would apply more than %d subschemas, limit %d", ErrDepthNodeBudget, MaxValidationSteps, MaxValidationSteps)
 		}
-		return fmt.Errorf("%w: schema references nest deeper than %d levels (a $ref cycle?), limit %d", ErrDepthNodeBudget, valMaxRecursion, valMaxRecursion)
+		return fmt.Errorf("%w: schema references nest deeper than %d levels (a $ref cycle?), limit %d", ErrDepthNodeBudget, maxRecursion, maxRecursion)
 	}
-	if err := valSafeValidate(c.resolved, instance); err != nil {
+	if err := safeValidate(c.resolved, instance); err != nil {
 		if errors.Is(err, ErrSchemaRejected) {
 			return err
 		}
-		loc := &valLocator{root: c.tree, followRefs: c.followRefs, steps: valLocateSteps}
+		loc := &locator{root: c.tree, followRefs: c.followRefs, steps: locateSteps}
 		if ae := loc.find(c.tree, instance, "", false); ae != nil {
 			return ae
 		}
 		if loc.ambiguous != nil {
 			return loc.ambiguous
 		}
-		return &ArgumentsError{Rule: valFailedKeyword(err)}
+		return &ArgumentsError{Rule: failedKeyword(err)}
 	}
 	// jsonschema-go treats "format" as an annotation; the broker checks the
 	// formats it knows on the paths every valid instance must satisfy.
 	if !c.formats {
 		return nil
 	}
-	loc := &valLocator{root: c.tree, followRefs: c.followRefs, steps: valLocateSteps}
+	loc := &locator{root: c.tree, followRefs: c.followRefs, steps: locateSteps}
 	if ae := loc.find(c.tree, instance, "", true); ae != nil {
 		return ae
 	}
 	return nil
 }
 
-// valSafeValidate runs jsonschema-go, turning an internal panic into a schema
+// safeValidate runs jsonschema-go, turning an internal panic into a schema
 // rejection rather than a crash of the broker.
-func valSafeValidate(rs *jsonschema.Resolved, instance any) (err error) {
+func safeValidate(rs *jsonschema.Resolved, instance any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: validator failed on this schema", ErrSchemaRejected)
@@ -279,7 +279,7 @@ func valSafeValidate(rs *jsonschema.Resolved, instance any) (err error) {
 
 // compile returns the cached compiled schema for these bytes (key is their
 // SHA-256), compiling and caching it (rejections included) on a miss.
-func (v *Validator) compile(key [32]byte, schema []byte) *valCompiled {
+func (v *Validator) compile(key [32]byte, schema []byte) *compiled {
 	v.mu.Lock()
 	c, ok := v.cache[key]
 	v.mu.Unlock()
@@ -287,7 +287,7 @@ func (v *Validator) compile(key [32]byte, schema []byte) *valCompiled {
 		return c
 	}
 	v.resolves.Add(1)
-	c = valCompileSchema(schema)
+	c = compileSchema(schema)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -306,21 +306,21 @@ func (v *Validator) compile(key [32]byte, schema []byte) *valCompiled {
 	return c
 }
 
-func valCompileSchema(data []byte) *valCompiled {
-	reject := func(err error) *valCompiled {
-		return &valCompiled{err: fmt.Errorf("%w: %w", ErrSchemaRejected, err)}
+func compileSchema(data []byte) *compiled {
+	reject := func(err error) *compiled {
+		return &compiled{err: fmt.Errorf("%w: %w", ErrSchemaRejected, err)}
 	}
 	if data[0] != '{' {
-		return reject(fmt.Errorf("inputSchema must be a JSON object, got %s", valJSONKind(data[0])))
+		return reject(fmt.Errorf("inputSchema must be a JSON object, got %s", jsonKind(data[0])))
 	}
-	if err := valScanBudget(data, "schema", MaxSchemaDepth, MaxSchemaNodes); err != nil {
+	if err := scanBudget(data, "schema", MaxSchemaDepth, MaxSchemaNodes); err != nil {
 		return reject(err)
 	}
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
-		return reject(errValSyntax)
+		return reject(errSyntax)
 	}
-	sc := &valSchemaChecker{root: tree, seen: map[string]bool{}, anchors: map[string][]any{}}
+	sc := &schemaChecker{root: tree, seen: map[string]bool{}, anchors: map[string][]any{}}
 	if err := sc.walk(tree, ""); err != nil {
 		return reject(err)
 	}
@@ -343,31 +343,31 @@ func valCompileSchema(data []byte) *valCompiled {
 	if err != nil {
 		return reject(err)
 	}
-	c := &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: valHasKey(tree, "format")}
-	if fast, ok := valCompileFast(tree, true); ok && !c.formats {
+	c := &compiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: treeHasKey(tree, "format")}
+	if fast, ok := compileFast(tree, true); ok && !c.formats {
 		c.fast = fast
 	}
 	return c
 }
 
-var errValSyntax = errors.New("not valid JSON")
+var errSyntax = errors.New("not valid JSON")
 
-// valHasKey reports whether any object in the generic JSON tree has a member
+// treeHasKey reports whether any object in the generic JSON tree has a member
 // named key, at any depth (in data positions too: it may say yes for nothing).
-func valHasKey(tree any, key string) bool {
+func treeHasKey(tree any, key string) bool {
 	switch t := tree.(type) {
 	case map[string]any:
 		if _, ok := t[key]; ok {
 			return true
 		}
 		for _, v := range t {
-			if valHasKey(v, key) {
+			if treeHasKey(v, key) {
 				return true
 			}
 		}
 	case []any:
 		for _, v := range t {
-			if valHasKey(v, key) {
+			if treeHasKey(v, key) {
 				return true
 			}
 		}
@@ -375,23 +375,23 @@ func valHasKey(tree any, key string) bool {
 	return false
 }
 
-// valScanBudget checks data against the depth and node budgets without building
+// scanBudget checks data against the depth and node budgets without building
 // a tree, and rejects duplicate object keys, which would let the validator and
 // the downstream server see different values. Valid JSON, which every call
-// sends, is walked byte by byte (valScanValid); anything else is streamed token
-// by token (valScanStream), which reports the first problem in document order,
+// sends, is walked byte by byte (scanValid); anything else is streamed token
+// by token (scanStream), which reports the first problem in document order,
 // syntax errors included. Both report the same problem for the same input: the
 // walk meets the budgets and keys in the order the stream does.
-func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
+func scanBudget(data []byte, what string, maxDepth, maxNodes int) error {
 	if json.Valid(data) {
-		return valScanValid(data, what, maxDepth, maxNodes)
+		return scanValid(data, what, maxDepth, maxNodes)
 	}
-	return valScanStream(data, what, maxDepth, maxNodes)
+	return scanStream(data, what, maxDepth, maxNodes)
 }
 
-// valScanStream streams data token by token, stopping at the first syntax error,
+// scanStream streams data token by token, stopping at the first syntax error,
 // duplicate key or exceeded budget.
-func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
+func scanStream(data []byte, what string, maxDepth, maxNodes int) error {
 	type frame struct {
 		obj       bool
 		expectKey bool
@@ -416,15 +416,15 @@ func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
 		tok, err := dec.Token()
 		if err == io.EOF {
 			if len(stack) != 0 || nodes == 0 {
-				return errValSyntax
+				return errSyntax
 			}
 			return nil
 		}
 		if err != nil {
-			return errValSyntax
+			return errSyntax
 		}
 		if nodes > 0 && len(stack) == 0 {
-			return errValSyntax // trailing data after the top-level value
+			return errSyntax // trailing data after the top-level value
 		}
 		var top *frame
 		if len(stack) > 0 {
@@ -440,16 +440,16 @@ func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
 		if top != nil && top.obj && top.expectKey {
 			key := tok.(string)
 			if _, dup := top.keys[key]; dup {
-				return valDuplicateKey(what, pointer(valEscapePointer(key)))
+				return duplicateKey(what, pointer(escapePointer(key)))
 			}
 			top.keys[key] = struct{}{}
-			top.key = valEscapePointer(key)
+			top.key = escapePointer(key)
 			top.expectKey = false
 			continue
 		}
 		nodes++
 		if nodes > maxNodes {
-			return valTooManyNodes(what, maxNodes)
+			return tooManyNodes(what, maxNodes)
 		}
 		seg := ""
 		if top != nil && !top.obj {
@@ -460,7 +460,7 @@ func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
 		}
 		if d, ok := tok.(json.Delim); ok {
 			if len(stack)+1 > maxDepth {
-				return valTooDeep(what, maxDepth)
+				return tooDeep(what, maxDepth)
 			}
 			f := &frame{obj: d == '{', seg: seg}
 			if f.obj {
@@ -476,10 +476,10 @@ func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
 	}
 }
 
-// valScanValid is valScanStream for data that json.Valid accepts: the same
+// scanValid is scanStream for data that json.Valid accepts: the same
 // checks in the same order, on the bytes, with no token values made but the keys.
-func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
-	var stack []valScanFrame
+func scanValid(data []byte, what string, maxDepth, maxNodes int) error {
+	var stack []scanFrame
 	pointer := func(last string) string {
 		var b strings.Builder
 		for _, f := range stack[1:] {
@@ -503,15 +503,15 @@ func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
 			i++
 			continue
 		}
-		var top *valScanFrame
+		var top *scanFrame
 		if len(stack) > 0 {
 			top = &stack[len(stack)-1]
 		}
 		if top != nil && top.obj && top.expectKey {
-			end := valStringEnd(data, i)
-			key := valDecodeKey(data[i:end])
+			end := stringEnd(data, i)
+			key := decodeKey(data[i:end])
 			if top.hasKey(key) {
-				return valDuplicateKey(what, pointer(valEscapePointer(key)))
+				return duplicateKey(what, pointer(escapePointer(key)))
 			}
 			top.addKey(key)
 			top.key = key
@@ -521,27 +521,27 @@ func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
 		}
 		nodes++
 		if nodes > maxNodes {
-			return valTooManyNodes(what, maxNodes)
+			return tooManyNodes(what, maxNodes)
 		}
 		seg := ""
 		if top != nil && !top.obj {
 			seg = strconv.Itoa(top.next)
 			top.next++
 		} else if top != nil {
-			seg = valEscapePointer(top.key)
+			seg = escapePointer(top.key)
 		}
 		if c == '{' || c == '[' {
 			if len(stack)+1 > maxDepth {
-				return valTooDeep(what, maxDepth)
+				return tooDeep(what, maxDepth)
 			}
-			stack = append(stack, valScanFrame{obj: c == '{', expectKey: c == '{', seg: seg})
+			stack = append(stack, scanFrame{obj: c == '{', expectKey: c == '{', seg: seg})
 			i++
 			continue
 		}
 		if c == '"' {
-			i = valStringEnd(data, i)
+			i = stringEnd(data, i)
 		} else {
-			i = valScalarEnd(data, i)
+			i = scalarEnd(data, i)
 		}
 		if top != nil && top.obj {
 			top.expectKey = true
@@ -550,8 +550,8 @@ func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
 	return nil
 }
 
-// valScanFrame is one open container of valScanValid.
-type valScanFrame struct {
+// scanFrame is one open container of scanValid.
+type scanFrame struct {
 	obj       bool
 	expectKey bool
 	keys      []string            // the object's keys so far, while few
@@ -561,11 +561,11 @@ type valScanFrame struct {
 	next      int                 // next array index
 }
 
-// valFewKeys is how many keys an object's frame compares one by one before it
+// fewKeys is how many keys an object's frame compares one by one before it
 // keeps them in a map.
-const valFewKeys = 16
+const fewKeys = 16
 
-func (f *valScanFrame) hasKey(key string) bool {
+func (f *scanFrame) hasKey(key string) bool {
 	if f.keySet != nil {
 		_, ok := f.keySet[key]
 		return ok
@@ -573,13 +573,13 @@ func (f *valScanFrame) hasKey(key string) bool {
 	return slices.Contains(f.keys, key)
 }
 
-func (f *valScanFrame) addKey(key string) {
-	if f.keySet == nil && len(f.keys) < valFewKeys {
+func (f *scanFrame) addKey(key string) {
+	if f.keySet == nil && len(f.keys) < fewKeys {
 		f.keys = append(f.keys, key)
 		return
 	}
 	if f.keySet == nil {
-		f.keySet = make(map[string]struct{}, 2*valFewKeys)
+		f.keySet = make(map[string]struct{}, 2*fewKeys)
 		for _, k := range f.keys {
 			f.keySet[k] = struct{}{}
 		}
@@ -588,9 +588,9 @@ func (f *valScanFrame) addKey(key string) {
 	f.keySet[key] = struct{}{}
 }
 
-// valStringEnd is the index just past the string that opens at data[i], in
+// stringEnd is the index just past the string that opens at data[i], in
 // valid JSON.
-func valStringEnd(data []byte, i int) int {
+func stringEnd(data []byte, i int) int {
 	for j := i + 1; j < len(data); j++ {
 		switch data[j] {
 		case '\\':
@@ -602,9 +602,9 @@ func valStringEnd(data []byte, i int) int {
 	return len(data)
 }
 
-// valScalarEnd is the index just past the number, true, false or null that
+// scalarEnd is the index just past the number, true, false or null that
 // starts at data[i], in valid JSON.
-func valScalarEnd(data []byte, i int) int {
+func scalarEnd(data []byte, i int) int {
 	for j := i; j < len(data); j++ {
 		switch data[j] {
 		case ',', '}', ']', ' ', '\t', '\r', '\n':
@@ -614,9 +614,9 @@ func valScalarEnd(data []byte, i int) int {
 	return len(data)
 }
 
-// valDecodeKey is the string a quoted key of valid JSON decodes to, as
+// decodeKey is the string a quoted key of valid JSON decodes to, as
 // encoding/json decodes it (escapes resolved, invalid UTF-8 replaced).
-func valDecodeKey(quoted []byte) string {
+func decodeKey(quoted []byte) string {
 	plain := true
 	for _, b := range quoted[1 : len(quoted)-1] {
 		if b == '\\' || b >= utf8.RuneSelf {
@@ -632,25 +632,25 @@ func valDecodeKey(quoted []byte) string {
 	return key
 }
 
-func valDuplicateKey(what, pointer string) error {
+func duplicateKey(what, pointer string) error {
 	if what == "arguments" {
 		return &ArgumentsError{Pointer: pointer, Rule: "duplicate object key"}
 	}
-	return fmt.Errorf("duplicate object key at %s", valShortPointer(pointer))
+	return fmt.Errorf("duplicate object key at %s", shortPointer(pointer))
 }
 
-func valTooManyNodes(what string, maxNodes int) error {
+func tooManyNodes(what string, maxNodes int) error {
 	return fmt.Errorf("%w: %s have more than %d nodes, limit %d", ErrDepthNodeBudget, what, maxNodes, maxNodes)
 }
 
-func valTooDeep(what string, maxDepth int) error {
+func tooDeep(what string, maxDepth int) error {
 	return fmt.Errorf("%w: %s nest deeper than %d levels, limit %d", ErrDepthNodeBudget, what, maxDepth, maxDepth)
 }
 
-// valSchemaChecker enforces the schema-content budgets on the generic tree, walking
+// schemaChecker enforces the schema-content budgets on the generic tree, walking
 // only keyword positions that hold subschemas (so data in enum, const, default
 // or property names is never mistaken for a keyword).
-type valSchemaChecker struct {
+type schemaChecker struct {
 	root     any
 	seen     map[string]bool // ref targets already walked
 	nestedID bool
@@ -659,13 +659,13 @@ type valSchemaChecker struct {
 }
 
 var (
-	valSingleSchemaKeys = []string{"additionalProperties", "propertyNames", "unevaluatedProperties",
+	singleSchemaKeys = []string{"additionalProperties", "propertyNames", "unevaluatedProperties",
 		"additionalItems", "contains", "unevaluatedItems", "not", "if", "then", "else", "contentSchema"}
-	valArraySchemaKeys = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
-	valMapSchemaKeys   = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+	arraySchemaKeys = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
+	mapSchemaKeys   = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 )
 
-func (sc *valSchemaChecker) walk(node any, ptr string) error {
+func (sc *schemaChecker) walk(node any, ptr string) error {
 	obj, ok := node.(map[string]any)
 	if !ok {
 		return nil // boolean schemas, or data jsonschema-go will judge
@@ -688,14 +688,14 @@ func (sc *valSchemaChecker) walk(node any, ptr string) error {
 		sc.hasRef = true
 		ref, ok := raw.(string)
 		if !ok {
-			return fmt.Errorf("%s at %s must be a string", k, valShortPointer(ptr))
+			return fmt.Errorf("%s at %s must be a string", k, shortPointer(ptr))
 		}
 		if !strings.HasPrefix(ref, "#") {
-			return fmt.Errorf("%w (%s at %s)", ErrExternalRef, k, valShortPointer(ptr+"/"+k))
+			return fmt.Errorf("%w (%s at %s)", ErrExternalRef, k, shortPointer(ptr+"/"+k))
 		}
 		if strings.HasPrefix(ref, "#/") && !sc.seen[ref] {
 			sc.seen[ref] = true
-			if target, ok := valResolvePointer(sc.root, ref[1:]); ok {
+			if target, ok := resolvePointer(sc.root, ref[1:]); ok {
 				if err := sc.walk(target, ref[1:]); err != nil {
 					return err
 				}
@@ -704,26 +704,26 @@ func (sc *valSchemaChecker) walk(node any, ptr string) error {
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
 		if arr, ok := obj[k].([]any); ok && len(arr) > MaxCompositionBranch {
-			return fmt.Errorf("%w: %s at %s has %d branches, limit %d", ErrCompositionBudget, k, valShortPointer(ptr), len(arr), MaxCompositionBranch)
+			return fmt.Errorf("%w: %s at %s has %d branches, limit %d", ErrCompositionBudget, k, shortPointer(ptr), len(arr), MaxCompositionBranch)
 		}
 	}
 	if p, ok := obj["pattern"]; ok {
 		s, ok := p.(string)
 		if !ok {
-			return fmt.Errorf("pattern at %s must be a string", valShortPointer(ptr))
+			return fmt.Errorf("pattern at %s must be a string", shortPointer(ptr))
 		}
-		if err := valCheckPattern(s, ptr+"/pattern"); err != nil {
+		if err := checkPattern(s, ptr+"/pattern"); err != nil {
 			return err
 		}
 	}
 	if pp, ok := obj["patternProperties"].(map[string]any); ok {
 		for re := range pp {
-			if err := valCheckPattern(re, ptr+"/patternProperties/"+valEscapePointer(re)); err != nil {
+			if err := checkPattern(re, ptr+"/patternProperties/"+escapePointer(re)); err != nil {
 				return err
 			}
 		}
 	}
-	for _, k := range valSingleSchemaKeys {
+	for _, k := range singleSchemaKeys {
 		if sub, ok := obj[k]; ok {
 			if err := sc.walk(sub, ptr+"/"+k); err != nil {
 				return err
@@ -741,7 +741,7 @@ func (sc *valSchemaChecker) walk(node any, ptr string) error {
 			return err
 		}
 	}
-	for _, k := range valArraySchemaKeys {
+	for _, k := range arraySchemaKeys {
 		arr, _ := obj[k].([]any)
 		for i, sub := range arr {
 			if err := sc.walk(sub, ptr+"/"+k+"/"+strconv.Itoa(i)); err != nil {
@@ -749,10 +749,10 @@ func (sc *valSchemaChecker) walk(node any, ptr string) error {
 			}
 		}
 	}
-	for _, k := range valMapSchemaKeys {
+	for _, k := range mapSchemaKeys {
 		m, _ := obj[k].(map[string]any)
-		for _, name := range valSortedKeys(m) {
-			if err := sc.walk(m[name], ptr+"/"+k+"/"+valEscapePointer(name)); err != nil {
+		for _, name := range sortedKeys(m) {
+			if err := sc.walk(m[name], ptr+"/"+k+"/"+escapePointer(name)); err != nil {
 				return err
 			}
 		}
@@ -760,17 +760,17 @@ func (sc *valSchemaChecker) walk(node any, ptr string) error {
 	return nil
 }
 
-// valCost counts, without evaluating any keyword, how many subschema
+// cost counts, without evaluating any keyword, how many subschema
 // applications validating instance can make: an upper bound of
 // jsonschema-go's work. It stops at its budget or recursion limit.
-type valCost struct {
-	c    *valCompiled
+type cost struct {
+	c    *compiled
 	left int
 }
 
-func (vc *valCost) apply(schema, inst any, depth int) bool {
+func (vc *cost) apply(schema, inst any, depth int) bool {
 	vc.left--
-	if vc.left < 0 || depth > valMaxRecursion {
+	if vc.left < 0 || depth > maxRecursion {
 		return false
 	}
 	s, ok := schema.(map[string]any)
@@ -785,7 +785,7 @@ func (vc *valCost) apply(schema, inst any, depth int) bool {
 		}
 		var targets []any
 		if ref == "#" || strings.HasPrefix(ref, "#/") {
-			if t, ok := valResolvePointer(vc.c.tree, ref[1:]); ok {
+			if t, ok := resolvePointer(vc.c.tree, ref[1:]); ok {
 				targets = append(targets, t)
 			}
 		} else {
@@ -871,13 +871,13 @@ func (vc *valCost) apply(schema, inst any, depth int) bool {
 	return true
 }
 
-// valCheckPattern enforces the pattern budget. The contract's backtrack limit
+// checkPattern enforces the pattern budget. The contract's backtrack limit
 // (10,000) guards a backtracking regex engine; jsonschema-go compiles patterns
 // with Go's regexp, which is RE2 and matches in time linear in the input, so
 // catastrophic backtracking cannot happen and there is nothing to count. A
 // pattern RE2 cannot compile (lookaround, backreferences) rejects the schema.
-func valCheckPattern(p, ptr string) error {
-	ptr = valShortPointer(ptr)
+func checkPattern(p, ptr string) error {
+	ptr = shortPointer(ptr)
 	if n := utf8.RuneCountInString(p); n > MaxPatternChars {
 		return fmt.Errorf("%w: pattern at %s has %d characters, limit %d", ErrPatternBudget, ptr, n, MaxPatternChars)
 	}
@@ -887,26 +887,26 @@ func valCheckPattern(p, ptr string) error {
 	return nil
 }
 
-// valLocator walks schema and instance together to find where a failed
+// locator walks schema and instance together to find where a failed
 // validation went wrong, or (formatsOnly) to check the formats the broker
 // supports. It follows only keywords every valid instance must satisfy
 // (properties, items, allOf, $ref, ...); a failed anyOf, oneOf, not, if or
 // contains is remembered as the fallback answer because deciding it would
 // mean validating branches again. Its work is bounded by steps.
-type valLocator struct {
+type locator struct {
 	root       any
 	followRefs bool
 	steps      int
 	ambiguous  *ArgumentsError
 }
 
-func (l *valLocator) maybe(ptr, rule string) {
+func (l *locator) maybe(ptr, rule string) {
 	if l.ambiguous == nil {
 		l.ambiguous = &ArgumentsError{Pointer: ptr, Rule: rule}
 	}
 }
 
-func (l *valLocator) find(schema, inst any, ptr string, formatsOnly bool) *ArgumentsError {
+func (l *locator) find(schema, inst any, ptr string, formatsOnly bool) *ArgumentsError {
 	l.steps--
 	if l.steps < 0 {
 		return nil
@@ -925,13 +925,13 @@ func (l *valLocator) find(schema, inst any, ptr string, formatsOnly bool) *Argum
 
 	if ref, ok := s["$ref"].(string); ok {
 		if l.followRefs && (ref == "#" || strings.HasPrefix(ref, "#/")) {
-			if target, ok := valResolvePointer(l.root, ref[1:]); ok {
+			if target, ok := resolvePointer(l.root, ref[1:]); ok {
 				if ae := l.find(target, inst, ptr, formatsOnly); ae != nil {
 					return ae
 				}
 			}
 		}
-		if sv, _ := valAsMap(l.root)["$schema"].(string); strings.Contains(sv, "draft-07") {
+		if sv, _ := asMap(l.root)["$schema"].(string); strings.Contains(sv, "draft-07") {
 			return nil // draft-07 ignores keywords beside $ref
 		}
 	}
@@ -942,7 +942,7 @@ func (l *valLocator) find(schema, inst any, ptr string, formatsOnly bool) *Argum
 		}
 	}
 	if f, ok := s["format"].(string); ok {
-		if str, ok := inst.(string); ok && !valFormatOK(f, str) {
+		if str, ok := inst.(string); ok && !formatOK(f, str) {
 			return fail("format: not a valid " + f)
 		}
 	}
@@ -977,11 +977,11 @@ func (l *valLocator) find(schema, inst any, ptr string, formatsOnly bool) *Argum
 	return nil
 }
 
-func (l *valLocator) scalarRules(s map[string]any, inst any, fail func(string) *ArgumentsError) *ArgumentsError {
-	got := valTypeOf(inst)
+func (l *locator) scalarRules(s map[string]any, inst any, fail func(string) *ArgumentsError) *ArgumentsError {
+	got := typeOf(inst)
 	switch t := s["type"].(type) {
 	case string:
-		if !valTypeMatches(got, t) {
+		if !typeMatches(got, t) {
 			return fail(fmt.Sprintf("type: want %s, got %s", t, got))
 		}
 	case []any:
@@ -990,7 +990,7 @@ func (l *valLocator) scalarRules(s map[string]any, inst any, fail func(string) *
 		for _, e := range t {
 			if n, ok := e.(string); ok {
 				names = append(names, n)
-				okType = okType || valTypeMatches(got, n)
+				okType = okType || typeMatches(got, n)
 			}
 		}
 		if !okType {
@@ -998,39 +998,39 @@ func (l *valLocator) scalarRules(s map[string]any, inst any, fail func(string) *
 		}
 	}
 	if enum, ok := s["enum"].([]any); ok {
-		if !slices.ContainsFunc(enum, func(e any) bool { return valJSONEqual(e, inst) }) {
+		if !slices.ContainsFunc(enum, func(e any) bool { return jsonEqual(e, inst) }) {
 			return fail(fmt.Sprintf("enum: not one of the %d allowed values", len(enum)))
 		}
 	}
-	if c, ok := s["const"]; ok && !valJSONEqual(c, inst) {
+	if c, ok := s["const"]; ok && !jsonEqual(c, inst) {
 		return fail("const: not the required constant")
 	}
 	if n, ok := inst.(float64); ok {
 		if m, ok := s["multipleOf"].(float64); ok && m > 0 {
 			if q := n / m; math.Abs(q-math.Round(q)) > 1e-9 {
-				return fail("multipleOf: not a multiple of " + valFmtNum(m))
+				return fail("multipleOf: not a multiple of " + fmtNum(m))
 			}
 		}
 		if m, ok := s["minimum"].(float64); ok && n < m {
-			return fail("minimum: less than " + valFmtNum(m))
+			return fail("minimum: less than " + fmtNum(m))
 		}
 		if m, ok := s["maximum"].(float64); ok && n > m {
-			return fail("maximum: greater than " + valFmtNum(m))
+			return fail("maximum: greater than " + fmtNum(m))
 		}
 		if m, ok := s["exclusiveMinimum"].(float64); ok && n <= m {
-			return fail("exclusiveMinimum: not greater than " + valFmtNum(m))
+			return fail("exclusiveMinimum: not greater than " + fmtNum(m))
 		}
 		if m, ok := s["exclusiveMaximum"].(float64); ok && n >= m {
-			return fail("exclusiveMaximum: not less than " + valFmtNum(m))
+			return fail("exclusiveMaximum: not less than " + fmtNum(m))
 		}
 	}
 	if str, ok := inst.(string); ok {
 		n := float64(utf8.RuneCountInString(str))
 		if m, ok := s["minLength"].(float64); ok && n < m {
-			return fail("minLength: shorter than " + valFmtNum(m) + " characters")
+			return fail("minLength: shorter than " + fmtNum(m) + " characters")
 		}
 		if m, ok := s["maxLength"].(float64); ok && n > m {
-			return fail("maxLength: longer than " + valFmtNum(m) + " characters")
+			return fail("maxLength: longer than " + fmtNum(m) + " characters")
 		}
 		if p, ok := s["pattern"].(string); ok {
 			if re, err := regexp.Compile(p); err == nil && !re.MatchString(str) {
@@ -1041,7 +1041,7 @@ func (l *valLocator) scalarRules(s map[string]any, inst any, fail func(string) *
 	return nil
 }
 
-func (l *valLocator) arrayRules(s map[string]any, arr []any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
+func (l *locator) arrayRules(s map[string]any, arr []any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
 	at := func(i int) string { return ptr + "/" + strconv.Itoa(i) }
 	prefix, _ := s["prefixItems"].([]any)
 	rest := s["items"]
@@ -1068,15 +1068,15 @@ func (l *valLocator) arrayRules(s map[string]any, arr []any, ptr string, formats
 	}
 	n := float64(len(arr))
 	if m, ok := s["minItems"].(float64); ok && n < m {
-		return fail("minItems: fewer than " + valFmtNum(m) + " items")
+		return fail("minItems: fewer than " + fmtNum(m) + " items")
 	}
 	if m, ok := s["maxItems"].(float64); ok && n > m {
-		return fail("maxItems: more than " + valFmtNum(m) + " items")
+		return fail("maxItems: more than " + fmtNum(m) + " items")
 	}
 	if u, _ := s["uniqueItems"].(bool); u {
 		for i := range arr {
 			for j := i + 1; j < len(arr); j++ {
-				if valJSONEqual(arr[i], arr[j]) {
+				if jsonEqual(arr[i], arr[j]) {
 					return fail(fmt.Sprintf("uniqueItems: items %d and %d are equal", i, j))
 				}
 			}
@@ -1088,8 +1088,8 @@ func (l *valLocator) arrayRules(s map[string]any, arr []any, ptr string, formats
 	return nil
 }
 
-func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
-	at := func(k string) string { return ptr + "/" + valEscapePointer(k) }
+func (l *locator) objectRules(s map[string]any, obj map[string]any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
+	at := func(k string) string { return ptr + "/" + escapePointer(k) }
 	if !formatsOnly {
 		if req, ok := s["required"].([]any); ok {
 			for _, r := range req {
@@ -1101,7 +1101,7 @@ func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr strin
 			}
 		}
 		if dr, ok := s["dependentRequired"].(map[string]any); ok {
-			for _, k := range valSortedKeys(dr) {
+			for _, k := range sortedKeys(dr) {
 				if _, present := obj[k]; !present {
 					continue
 				}
@@ -1117,24 +1117,24 @@ func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr strin
 		}
 		n := float64(len(obj))
 		if m, ok := s["minProperties"].(float64); ok && n < m {
-			return fail("minProperties: fewer than " + valFmtNum(m) + " properties")
+			return fail("minProperties: fewer than " + fmtNum(m) + " properties")
 		}
 		if m, ok := s["maxProperties"].(float64); ok && n > m {
-			return fail("maxProperties: more than " + valFmtNum(m) + " properties")
+			return fail("maxProperties: more than " + fmtNum(m) + " properties")
 		}
 	}
 	props, _ := s["properties"].(map[string]any)
 	patterns, _ := s["patternProperties"].(map[string]any)
 	var res []*regexp.Regexp
 	var resSchemas []any
-	for _, p := range valSortedKeys(patterns) {
+	for _, p := range sortedKeys(patterns) {
 		if re, err := regexp.Compile(p); err == nil {
 			res = append(res, re)
 			resSchemas = append(resSchemas, patterns[p])
 		}
 	}
 	additional, hasAdditional := s["additionalProperties"]
-	for _, k := range valSortedKeys(obj) {
+	for _, k := range sortedKeys(obj) {
 		evaluated := false
 		if sub, ok := props[k]; ok {
 			evaluated = true
@@ -1164,7 +1164,7 @@ func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr strin
 		}
 	}
 	if pn, ok := s["propertyNames"]; ok && !formatsOnly {
-		for _, k := range valSortedKeys(obj) {
+		for _, k := range sortedKeys(obj) {
 			if ae := l.find(pn, k, at(k), false); ae != nil {
 				ae.Rule = "propertyNames: " + ae.Rule
 				return ae
@@ -1172,7 +1172,7 @@ func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr strin
 		}
 	}
 	if ds, ok := s["dependentSchemas"].(map[string]any); ok {
-		for _, k := range valSortedKeys(ds) {
+		for _, k := range sortedKeys(ds) {
 			if _, present := obj[k]; present {
 				if ae := l.find(ds[k], obj, ptr, formatsOnly); ae != nil {
 					return ae
@@ -1183,8 +1183,8 @@ func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr strin
 	return nil
 }
 
-// valFormatOK checks the formats the broker supports; unknown formats pass.
-func valFormatOK(format, s string) bool {
+// formatOK checks the formats the broker supports; unknown formats pass.
+func formatOK(format, s string) bool {
 	switch format {
 	case "date-time":
 		_, err := time.Parse(time.RFC3339Nano, s)
@@ -1199,7 +1199,7 @@ func valFormatOK(format, s string) bool {
 		u, err := url.Parse(s)
 		return err == nil && u.Scheme != ""
 	case "uuid":
-		return valUUIDRE.MatchString(s)
+		return uuidRE.MatchString(s)
 	case "ipv4":
 		a, err := netip.ParseAddr(s)
 		return err == nil && a.Is4()
@@ -1210,12 +1210,12 @@ func valFormatOK(format, s string) bool {
 	return true
 }
 
-var valUUIDRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// valFailedKeyword names the keyword jsonschema-go reported, without any of the
+// failedKeyword names the keyword jsonschema-go reported, without any of the
 // values its message carries: only the word before the first colon of the
 // innermost "validating <schema>: " segment, and only if it is a keyword.
-func valFailedKeyword(err error) string {
+func failedKeyword(err error) string {
 	msg := err.Error()
 	for strings.HasPrefix(msg, "validating ") {
 		i := strings.Index(msg, ": ")
@@ -1234,7 +1234,7 @@ func valFailedKeyword(err error) string {
 	return "schema: violated"
 }
 
-func valTypeOf(v any) string {
+func typeOf(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -1255,24 +1255,24 @@ func valTypeOf(v any) string {
 	return "unknown"
 }
 
-func valTypeMatches(got, want string) bool {
+func typeMatches(got, want string) bool {
 	return got == want || got == "integer" && want == "number"
 }
 
-func valJSONEqual(a, b any) bool { return reflect.DeepEqual(a, b) }
+func jsonEqual(a, b any) bool { return reflect.DeepEqual(a, b) }
 
-func valFmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func valAsMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
-func valIsEmptyObject(data []byte) bool {
+func isEmptyObject(data []byte) bool {
 	if data[0] != '{' {
 		return false
 	}
 	return len(bytes.TrimSpace(data[1:len(data)-1])) == 0 && data[len(data)-1] == '}'
 }
 
-func valJSONKind(first byte) string {
+func jsonKind(first byte) string {
 	switch first {
 	case '[':
 		return "an array"
@@ -1289,21 +1289,21 @@ func valJSONKind(first byte) string {
 	return "invalid JSON"
 }
 
-// valShortPointer bounds a pointer for an error message; keys can be long.
-func valShortPointer(p string) string {
+// shortPointer bounds a pointer for an error message; keys can be long.
+func shortPointer(p string) string {
 	if len(p) <= 128 {
 		return p
 	}
 	return strings.ToValidUTF8(p[:128], "") + "…"
 }
 
-func valEscapePointer(s string) string {
+func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// valResolvePointer follows an RFC 6901 pointer (already without its leading
+// resolvePointer follows an RFC 6901 pointer (already without its leading
 // "#") through a generic JSON tree.
-func valResolvePointer(root any, ptr string) (any, bool) {
+func resolvePointer(root any, ptr string) (any, bool) {
 	if ptr == "" {
 		return root, true
 	}
@@ -1336,7 +1336,7 @@ func valResolvePointer(root any, ptr string) (any, bool) {
 	return cur, true
 }
 
-func valSortedKeys[V any](m map[string]V) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
