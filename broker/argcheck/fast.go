@@ -1,3 +1,6 @@
+// This file owns the fast path: a check of its own for a schema of only the
+// commonest keywords, which may say yes sooner than jsonschema-go, never no.
+
 package argcheck
 
 import (
@@ -14,7 +17,7 @@ import (
 // generic validation, with its annotations and reflection, was half of an echo
 // call's check.
 //
-// Nor does such a schema need the subschema budget (cost): without $ref or
+// Nor does such a schema need the subschema budget (cost.go): without $ref or
 // composition every argument value is checked by at most one subschema, so a
 // check applies at most MaxArgumentNodes of them and nests at most
 // MaxArgumentDepth deep, well inside the budget.
