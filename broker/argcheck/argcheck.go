@@ -1,27 +1,20 @@
+// This file owns the Validator and the course of one check: the contract's
+// budgets and errors, the validation slots, and the steps from raw arguments to
+// a verdict (budgets, the fast path, the subschema budget, jsonschema-go, then
+// the diagnostics and formats).
+
 package argcheck
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
-	"net/mail"
-	"net/netip"
-	"net/url"
-	"reflect"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -46,11 +39,11 @@ const (
 	// and recursive $refs can make a small schema cost exponential time, and a
 	// $ref cycle that consumes no input would recurse until the stack blows.
 	MaxValidationSteps = 200000
-	valMaxRecursion    = 1024
+	maxRecursion       = 1024
 
-	// valLocateSteps bounds the diagnostic walk that finds where a failed
+	// locateSteps bounds the diagnostic walk that finds where a failed
 	// validation went wrong; past it the error names the arguments root.
-	valLocateSteps = 20000
+	locateSteps = 20000
 )
 
 // Errors a caller can branch on with errors.Is. Budget and schema errors wrap
@@ -75,7 +68,7 @@ type ArgumentsError struct {
 func (e *ArgumentsError) Error() string {
 	where := "the arguments object"
 	if e.Pointer != "" {
-		where = valShortPointer(e.Pointer)
+		where = shortPointer(e.Pointer)
 	}
 	rule := e.Rule
 	if len(rule) > 300 {
@@ -98,7 +91,7 @@ type Validator struct {
 	logger *slog.Logger
 
 	mu        sync.Mutex
-	cache     map[[32]byte]*valCompiled
+	cache     map[[32]byte]*compiled
 	order     [][32]byte // insertion order, oldest first
 	cacheSize int
 
@@ -106,19 +99,6 @@ type Validator struct {
 	evictions atomic.Int64
 
 	onSlot func() // test hook, run while holding a slot
-}
-
-// valCompiled is a checked and resolved schema, or the reason it was rejected.
-type valCompiled struct {
-	resolved   *jsonschema.Resolved
-	tree       any  // the schema as generic JSON, for diagnostics and formats
-	followRefs bool // local refs resolve against the root (no nested $id)
-	anchors    map[string][]any
-	// formats: some object in the schema has a "format" member, so valid arguments
-	// get the broker's format checks; without one there is nothing they could find.
-	formats bool
-	fast    *valFast // the schema's own check, when it uses only valFast's keywords
-	err     error
 }
 
 // New returns a Validator with defaults filled in from the contract.
@@ -135,7 +115,7 @@ func New(cfg Config) *Validator {
 	return &Validator{
 		slots:     make(chan struct{}, cfg.Slots),
 		logger:    cfg.Logger,
-		cache:     make(map[[32]byte]*valCompiled),
+		cache:     make(map[[32]byte]*compiled),
 		cacheSize: cfg.CacheSize,
 	}
 }
@@ -150,32 +130,6 @@ func New(cfg Config) *Validator {
 // ErrSchemaRejected when the schema itself is invalid or over budget.
 func (v *Validator) Check(ctx context.Context, schema json.RawMessage, arguments json.RawMessage) error {
 	return v.CheckSchema(ctx, NewSchema(schema), arguments)
-}
-
-// Schema is a tool's inputSchema as CheckSchema takes it: the key its compiled
-// form is cached under is computed on its first check and kept, so a caller that
-// checks many calls against one schema (the broker, for each tool of a
-// catalogue) hashes up to 64 KiB once rather than on every call. It is safe for
-// concurrent use.
-type Schema struct {
-	raw json.RawMessage
-
-	once    sync.Once
-	trimmed []byte
-	key     [32]byte
-}
-
-// NewSchema wraps a tool's inputSchema (empty or {} accepts any object); nothing
-// is hashed or compiled yet.
-func NewSchema(raw json.RawMessage) *Schema { return &Schema{raw: raw} }
-
-// prepared is the schema without surrounding space and its cache key.
-func (s *Schema) prepared() ([]byte, [32]byte) {
-	s.once.Do(func() {
-		s.trimmed = bytes.TrimSpace(s.raw)
-		s.key = sha256.Sum256(s.trimmed)
-	})
-	return s.trimmed, s.key
 }
 
 // CheckSchema is Check against a prepared schema.
@@ -209,17 +163,17 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 		arguments = json.RawMessage("{}")
 	}
 	if arguments[0] != '{' {
-		return fmt.Errorf("%w: got %s", ErrArgumentsNotObject, valJSONKind(arguments[0]))
+		return fmt.Errorf("%w: got %s", ErrArgumentsNotObject, jsonKind(arguments[0]))
 	}
-	if err := valScanBudget(arguments, "arguments", MaxArgumentDepth, MaxArgumentNodes); err != nil {
-		if errors.Is(err, errValSyntax) {
+	if err := scanBudget(arguments, "arguments", MaxArgumentDepth, MaxArgumentNodes); err != nil {
+		if errors.Is(err, errSyntax) {
 			return fmt.Errorf("%w: %w", ErrArgumentsNotObject, err)
 		}
 		return err
 	}
 
 	trimmed, key := schema.prepared()
-	if len(trimmed) == 0 || valIsEmptyObject(trimmed) {
+	if len(trimmed) == 0 || isEmptyObject(trimmed) {
 		return nil // no constraints beyond being an object, checked above
 	}
 	c := v.compile(key, trimmed)
@@ -229,1118 +183,50 @@ func (v *Validator) check(schema *Schema, arguments json.RawMessage) error {
 
 	var instance any
 	if err := json.Unmarshal(arguments, &instance); err != nil {
-		return fmt.Errorf("%w: %w", ErrArgumentsNotObject, errValSyntax)
+		return fmt.Errorf("%w: %w", ErrArgumentsNotObject, errSyntax)
 	}
 	if c.fast != nil && c.fast.accepts(instance) {
-		return nil // valid; a schema of valFast's keywords has no formats to check
+		return nil // valid; a schema of fastSchema's keywords has no formats to check
 	}
-	cost := &valCost{c: c, left: MaxValidationSteps}
-	if !cost.apply(c.tree, instance, 0) {
-		if cost.left < 0 {
+	steps := &cost{c: c, left: MaxValidationSteps}
+	if !steps.apply(c.tree, instance, 0) {
+		if steps.left < 0 {
 			return fmt.Errorf("%w: validating these arguments would apply more than %d subschemas, limit %d", ErrDepthNodeBudget, MaxValidationSteps, MaxValidationSteps)
 		}
-		return fmt.Errorf("%w: schema references nest deeper than %d levels (a $ref cycle?), limit %d", ErrDepthNodeBudget, valMaxRecursion, valMaxRecursion)
+		return fmt.Errorf("%w: schema references nest deeper than %d levels (a $ref cycle?), limit %d", ErrDepthNodeBudget, maxRecursion, maxRecursion)
 	}
-	if err := valSafeValidate(c.resolved, instance); err != nil {
+	if err := safeValidate(c.resolved, instance); err != nil {
 		if errors.Is(err, ErrSchemaRejected) {
 			return err
 		}
-		loc := &valLocator{root: c.tree, followRefs: c.followRefs, steps: valLocateSteps}
+		loc := &locator{root: c.tree, followRefs: c.followRefs, steps: locateSteps}
 		if ae := loc.find(c.tree, instance, "", false); ae != nil {
 			return ae
 		}
 		if loc.ambiguous != nil {
 			return loc.ambiguous
 		}
-		return &ArgumentsError{Rule: valFailedKeyword(err)}
+		return &ArgumentsError{Rule: failedKeyword(err)}
 	}
 	// jsonschema-go treats "format" as an annotation; the broker checks the
 	// formats it knows on the paths every valid instance must satisfy.
 	if !c.formats {
 		return nil
 	}
-	loc := &valLocator{root: c.tree, followRefs: c.followRefs, steps: valLocateSteps}
+	loc := &locator{root: c.tree, followRefs: c.followRefs, steps: locateSteps}
 	if ae := loc.find(c.tree, instance, "", true); ae != nil {
 		return ae
 	}
 	return nil
 }
 
-// valSafeValidate runs jsonschema-go, turning an internal panic into a schema
+// safeValidate runs jsonschema-go, turning an internal panic into a schema
 // rejection rather than a crash of the broker.
-func valSafeValidate(rs *jsonschema.Resolved, instance any) (err error) {
+func safeValidate(rs *jsonschema.Resolved, instance any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: validator failed on this schema", ErrSchemaRejected)
 		}
 	}()
 	return rs.Validate(instance)
-}
-
-// compile returns the cached compiled schema for these bytes (key is their
-// SHA-256), compiling and caching it (rejections included) on a miss.
-func (v *Validator) compile(key [32]byte, schema []byte) *valCompiled {
-	v.mu.Lock()
-	c, ok := v.cache[key]
-	v.mu.Unlock()
-	if ok {
-		return c
-	}
-	v.resolves.Add(1)
-	c = valCompileSchema(schema)
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if prev, ok := v.cache[key]; ok {
-		return prev // a concurrent miss won
-	}
-	if len(v.order) >= v.cacheSize {
-		oldest := v.order[0]
-		v.order = v.order[1:]
-		delete(v.cache, oldest)
-		n := v.evictions.Add(1)
-		v.logger.Debug("validator cache evicted oldest schema", "limit", v.cacheSize, "evictions", n)
-	}
-	v.cache[key] = c
-	v.order = append(v.order, key)
-	return c
-}
-
-func valCompileSchema(data []byte) *valCompiled {
-	reject := func(err error) *valCompiled {
-		return &valCompiled{err: fmt.Errorf("%w: %w", ErrSchemaRejected, err)}
-	}
-	if data[0] != '{' {
-		return reject(fmt.Errorf("inputSchema must be a JSON object, got %s", valJSONKind(data[0])))
-	}
-	if err := valScanBudget(data, "schema", MaxSchemaDepth, MaxSchemaNodes); err != nil {
-		return reject(err)
-	}
-	var tree any
-	if err := json.Unmarshal(data, &tree); err != nil {
-		return reject(errValSyntax)
-	}
-	sc := &valSchemaChecker{root: tree, seen: map[string]bool{}, anchors: map[string][]any{}}
-	if err := sc.walk(tree, ""); err != nil {
-		return reject(err)
-	}
-	if sc.nestedID && sc.hasRef {
-		return reject(errors.New("$ref inside a schema with a nested $id is not supported; inline the schema"))
-	}
-	if s, ok := tree.(map[string]any)["$schema"]; ok {
-		switch s {
-		case "https://json-schema.org/draft/2020-12/schema",
-			"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
-		default:
-			return reject(errors.New("$schema must be draft 2020-12 or draft-07"))
-		}
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(data, &s); err != nil {
-		return reject(err)
-	}
-	rs, err := s.Resolve(nil) // no loader: remote references cannot be fetched
-	if err != nil {
-		return reject(err)
-	}
-	c := &valCompiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: valHasKey(tree, "format")}
-	if fast, ok := valCompileFast(tree, true); ok && !c.formats {
-		c.fast = fast
-	}
-	return c
-}
-
-var errValSyntax = errors.New("not valid JSON")
-
-// valHasKey reports whether any object in the generic JSON tree has a member
-// named key, at any depth (in data positions too: it may say yes for nothing).
-func valHasKey(tree any, key string) bool {
-	switch t := tree.(type) {
-	case map[string]any:
-		if _, ok := t[key]; ok {
-			return true
-		}
-		for _, v := range t {
-			if valHasKey(v, key) {
-				return true
-			}
-		}
-	case []any:
-		for _, v := range t {
-			if valHasKey(v, key) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// valScanBudget checks data against the depth and node budgets without building
-// a tree, and rejects duplicate object keys, which would let the validator and
-// the downstream server see different values. Valid JSON, which every call
-// sends, is walked byte by byte (valScanValid); anything else is streamed token
-// by token (valScanStream), which reports the first problem in document order,
-// syntax errors included. Both report the same problem for the same input: the
-// walk meets the budgets and keys in the order the stream does.
-func valScanBudget(data []byte, what string, maxDepth, maxNodes int) error {
-	if json.Valid(data) {
-		return valScanValid(data, what, maxDepth, maxNodes)
-	}
-	return valScanStream(data, what, maxDepth, maxNodes)
-}
-
-// valScanStream streams data token by token, stopping at the first syntax error,
-// duplicate key or exceeded budget.
-func valScanStream(data []byte, what string, maxDepth, maxNodes int) error {
-	type frame struct {
-		obj       bool
-		expectKey bool
-		keys      map[string]struct{}
-		seg       string // pointer segment of this container in its parent
-		key       string // escaped key of the member being read (objects)
-		next      int    // next array index
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []*frame
-	pointer := func(last string) string {
-		var b strings.Builder
-		for _, f := range stack[1:] {
-			b.WriteString("/" + f.seg)
-		}
-		b.WriteString("/" + last)
-		return b.String()
-	}
-	nodes := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if len(stack) != 0 || nodes == 0 {
-				return errValSyntax
-			}
-			return nil
-		}
-		if err != nil {
-			return errValSyntax
-		}
-		if nodes > 0 && len(stack) == 0 {
-			return errValSyntax // trailing data after the top-level value
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].obj {
-				stack[len(stack)-1].expectKey = true
-			}
-			continue
-		}
-		if top != nil && top.obj && top.expectKey {
-			key := tok.(string)
-			if _, dup := top.keys[key]; dup {
-				return valDuplicateKey(what, pointer(valEscapePointer(key)))
-			}
-			top.keys[key] = struct{}{}
-			top.key = valEscapePointer(key)
-			top.expectKey = false
-			continue
-		}
-		nodes++
-		if nodes > maxNodes {
-			return valTooManyNodes(what, maxNodes)
-		}
-		seg := ""
-		if top != nil && !top.obj {
-			seg = strconv.Itoa(top.next)
-			top.next++
-		} else if top != nil {
-			seg = top.key
-		}
-		if d, ok := tok.(json.Delim); ok {
-			if len(stack)+1 > maxDepth {
-				return valTooDeep(what, maxDepth)
-			}
-			f := &frame{obj: d == '{', seg: seg}
-			if f.obj {
-				f.expectKey = true
-				f.keys = map[string]struct{}{}
-			}
-			stack = append(stack, f)
-			continue
-		}
-		if top != nil && top.obj {
-			top.expectKey = true
-		}
-	}
-}
-
-// valScanValid is valScanStream for data that json.Valid accepts: the same
-// checks in the same order, on the bytes, with no token values made but the keys.
-func valScanValid(data []byte, what string, maxDepth, maxNodes int) error {
-	var stack []valScanFrame
-	pointer := func(last string) string {
-		var b strings.Builder
-		for _, f := range stack[1:] {
-			b.WriteString("/" + f.seg)
-		}
-		b.WriteString("/" + last)
-		return b.String()
-	}
-	nodes := 0
-	for i := 0; i < len(data); {
-		c := data[i]
-		switch c {
-		case ' ', '\t', '\r', '\n', ',', ':':
-			i++
-			continue
-		case '}', ']':
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].obj {
-				stack[len(stack)-1].expectKey = true
-			}
-			i++
-			continue
-		}
-		var top *valScanFrame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if top != nil && top.obj && top.expectKey {
-			end := valStringEnd(data, i)
-			key := valDecodeKey(data[i:end])
-			if top.hasKey(key) {
-				return valDuplicateKey(what, pointer(valEscapePointer(key)))
-			}
-			top.addKey(key)
-			top.key = key
-			top.expectKey = false
-			i = end
-			continue
-		}
-		nodes++
-		if nodes > maxNodes {
-			return valTooManyNodes(what, maxNodes)
-		}
-		seg := ""
-		if top != nil && !top.obj {
-			seg = strconv.Itoa(top.next)
-			top.next++
-		} else if top != nil {
-			seg = valEscapePointer(top.key)
-		}
-		if c == '{' || c == '[' {
-			if len(stack)+1 > maxDepth {
-				return valTooDeep(what, maxDepth)
-			}
-			stack = append(stack, valScanFrame{obj: c == '{', expectKey: c == '{', seg: seg})
-			i++
-			continue
-		}
-		if c == '"' {
-			i = valStringEnd(data, i)
-		} else {
-			i = valScalarEnd(data, i)
-		}
-		if top != nil && top.obj {
-			top.expectKey = true
-		}
-	}
-	return nil
-}
-
-// valScanFrame is one open container of valScanValid.
-type valScanFrame struct {
-	obj       bool
-	expectKey bool
-	keys      []string            // the object's keys so far, while few
-	keySet    map[string]struct{} // then all of them
-	seg       string              // pointer segment of this container in its parent
-	key       string              // key of the member being read (objects), unescaped
-	next      int                 // next array index
-}
-
-// valFewKeys is how many keys an object's frame compares one by one before it
-// keeps them in a map.
-const valFewKeys = 16
-
-func (f *valScanFrame) hasKey(key string) bool {
-	if f.keySet != nil {
-		_, ok := f.keySet[key]
-		return ok
-	}
-	return slices.Contains(f.keys, key)
-}
-
-func (f *valScanFrame) addKey(key string) {
-	if f.keySet == nil && len(f.keys) < valFewKeys {
-		f.keys = append(f.keys, key)
-		return
-	}
-	if f.keySet == nil {
-		f.keySet = make(map[string]struct{}, 2*valFewKeys)
-		for _, k := range f.keys {
-			f.keySet[k] = struct{}{}
-		}
-		f.keys = nil
-	}
-	f.keySet[key] = struct{}{}
-}
-
-// valStringEnd is the index just past the string that opens at data[i], in
-// valid JSON.
-func valStringEnd(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(data)
-}
-
-// valScalarEnd is the index just past the number, true, false or null that
-// starts at data[i], in valid JSON.
-func valScalarEnd(data []byte, i int) int {
-	for j := i; j < len(data); j++ {
-		switch data[j] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return j
-		}
-	}
-	return len(data)
-}
-
-// valDecodeKey is the string a quoted key of valid JSON decodes to, as
-// encoding/json decodes it (escapes resolved, invalid UTF-8 replaced).
-func valDecodeKey(quoted []byte) string {
-	plain := true
-	for _, b := range quoted[1 : len(quoted)-1] {
-		if b == '\\' || b >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(quoted[1 : len(quoted)-1])
-	}
-	var key string
-	json.Unmarshal(quoted, &key) // cannot fail: the document is valid
-	return key
-}
-
-func valDuplicateKey(what, pointer string) error {
-	if what == "arguments" {
-		return &ArgumentsError{Pointer: pointer, Rule: "duplicate object key"}
-	}
-	return fmt.Errorf("duplicate object key at %s", valShortPointer(pointer))
-}
-
-func valTooManyNodes(what string, maxNodes int) error {
-	return fmt.Errorf("%w: %s have more than %d nodes, limit %d", ErrDepthNodeBudget, what, maxNodes, maxNodes)
-}
-
-func valTooDeep(what string, maxDepth int) error {
-	return fmt.Errorf("%w: %s nest deeper than %d levels, limit %d", ErrDepthNodeBudget, what, maxDepth, maxDepth)
-}
-
-// valSchemaChecker enforces the schema-content budgets on the generic tree, walking
-// only keyword positions that hold subschemas (so data in enum, const, default
-// or property names is never mistaken for a keyword).
-type valSchemaChecker struct {
-	root     any
-	seen     map[string]bool // ref targets already walked
-	nestedID bool
-	hasRef   bool
-	anchors  map[string][]any // $anchor and $dynamicAnchor names to their schemas
-}
-
-var (
-	valSingleSchemaKeys = []string{"additionalProperties", "propertyNames", "unevaluatedProperties",
-		"additionalItems", "contains", "unevaluatedItems", "not", "if", "then", "else", "contentSchema"}
-	valArraySchemaKeys = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
-	valMapSchemaKeys   = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
-
-func (sc *valSchemaChecker) walk(node any, ptr string) error {
-	obj, ok := node.(map[string]any)
-	if !ok {
-		return nil // boolean schemas, or data jsonschema-go will judge
-	}
-	if ptr != "" {
-		if _, ok := obj["$id"]; ok {
-			sc.nestedID = true
-		}
-	}
-	for _, k := range []string{"$anchor", "$dynamicAnchor"} {
-		if name, ok := obj[k].(string); ok {
-			sc.anchors[name] = append(sc.anchors[name], obj)
-		}
-	}
-	for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
-		raw, ok := obj[k]
-		if !ok {
-			continue
-		}
-		sc.hasRef = true
-		ref, ok := raw.(string)
-		if !ok {
-			return fmt.Errorf("%s at %s must be a string", k, valShortPointer(ptr))
-		}
-		if !strings.HasPrefix(ref, "#") {
-			return fmt.Errorf("%w (%s at %s)", ErrExternalRef, k, valShortPointer(ptr+"/"+k))
-		}
-		if strings.HasPrefix(ref, "#/") && !sc.seen[ref] {
-			sc.seen[ref] = true
-			if target, ok := valResolvePointer(sc.root, ref[1:]); ok {
-				if err := sc.walk(target, ref[1:]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
-		if arr, ok := obj[k].([]any); ok && len(arr) > MaxCompositionBranch {
-			return fmt.Errorf("%w: %s at %s has %d branches, limit %d", ErrCompositionBudget, k, valShortPointer(ptr), len(arr), MaxCompositionBranch)
-		}
-	}
-	if p, ok := obj["pattern"]; ok {
-		s, ok := p.(string)
-		if !ok {
-			return fmt.Errorf("pattern at %s must be a string", valShortPointer(ptr))
-		}
-		if err := valCheckPattern(s, ptr+"/pattern"); err != nil {
-			return err
-		}
-	}
-	if pp, ok := obj["patternProperties"].(map[string]any); ok {
-		for re := range pp {
-			if err := valCheckPattern(re, ptr+"/patternProperties/"+valEscapePointer(re)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, k := range valSingleSchemaKeys {
-		if sub, ok := obj[k]; ok {
-			if err := sc.walk(sub, ptr+"/"+k); err != nil {
-				return err
-			}
-		}
-	}
-	if items, ok := obj["items"]; ok {
-		if arr, ok := items.([]any); ok {
-			for i, sub := range arr {
-				if err := sc.walk(sub, ptr+"/items/"+strconv.Itoa(i)); err != nil {
-					return err
-				}
-			}
-		} else if err := sc.walk(items, ptr+"/items"); err != nil {
-			return err
-		}
-	}
-	for _, k := range valArraySchemaKeys {
-		arr, _ := obj[k].([]any)
-		for i, sub := range arr {
-			if err := sc.walk(sub, ptr+"/"+k+"/"+strconv.Itoa(i)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, k := range valMapSchemaKeys {
-		m, _ := obj[k].(map[string]any)
-		for _, name := range valSortedKeys(m) {
-			if err := sc.walk(m[name], ptr+"/"+k+"/"+valEscapePointer(name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// valCost counts, without evaluating any keyword, how many subschema
-// applications validating instance can make: an upper bound of
-// jsonschema-go's work. It stops at its budget or recursion limit.
-type valCost struct {
-	c    *valCompiled
-	left int
-}
-
-func (vc *valCost) apply(schema, inst any, depth int) bool {
-	vc.left--
-	if vc.left < 0 || depth > valMaxRecursion {
-		return false
-	}
-	s, ok := schema.(map[string]any)
-	if !ok {
-		return true
-	}
-	in := func(sub any) bool { return vc.apply(sub, inst, depth+1) }
-	for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
-		ref, ok := s[k].(string)
-		if !ok {
-			continue
-		}
-		var targets []any
-		if ref == "#" || strings.HasPrefix(ref, "#/") {
-			if t, ok := valResolvePointer(vc.c.tree, ref[1:]); ok {
-				targets = append(targets, t)
-			}
-		} else {
-			targets = vc.c.anchors[strings.TrimPrefix(ref, "#")]
-		}
-		for _, t := range targets {
-			if !in(t) {
-				return false
-			}
-		}
-	}
-	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
-		arr, _ := s[k].([]any)
-		for _, sub := range arr {
-			if !in(sub) {
-				return false
-			}
-		}
-	}
-	for _, k := range []string{"not", "if", "then", "else"} {
-		if sub, ok := s[k]; ok && !in(sub) {
-			return false
-		}
-	}
-	switch x := inst.(type) {
-	case []any:
-		var each []any
-		for _, k := range []string{"additionalItems", "contains", "unevaluatedItems"} {
-			if sub, ok := s[k]; ok {
-				each = append(each, sub)
-			}
-		}
-		prefix, _ := s["prefixItems"].([]any)
-		if tuple, ok := s["items"].([]any); ok {
-			prefix = tuple
-		} else if sub, ok := s["items"]; ok {
-			each = append(each, sub)
-		}
-		for i, elem := range x {
-			if i < len(prefix) && !vc.apply(prefix[i], elem, depth+1) {
-				return false
-			}
-			for _, sub := range each {
-				if !vc.apply(sub, elem, depth+1) {
-					return false
-				}
-			}
-		}
-	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
-		patterns, _ := s["patternProperties"].(map[string]any)
-		if ds, ok := s["dependentSchemas"].(map[string]any); ok {
-			for _, sub := range ds {
-				if !in(sub) {
-					return false
-				}
-			}
-		}
-		var each []any
-		for _, k := range []string{"additionalProperties", "unevaluatedProperties"} {
-			if sub, ok := s[k]; ok {
-				each = append(each, sub)
-			}
-		}
-		for _, sub := range patterns {
-			each = append(each, sub)
-		}
-		pn, hasPN := s["propertyNames"]
-		for k, val := range x {
-			if sub, ok := props[k]; ok && !vc.apply(sub, val, depth+1) {
-				return false
-			}
-			for _, sub := range each {
-				if !vc.apply(sub, val, depth+1) {
-					return false
-				}
-			}
-			if hasPN && !vc.apply(pn, k, depth+1) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// valCheckPattern enforces the pattern budget. The contract's backtrack limit
-// (10,000) guards a backtracking regex engine; jsonschema-go compiles patterns
-// with Go's regexp, which is RE2 and matches in time linear in the input, so
-// catastrophic backtracking cannot happen and there is nothing to count. A
-// pattern RE2 cannot compile (lookaround, backreferences) rejects the schema.
-func valCheckPattern(p, ptr string) error {
-	ptr = valShortPointer(ptr)
-	if n := utf8.RuneCountInString(p); n > MaxPatternChars {
-		return fmt.Errorf("%w: pattern at %s has %d characters, limit %d", ErrPatternBudget, ptr, n, MaxPatternChars)
-	}
-	if _, err := regexp.Compile(p); err != nil {
-		return fmt.Errorf("pattern at %s is not a valid RE2 regular expression", ptr)
-	}
-	return nil
-}
-
-// valLocator walks schema and instance together to find where a failed
-// validation went wrong, or (formatsOnly) to check the formats the broker
-// supports. It follows only keywords every valid instance must satisfy
-// (properties, items, allOf, $ref, ...); a failed anyOf, oneOf, not, if or
-// contains is remembered as the fallback answer because deciding it would
-// mean validating branches again. Its work is bounded by steps.
-type valLocator struct {
-	root       any
-	followRefs bool
-	steps      int
-	ambiguous  *ArgumentsError
-}
-
-func (l *valLocator) maybe(ptr, rule string) {
-	if l.ambiguous == nil {
-		l.ambiguous = &ArgumentsError{Pointer: ptr, Rule: rule}
-	}
-}
-
-func (l *valLocator) find(schema, inst any, ptr string, formatsOnly bool) *ArgumentsError {
-	l.steps--
-	if l.steps < 0 {
-		return nil
-	}
-	if b, ok := schema.(bool); ok {
-		if !b && !formatsOnly {
-			return &ArgumentsError{Pointer: ptr, Rule: "false schema: no value allowed here"}
-		}
-		return nil
-	}
-	s, ok := schema.(map[string]any)
-	if !ok {
-		return nil
-	}
-	fail := func(rule string) *ArgumentsError { return &ArgumentsError{Pointer: ptr, Rule: rule} }
-
-	if ref, ok := s["$ref"].(string); ok {
-		if l.followRefs && (ref == "#" || strings.HasPrefix(ref, "#/")) {
-			if target, ok := valResolvePointer(l.root, ref[1:]); ok {
-				if ae := l.find(target, inst, ptr, formatsOnly); ae != nil {
-					return ae
-				}
-			}
-		}
-		if sv, _ := valAsMap(l.root)["$schema"].(string); strings.Contains(sv, "draft-07") {
-			return nil // draft-07 ignores keywords beside $ref
-		}
-	}
-
-	if !formatsOnly {
-		if ae := l.scalarRules(s, inst, fail); ae != nil {
-			return ae
-		}
-	}
-	if f, ok := s["format"].(string); ok {
-		if str, ok := inst.(string); ok && !valFormatOK(f, str) {
-			return fail("format: not a valid " + f)
-		}
-	}
-
-	allOf, _ := s["allOf"].([]any)
-	for _, sub := range allOf {
-		if ae := l.find(sub, inst, ptr, formatsOnly); ae != nil {
-			return ae
-		}
-	}
-	if !formatsOnly {
-		if arr, ok := s["anyOf"].([]any); ok {
-			l.maybe(ptr, fmt.Sprintf("anyOf: matches none of the %d alternatives", len(arr)))
-		}
-		if arr, ok := s["oneOf"].([]any); ok {
-			l.maybe(ptr, fmt.Sprintf("oneOf: must match exactly one of the %d alternatives", len(arr)))
-		}
-		if _, ok := s["not"]; ok {
-			l.maybe(ptr, "not: matches a disallowed schema")
-		}
-		if _, ok := s["if"]; ok {
-			l.maybe(ptr, "if/then/else: fails the conditional branch")
-		}
-	}
-
-	switch x := inst.(type) {
-	case []any:
-		return l.arrayRules(s, x, ptr, formatsOnly, fail)
-	case map[string]any:
-		return l.objectRules(s, x, ptr, formatsOnly, fail)
-	}
-	return nil
-}
-
-func (l *valLocator) scalarRules(s map[string]any, inst any, fail func(string) *ArgumentsError) *ArgumentsError {
-	got := valTypeOf(inst)
-	switch t := s["type"].(type) {
-	case string:
-		if !valTypeMatches(got, t) {
-			return fail(fmt.Sprintf("type: want %s, got %s", t, got))
-		}
-	case []any:
-		okType := false
-		var names []string
-		for _, e := range t {
-			if n, ok := e.(string); ok {
-				names = append(names, n)
-				okType = okType || valTypeMatches(got, n)
-			}
-		}
-		if !okType {
-			return fail(fmt.Sprintf("type: want one of %s, got %s", strings.Join(names, ", "), got))
-		}
-	}
-	if enum, ok := s["enum"].([]any); ok {
-		if !slices.ContainsFunc(enum, func(e any) bool { return valJSONEqual(e, inst) }) {
-			return fail(fmt.Sprintf("enum: not one of the %d allowed values", len(enum)))
-		}
-	}
-	if c, ok := s["const"]; ok && !valJSONEqual(c, inst) {
-		return fail("const: not the required constant")
-	}
-	if n, ok := inst.(float64); ok {
-		if m, ok := s["multipleOf"].(float64); ok && m > 0 {
-			if q := n / m; math.Abs(q-math.Round(q)) > 1e-9 {
-				return fail("multipleOf: not a multiple of " + valFmtNum(m))
-			}
-		}
-		if m, ok := s["minimum"].(float64); ok && n < m {
-			return fail("minimum: less than " + valFmtNum(m))
-		}
-		if m, ok := s["maximum"].(float64); ok && n > m {
-			return fail("maximum: greater than " + valFmtNum(m))
-		}
-		if m, ok := s["exclusiveMinimum"].(float64); ok && n <= m {
-			return fail("exclusiveMinimum: not greater than " + valFmtNum(m))
-		}
-		if m, ok := s["exclusiveMaximum"].(float64); ok && n >= m {
-			return fail("exclusiveMaximum: not less than " + valFmtNum(m))
-		}
-	}
-	if str, ok := inst.(string); ok {
-		n := float64(utf8.RuneCountInString(str))
-		if m, ok := s["minLength"].(float64); ok && n < m {
-			return fail("minLength: shorter than " + valFmtNum(m) + " characters")
-		}
-		if m, ok := s["maxLength"].(float64); ok && n > m {
-			return fail("maxLength: longer than " + valFmtNum(m) + " characters")
-		}
-		if p, ok := s["pattern"].(string); ok {
-			if re, err := regexp.Compile(p); err == nil && !re.MatchString(str) {
-				return fail("pattern: does not match " + strconv.Quote(p))
-			}
-		}
-	}
-	return nil
-}
-
-func (l *valLocator) arrayRules(s map[string]any, arr []any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
-	at := func(i int) string { return ptr + "/" + strconv.Itoa(i) }
-	prefix, _ := s["prefixItems"].([]any)
-	rest := s["items"]
-	if tuple, ok := rest.([]any); ok { // draft-07 tuple form
-		prefix, rest = tuple, s["additionalItems"]
-	}
-	for i, sub := range prefix {
-		if i >= len(arr) {
-			break
-		}
-		if ae := l.find(sub, arr[i], at(i), formatsOnly); ae != nil {
-			return ae
-		}
-	}
-	if rest != nil {
-		for i := len(prefix); i < len(arr); i++ {
-			if ae := l.find(rest, arr[i], at(i), formatsOnly); ae != nil {
-				return ae
-			}
-		}
-	}
-	if formatsOnly {
-		return nil
-	}
-	n := float64(len(arr))
-	if m, ok := s["minItems"].(float64); ok && n < m {
-		return fail("minItems: fewer than " + valFmtNum(m) + " items")
-	}
-	if m, ok := s["maxItems"].(float64); ok && n > m {
-		return fail("maxItems: more than " + valFmtNum(m) + " items")
-	}
-	if u, _ := s["uniqueItems"].(bool); u {
-		for i := range arr {
-			for j := i + 1; j < len(arr); j++ {
-				if valJSONEqual(arr[i], arr[j]) {
-					return fail(fmt.Sprintf("uniqueItems: items %d and %d are equal", i, j))
-				}
-			}
-		}
-	}
-	if _, ok := s["contains"]; ok {
-		l.maybe(ptr, "contains: no item matches the required schema")
-	}
-	return nil
-}
-
-func (l *valLocator) objectRules(s map[string]any, obj map[string]any, ptr string, formatsOnly bool, fail func(string) *ArgumentsError) *ArgumentsError {
-	at := func(k string) string { return ptr + "/" + valEscapePointer(k) }
-	if !formatsOnly {
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				if name, ok := r.(string); ok {
-					if _, present := obj[name]; !present {
-						return fail("required: missing property " + strconv.Quote(name))
-					}
-				}
-			}
-		}
-		if dr, ok := s["dependentRequired"].(map[string]any); ok {
-			for _, k := range valSortedKeys(dr) {
-				if _, present := obj[k]; !present {
-					continue
-				}
-				deps, _ := dr[k].([]any)
-				for _, d := range deps {
-					if name, ok := d.(string); ok {
-						if _, present := obj[name]; !present {
-							return fail(fmt.Sprintf("dependentRequired: property %q requires %q", k, name))
-						}
-					}
-				}
-			}
-		}
-		n := float64(len(obj))
-		if m, ok := s["minProperties"].(float64); ok && n < m {
-			return fail("minProperties: fewer than " + valFmtNum(m) + " properties")
-		}
-		if m, ok := s["maxProperties"].(float64); ok && n > m {
-			return fail("maxProperties: more than " + valFmtNum(m) + " properties")
-		}
-	}
-	props, _ := s["properties"].(map[string]any)
-	patterns, _ := s["patternProperties"].(map[string]any)
-	var res []*regexp.Regexp
-	var resSchemas []any
-	for _, p := range valSortedKeys(patterns) {
-		if re, err := regexp.Compile(p); err == nil {
-			res = append(res, re)
-			resSchemas = append(resSchemas, patterns[p])
-		}
-	}
-	additional, hasAdditional := s["additionalProperties"]
-	for _, k := range valSortedKeys(obj) {
-		evaluated := false
-		if sub, ok := props[k]; ok {
-			evaluated = true
-			if ae := l.find(sub, obj[k], at(k), formatsOnly); ae != nil {
-				return ae
-			}
-		}
-		for i, re := range res {
-			if re.MatchString(k) {
-				evaluated = true
-				if ae := l.find(resSchemas[i], obj[k], at(k), formatsOnly); ae != nil {
-					return ae
-				}
-			}
-		}
-		if evaluated || !hasAdditional {
-			continue
-		}
-		if b, ok := additional.(bool); ok && !b {
-			if !formatsOnly {
-				return &ArgumentsError{Pointer: at(k), Rule: "additionalProperties: property not allowed"}
-			}
-			continue
-		}
-		if ae := l.find(additional, obj[k], at(k), formatsOnly); ae != nil {
-			return ae
-		}
-	}
-	if pn, ok := s["propertyNames"]; ok && !formatsOnly {
-		for _, k := range valSortedKeys(obj) {
-			if ae := l.find(pn, k, at(k), false); ae != nil {
-				ae.Rule = "propertyNames: " + ae.Rule
-				return ae
-			}
-		}
-	}
-	if ds, ok := s["dependentSchemas"].(map[string]any); ok {
-		for _, k := range valSortedKeys(ds) {
-			if _, present := obj[k]; present {
-				if ae := l.find(ds[k], obj, ptr, formatsOnly); ae != nil {
-					return ae
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// valFormatOK checks the formats the broker supports; unknown formats pass.
-func valFormatOK(format, s string) bool {
-	switch format {
-	case "date-time":
-		_, err := time.Parse(time.RFC3339Nano, s)
-		return err == nil
-	case "date":
-		_, err := time.Parse(time.DateOnly, s)
-		return err == nil
-	case "email":
-		a, err := mail.ParseAddress(s)
-		return err == nil && a.Address == s
-	case "uri":
-		u, err := url.Parse(s)
-		return err == nil && u.Scheme != ""
-	case "uuid":
-		return valUUIDRE.MatchString(s)
-	case "ipv4":
-		a, err := netip.ParseAddr(s)
-		return err == nil && a.Is4()
-	case "ipv6":
-		a, err := netip.ParseAddr(s)
-		return err == nil && a.Is6() && a.Zone() == ""
-	}
-	return true
-}
-
-var valUUIDRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// valFailedKeyword names the keyword jsonschema-go reported, without any of the
-// values its message carries: only the word before the first colon of the
-// innermost "validating <schema>: " segment, and only if it is a keyword.
-func valFailedKeyword(err error) string {
-	msg := err.Error()
-	for strings.HasPrefix(msg, "validating ") {
-		i := strings.Index(msg, ": ")
-		if i < 0 {
-			break
-		}
-		msg = msg[i+2:]
-	}
-	word, _, _ := strings.Cut(msg, ":")
-	if strings.HasPrefix(msg, "unexpected additional properties") {
-		word = "additionalProperties"
-	}
-	if word != "" && !strings.ContainsAny(word, " \"'\n") && len(word) < 40 {
-		return word + ": violated"
-	}
-	return "schema: violated"
-}
-
-func valTypeOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case float64:
-		if _, f := math.Modf(x); f == 0 {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
-}
-
-func valTypeMatches(got, want string) bool {
-	return got == want || got == "integer" && want == "number"
-}
-
-func valJSONEqual(a, b any) bool { return reflect.DeepEqual(a, b) }
-
-func valFmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func valAsMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
-
-func valIsEmptyObject(data []byte) bool {
-	if data[0] != '{' {
-		return false
-	}
-	return len(bytes.TrimSpace(data[1:len(data)-1])) == 0 && data[len(data)-1] == '}'
-}
-
-func valJSONKind(first byte) string {
-	switch first {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	if first == '-' || first >= '0' && first <= '9' {
-		return "a number"
-	}
-	return "invalid JSON"
-}
-
-// valShortPointer bounds a pointer for an error message; keys can be long.
-func valShortPointer(p string) string {
-	if len(p) <= 128 {
-		return p
-	}
-	return strings.ToValidUTF8(p[:128], "") + "…"
-}
-
-func valEscapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-// valResolvePointer follows an RFC 6901 pointer (already without its leading
-// "#") through a generic JSON tree.
-func valResolvePointer(root any, ptr string) (any, bool) {
-	if ptr == "" {
-		return root, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	if u, err := url.PathUnescape(ptr); err == nil {
-		ptr = u
-	}
-	cur := root
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch x := cur.(type) {
-		case map[string]any:
-			next, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func valSortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

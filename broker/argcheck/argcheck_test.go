@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-const valToolSchema = `{
+const toolSchema = `{
   "type": "object",
   "properties": {
     "name":  {"type": "string", "minLength": 2, "maxLength": 8, "pattern": "^[a-z]+$"},
@@ -39,33 +39,33 @@ func TestValidatorAcceptsAndRejects(t *testing.T) {
 		name, schema, args string
 		pointer, rule      string // empty rule: must succeed
 	}{
-		{name: "minimal", schema: valToolSchema, args: `{"name":"abc"}`},
-		{name: "full", schema: valToolSchema, args: `{"name":"abc","count":3,"mode":"fast","tags":["a","b"],
+		{name: "minimal", schema: toolSchema, args: `{"name":"abc"}`},
+		{name: "full", schema: toolSchema, args: `{"name":"abc","count":3,"mode":"fast","tags":["a","b"],
 			"owner":{"email":"a@example.com","id":"123e4567-e89b-12d3-a456-426614174000"},
 			"when":"2024-05-01T10:00:00Z","addr":"10.0.0.1"}`},
 		{name: "absent schema", schema: ``, args: `{"anything":[1,2]}`},
 		{name: "empty schema", schema: ` { } `, args: `{"anything":{"x":null}}`},
-		{name: "absent arguments", schema: valToolSchema, args: ``, pointer: "", rule: "required"},
-		{name: "integer as float", schema: valToolSchema, args: `{"name":"abc","count":2.0}`},
+		{name: "absent arguments", schema: toolSchema, args: ``, pointer: "", rule: "required"},
+		{name: "integer as float", schema: toolSchema, args: `{"name":"abc","count":2.0}`},
 		{name: "draft-07 tuple", schema: `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"p":{"items":[{"type":"string"}],"additionalItems":false}}}`, args: `{"p":["x"]}`},
 
-		{name: "wrong type", schema: valToolSchema, args: `{"name":5}`, pointer: "/name", rule: "type: want string, got integer"},
-		{name: "missing required", schema: valToolSchema, args: `{"count":1}`, pointer: "", rule: `required: missing property "name"`},
-		{name: "enum", schema: valToolSchema, args: `{"name":"abc","mode":"medium"}`, pointer: "/mode", rule: "enum: not one of the 2 allowed values"},
-		{name: "additional top", schema: valToolSchema, args: `{"name":"abc","extra":1}`, pointer: "/extra", rule: "additionalProperties: property not allowed"},
-		{name: "additional nested", schema: valToolSchema, args: `{"name":"abc","owner":{"email":"a@b.co","x":1}}`, pointer: "/owner/x", rule: "additionalProperties"},
-		{name: "nested required", schema: valToolSchema, args: `{"name":"abc","owner":{}}`, pointer: "/owner", rule: `required: missing property "email"`},
-		{name: "minimum", schema: valToolSchema, args: `{"name":"abc","count":0}`, pointer: "/count", rule: "minimum: less than 1"},
-		{name: "not integer", schema: valToolSchema, args: `{"name":"abc","count":1.5}`, pointer: "/count", rule: "type: want integer, got number"},
-		{name: "maxLength", schema: valToolSchema, args: `{"name":"abcdefghij"}`, pointer: "/name", rule: "maxLength"},
-		{name: "pattern", schema: valToolSchema, args: `{"name":"ABC"}`, pointer: "/name", rule: `pattern: does not match "^[a-z]+$"`},
-		{name: "array item type", schema: valToolSchema, args: `{"name":"abc","tags":["a",7]}`, pointer: "/tags/1", rule: "type: want string"},
-		{name: "maxItems", schema: valToolSchema, args: `{"name":"abc","tags":["a","b","c","d"]}`, pointer: "/tags", rule: "maxItems: more than 3 items"},
-		{name: "uniqueItems", schema: valToolSchema, args: `{"name":"abc","tags":["a","a"]}`, pointer: "/tags", rule: "uniqueItems: items 0 and 1 are equal"},
-		{name: "format email", schema: valToolSchema, args: `{"name":"abc","owner":{"email":"not-an-email"}}`, pointer: "/owner/email", rule: "format: not a valid email"},
-		{name: "format uuid via ref", schema: valToolSchema, args: `{"name":"abc","owner":{"email":"a@b.co","id":"nope"}}`, pointer: "/owner/id", rule: "format: not a valid uuid"},
-		{name: "format date-time", schema: valToolSchema, args: `{"name":"abc","when":"yesterday"}`, pointer: "/when", rule: "format: not a valid date-time"},
-		{name: "format ipv4", schema: valToolSchema, args: `{"name":"abc","addr":"::1"}`, pointer: "/addr", rule: "format: not a valid ipv4"},
+		{name: "wrong type", schema: toolSchema, args: `{"name":5}`, pointer: "/name", rule: "type: want string, got integer"},
+		{name: "missing required", schema: toolSchema, args: `{"count":1}`, pointer: "", rule: `required: missing property "name"`},
+		{name: "enum", schema: toolSchema, args: `{"name":"abc","mode":"medium"}`, pointer: "/mode", rule: "enum: not one of the 2 allowed values"},
+		{name: "additional top", schema: toolSchema, args: `{"name":"abc","extra":1}`, pointer: "/extra", rule: "additionalProperties: property not allowed"},
+		{name: "additional nested", schema: toolSchema, args: `{"name":"abc","owner":{"email":"a@b.co","x":1}}`, pointer: "/owner/x", rule: "additionalProperties"},
+		{name: "nested required", schema: toolSchema, args: `{"name":"abc","owner":{}}`, pointer: "/owner", rule: `required: missing property "email"`},
+		{name: "minimum", schema: toolSchema, args: `{"name":"abc","count":0}`, pointer: "/count", rule: "minimum: less than 1"},
+		{name: "not integer", schema: toolSchema, args: `{"name":"abc","count":1.5}`, pointer: "/count", rule: "type: want integer, got number"},
+		{name: "maxLength", schema: toolSchema, args: `{"name":"abcdefghij"}`, pointer: "/name", rule: "maxLength"},
+		{name: "pattern", schema: toolSchema, args: `{"name":"ABC"}`, pointer: "/name", rule: `pattern: does not match "^[a-z]+$"`},
+		{name: "array item type", schema: toolSchema, args: `{"name":"abc","tags":["a",7]}`, pointer: "/tags/1", rule: "type: want string"},
+		{name: "maxItems", schema: toolSchema, args: `{"name":"abc","tags":["a","b","c","d"]}`, pointer: "/tags", rule: "maxItems: more than 3 items"},
+		{name: "uniqueItems", schema: toolSchema, args: `{"name":"abc","tags":["a","a"]}`, pointer: "/tags", rule: "uniqueItems: items 0 and 1 are equal"},
+		{name: "format email", schema: toolSchema, args: `{"name":"abc","owner":{"email":"not-an-email"}}`, pointer: "/owner/email", rule: "format: not a valid email"},
+		{name: "format uuid via ref", schema: toolSchema, args: `{"name":"abc","owner":{"email":"a@b.co","id":"nope"}}`, pointer: "/owner/id", rule: "format: not a valid uuid"},
+		{name: "format date-time", schema: toolSchema, args: `{"name":"abc","when":"yesterday"}`, pointer: "/when", rule: "format: not a valid date-time"},
+		{name: "format ipv4", schema: toolSchema, args: `{"name":"abc","addr":"::1"}`, pointer: "/addr", rule: "format: not a valid ipv4"},
 		{name: "anyOf", schema: `{"properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`, args: `{"v":true}`, pointer: "/v", rule: "anyOf: matches none of the 2 alternatives"},
 		{name: "pointer escaping", schema: `{"additionalProperties":false}`, args: `{"a/b~c":1}`, pointer: "/a~1b~0c", rule: "additionalProperties"},
 		{name: "duplicate key", schema: ``, args: `{"a":1,"a":2}`, pointer: "/a", rule: "duplicate object key"},
@@ -103,18 +103,18 @@ func TestValidatorArgumentsMustBeObject(t *testing.T) {
 	}
 }
 
-// valPadObject returns {"p":"xxx…"} exactly n bytes long.
-func valPadObject(n int) string {
+// padObject returns {"p":"xxx…"} exactly n bytes long.
+func padObject(n int) string {
 	return `{"p":"` + strings.Repeat("x", n-len(`{"p":""}`)) + `"}`
 }
 
-func valNested(depth int) string {
+func nestedObject(depth int) string {
 	return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
 }
 
-// valNodes returns an object of exactly n JSON values: itself, an array, and
+// objectOfNodes returns an object of exactly n JSON values: itself, an array, and
 // n-2 scalars.
-func valNodes(key string, n int) string {
+func objectOfNodes(key string, n int) string {
 	return `{"` + key + `":[` + strings.TrimSuffix(strings.Repeat("0,", n-2), ",") + `]}`
 }
 
@@ -127,18 +127,18 @@ func TestValidatorBudgets(t *testing.T) {
 		name, schema, args string
 		want               []error // nil: must succeed
 	}{
-		{"argument bytes at limit", "", valPadObject(MaxArgumentBytes), nil},
-		{"argument bytes over", "", valPadObject(MaxArgumentBytes + 1), []error{ErrByteBudget}},
-		{"argument depth at limit", "", valNested(MaxArgumentDepth), nil},
-		{"argument depth over", "", valNested(MaxArgumentDepth + 1), []error{ErrDepthNodeBudget}},
-		{"argument nodes at limit", "", valNodes("a", MaxArgumentNodes), nil},
-		{"argument nodes over", "", valNodes("a", MaxArgumentNodes+1), []error{ErrDepthNodeBudget}},
+		{"argument bytes at limit", "", padObject(MaxArgumentBytes), nil},
+		{"argument bytes over", "", padObject(MaxArgumentBytes + 1), []error{ErrByteBudget}},
+		{"argument depth at limit", "", nestedObject(MaxArgumentDepth), nil},
+		{"argument depth over", "", nestedObject(MaxArgumentDepth + 1), []error{ErrDepthNodeBudget}},
+		{"argument nodes at limit", "", objectOfNodes("a", MaxArgumentNodes), nil},
+		{"argument nodes over", "", objectOfNodes("a", MaxArgumentNodes+1), []error{ErrDepthNodeBudget}},
 		{"schema bytes at limit", `{"description":"` + strings.Repeat("d", MaxSchemaBytes-len(`{"description":""}`)) + `"}`, `{}`, nil},
 		{"schema bytes over", `{"description":"` + strings.Repeat("d", MaxSchemaBytes+1-len(`{"description":""}`)) + `"}`, `{}`, []error{ErrSchemaRejected, ErrByteBudget}},
-		{"schema depth at limit", `{"x-a":` + valNested(MaxSchemaDepth-1) + `}`, `{}`, nil},
-		{"schema depth over", `{"x-a":` + valNested(MaxSchemaDepth) + `}`, `{}`, []error{ErrSchemaRejected, ErrDepthNodeBudget}},
-		{"schema nodes at limit", valNodes("examples", MaxSchemaNodes), `{}`, nil},
-		{"schema nodes over", valNodes("examples", MaxSchemaNodes+1), `{}`, []error{ErrSchemaRejected, ErrDepthNodeBudget}},
+		{"schema depth at limit", `{"x-a":` + nestedObject(MaxSchemaDepth-1) + `}`, `{}`, nil},
+		{"schema depth over", `{"x-a":` + nestedObject(MaxSchemaDepth) + `}`, `{}`, []error{ErrSchemaRejected, ErrDepthNodeBudget}},
+		{"schema nodes at limit", objectOfNodes("examples", MaxSchemaNodes), `{}`, nil},
+		{"schema nodes over", objectOfNodes("examples", MaxSchemaNodes+1), `{}`, []error{ErrSchemaRejected, ErrDepthNodeBudget}},
 		{"composition at limit", anyOf(MaxCompositionBranch), `{}`, nil},
 		{"composition over", anyOf(MaxCompositionBranch + 1), `{}`, []error{ErrSchemaRejected, ErrCompositionBudget}},
 		{"nested oneOf over", `{"properties":{"a":{"oneOf":[` + strings.TrimSuffix(strings.Repeat(`{},`, 17), ",") + `]}}}`, `{}`, []error{ErrSchemaRejected, ErrCompositionBudget}},
@@ -209,11 +209,11 @@ func TestValidatorRefCostBudget(t *testing.T) {
 
 func TestValidatorBudgetErrorsNameTheLimit(t *testing.T) {
 	v := New(Config{})
-	err := v.Check(t.Context(), nil, json.RawMessage(valPadObject(MaxArgumentBytes+1)))
+	err := v.Check(t.Context(), nil, json.RawMessage(padObject(MaxArgumentBytes+1)))
 	if err == nil || !strings.Contains(err.Error(), "limit 262144") || !strings.Contains(err.Error(), "arguments") {
 		t.Errorf("byte budget error = %v", err)
 	}
-	err = v.Check(t.Context(), nil, json.RawMessage(valNested(MaxArgumentDepth+1)))
+	err = v.Check(t.Context(), nil, json.RawMessage(nestedObject(MaxArgumentDepth+1)))
 	if err == nil || !strings.Contains(err.Error(), "limit 64") {
 		t.Errorf("depth budget error = %v", err)
 	}
@@ -284,7 +284,7 @@ func TestValidatorSlots(t *testing.T) {
 		<-release
 		active.Add(-1)
 	}
-	schema := json.RawMessage(valToolSchema)
+	schema := json.RawMessage(toolSchema)
 	args := json.RawMessage(`{"name":"abc"}`)
 
 	var wg sync.WaitGroup
@@ -335,11 +335,11 @@ func TestValidatorNeverEchoesValues(t *testing.T) {
 	const secret = "sk-LIVE-7f3a9c"
 	v := New(Config{})
 	cases := []struct{ schema, args string }{
-		{valToolSchema, `{"name":1,"token":"` + secret + `"}`},
-		{valToolSchema, `{"name":"` + secret + `"}`},
-		{valToolSchema, `{"name":"abc","mode":"` + secret + `"}`},
-		{valToolSchema, `{"name":"abc","owner":{"email":"` + secret + `"}}`},
-		{valToolSchema, `{"name":"abc","tags":["` + secret + `","` + secret + `"]}`},
+		{toolSchema, `{"name":1,"token":"` + secret + `"}`},
+		{toolSchema, `{"name":"` + secret + `"}`},
+		{toolSchema, `{"name":"abc","mode":"` + secret + `"}`},
+		{toolSchema, `{"name":"abc","owner":{"email":"` + secret + `"}}`},
+		{toolSchema, `{"name":"abc","tags":["` + secret + `","` + secret + `"]}`},
 		{`{"properties":{"k":{"const":"x"}}}`, `{"k":"` + secret + `"}`},
 		{`{"properties":{"k":{"type":"integer"}}}`, `{"k":["` + secret + `"]}`},
 		{`{"properties":{"k":{"anyOf":[{"type":"integer"},{"maxLength":2}]}}}`, `{"k":"` + secret + `"}`},
@@ -365,11 +365,11 @@ func TestValidatorNeverEchoesValues(t *testing.T) {
 	}
 }
 
-// valScanCases are valid documents for the budget scan: duplicate keys (also
-// spelled with escapes, in nested containers, past valFewKeys), pointer
+// scanCases are valid documents for the budget scan: duplicate keys (also
+// spelled with escapes, in nested containers, past fewKeys), pointer
 // characters in keys, invalid UTF-8, whitespace everywhere, and containers at
 // and over small depth and node budgets.
-var valScanCases = []string{
+var scanCases = []string{
 	`{}`, `{"a":1}`, ` { "a" : [ 1 , 2 , { } ] , "b" : null } `, "{\n\t\"a\":\r\n\"x\"}",
 	`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"ab":1,"a\u0062":{"c":[]}}`,
 	`{"x":[{"k":1},{"k":1,"k":2}]}`, `{"x":{"y":{"z":1,"z":2}}}`,
@@ -381,11 +381,11 @@ var valScanCases = []string{
 	`{"a":[1,2],"b":[3,[4,5]]}`, `"x"`, `3`, `null`, `[]`,
 }
 
-func valScanAgree(t *testing.T, doc string, maxDepth, maxNodes int) {
+func scanAgree(t *testing.T, doc string, maxDepth, maxNodes int) {
 	t.Helper()
 	for _, what := range []string{"arguments", "schema"} {
-		want := valScanStream([]byte(doc), what, maxDepth, maxNodes)
-		got := valScanValid([]byte(doc), what, maxDepth, maxNodes)
+		want := scanStream([]byte(doc), what, maxDepth, maxNodes)
+		got := scanValid([]byte(doc), what, maxDepth, maxNodes)
 		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) && fmt.Sprint(got) != fmt.Sprint(want) ||
 			errors.Is(got, ErrDepthNodeBudget) != errors.Is(want, ErrDepthNodeBudget) {
 			t.Errorf("scan %s %q (depth %d, nodes %d): walk says %v, stream says %v", what, doc, maxDepth, maxNodes, got, want)
@@ -398,44 +398,44 @@ func valScanAgree(t *testing.T, doc string, maxDepth, maxNodes int) {
 }
 
 func TestValidatorBudgetWalkAgreesWithStream(t *testing.T) {
-	for _, doc := range valScanCases {
+	for _, doc := range scanCases {
 		if !json.Valid([]byte(doc)) {
 			t.Fatalf("case %q is not valid JSON", doc)
 		}
 		for _, budget := range [][2]int{{64, 16384}, {4, 16384}, {5, 16384}, {64, 7}, {64, 8}, {2, 3}} {
-			valScanAgree(t, doc, budget[0], budget[1])
+			scanAgree(t, doc, budget[0], budget[1])
 		}
 	}
 	// The walk is what valid input gets; the stream still answers for the rest,
 	// with whichever problem comes first in the document.
-	if err := valScanBudget([]byte(`{"a":1,,"a":2}`), "arguments", 64, 100); !errors.Is(err, errValSyntax) {
+	if err := scanBudget([]byte(`{"a":1,,"a":2}`), "arguments", 64, 100); !errors.Is(err, errSyntax) {
 		t.Errorf("scan of a syntax error before a duplicate key = %v, want the syntax error", err)
 	}
 	var early *ArgumentsError
-	if err := valScanBudget([]byte(`{"a":1,"a":2`), "arguments", 64, 100); !errors.As(err, &early) || early.Pointer != "/a" {
+	if err := scanBudget([]byte(`{"a":1,"a":2`), "arguments", 64, 100); !errors.As(err, &early) || early.Pointer != "/a" {
 		t.Errorf("scan of a duplicate key before the end of an unterminated object = %v, want the duplicate at /a", err)
 	}
 	var dup *ArgumentsError
-	if err := valScanBudget([]byte(`{"a":1,"a":2}`), "arguments", 64, 100); !errors.As(err, &dup) || dup.Pointer != "/a" {
+	if err := scanBudget([]byte(`{"a":1,"a":2}`), "arguments", 64, 100); !errors.As(err, &dup) || dup.Pointer != "/a" {
 		t.Errorf("scan of a duplicate key = %v, want it at /a", err)
 	}
 }
 
 func FuzzValidatorBudgetWalk(f *testing.F) {
-	for _, doc := range valScanCases {
+	for _, doc := range scanCases {
 		f.Add(doc, 3, 6)
 	}
 	f.Fuzz(func(t *testing.T, doc string, maxDepth, maxNodes int) {
 		if !json.Valid([]byte(doc)) || maxDepth < 1 || maxNodes < 1 {
 			return
 		}
-		valScanAgree(t, doc, maxDepth, maxNodes)
+		scanAgree(t, doc, maxDepth, maxNodes)
 	})
 }
 
 func TestValidatorPreparedSchema(t *testing.T) {
 	v := New(Config{CacheSize: 1})
-	s := NewSchema(json.RawMessage(" \n" + valToolSchema + "\t"))
+	s := NewSchema(json.RawMessage(" \n" + toolSchema + "\t"))
 	for range 3 {
 		if err := v.CheckSchema(t.Context(), s, json.RawMessage(`{"name":"ab"}`)); err != nil {
 			t.Fatalf("CheckSchema: %v", err)
@@ -445,7 +445,7 @@ func TestValidatorPreparedSchema(t *testing.T) {
 		t.Fatalf("resolves after three checks of one prepared schema = %d, want 1", got)
 	}
 	// It is the same schema as the bytes Check takes: one cache entry serves both.
-	if err := v.Check(t.Context(), json.RawMessage(valToolSchema), json.RawMessage(`{"name":"ab"}`)); err != nil || v.resolves.Load() != 1 {
+	if err := v.Check(t.Context(), json.RawMessage(toolSchema), json.RawMessage(`{"name":"ab"}`)); err != nil || v.resolves.Load() != 1 {
 		t.Fatalf("Check of the same schema = %v after %d resolves, want nil after 1", err, v.resolves.Load())
 	}
 	// A prepared schema keeps its key, not its compiled form: evicted from the
@@ -475,13 +475,13 @@ func TestValidatorPreparedSchema(t *testing.T) {
 // schema without one skips it.
 func TestValidatorFormatsCheckedWhereASchemaHasThem(t *testing.T) {
 	for schema, want := range map[string]bool{
-		valToolSchema: true,
+		toolSchema: true,
 		`{"$defs":{"d":{"type":"string","format":"ipv4"}},"properties":{"a":{"$ref":"#/$defs/d"}}}`: true,
 		`{"properties":{"a":{"type":"string","\u0066ormat":"ipv4"}}}`:                               true,
 		`{"properties":{"a":{"type":"string"},"b":{"items":{"enum":["format"]}}}}`:                  false,
 		`{"type":"object","additionalProperties":false,"properties":{"text":{"type":"string"}}}`:    false,
 	} {
-		if c := valCompileSchema([]byte(schema)); c.err != nil || c.formats != want {
+		if c := compileSchema([]byte(schema)); c.err != nil || c.formats != want {
 			t.Errorf("compiled %s: formats %v, err %v; want formats %v", schema, c.formats, c.err, want)
 		}
 	}

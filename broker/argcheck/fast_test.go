@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// valFastSchemas use only valFast's keywords; each must get a fast check.
-var valFastSchemas = []string{
+// fastSchemas use only fastSchema's keywords; each must get a fast check.
+var fastSchemas = []string{
 	`{"type":"object","additionalProperties":false,"properties":{"text":{"type":"string"}}}`,
 	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":10},"x":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1.5}},"required":["n"],"additionalProperties":false,"description":"d"}`,
 	`{"type":"object","properties":{"mode":{"enum":["fast","slow",null,3,true]},"tags":{"type":"array","items":{"type":"string","minLength":1,"maxLength":3},"minItems":1,"maxItems":2}},"additionalProperties":{"type":["string","null"]}}`,
@@ -15,8 +15,8 @@ var valFastSchemas = []string{
 	`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"i":{"type":["integer","string"]}}}`,
 }
 
-// valFastInstances are argument objects for them: valid, invalid and in between.
-var valFastInstances = []string{
+// fastInstances are argument objects for them: valid, invalid and in between.
+var fastInstances = []string{
 	`{}`, `{"text":"x"}`, `{"text":5}`, `{"text":"x","extra":1}`, `{"n":1}`, `{"n":0}`, `{"n":10}`, `{"n":11}`,
 	`{"n":1.0}`, `{"n":1.5}`, `{"n":3,"x":0}`, `{"n":3,"x":1.5}`, `{"n":3,"x":1.4999}`, `{"n":3,"x":1e-300}`, `{"n":-0}`,
 	`{"mode":"fast"}`, `{"mode":"Fast"}`, `{"mode":null}`, `{"mode":3.0}`, `{"mode":"3"}`, `{"mode":true}`, `{"mode":false}`,
@@ -26,17 +26,17 @@ var valFastInstances = []string{
 	`{"t":"anything"}`, `{"i":1}`, `{"i":"1"}`, `{"i":1.25}`, `{"i":null}`, `{"i":1e20}`,
 }
 
-// valFastAgree checks one instance against one schema both ways and reports a
+// fastAgree checks one instance against one schema both ways and reports a
 // difference: the fast check accepting what jsonschema-go refuses is the bug that
 // matters; refusing what it accepts would only waste the fast path.
-func valFastAgree(t *testing.T, schema string, instance any) {
+func fastAgree(t *testing.T, schema string, instance any) {
 	t.Helper()
-	c := valCompileSchema([]byte(schema))
+	c := compileSchema([]byte(schema))
 	if c.err != nil || c.fast == nil {
 		t.Fatalf("schema %s: no fast check (err %v)", schema, c.err)
 	}
 	fast := c.fast.accepts(instance)
-	slow := valSafeValidate(c.resolved, instance) == nil
+	slow := safeValidate(c.resolved, instance) == nil
 	if fast != slow {
 		data, _ := json.Marshal(instance)
 		t.Errorf("schema %s, arguments %s: fast check says %v, jsonschema-go %v", schema, data, fast, slow)
@@ -44,20 +44,20 @@ func valFastAgree(t *testing.T, schema string, instance any) {
 }
 
 func TestValidatorFastCheckAgreesWithJSONSchemaGo(t *testing.T) {
-	for _, schema := range valFastSchemas {
-		for _, doc := range valFastInstances {
+	for _, schema := range fastSchemas {
+		for _, doc := range fastInstances {
 			var instance any
 			if err := json.Unmarshal([]byte(doc), &instance); err != nil {
 				t.Fatal(err)
 			}
-			valFastAgree(t, schema, instance)
+			fastAgree(t, schema, instance)
 		}
 	}
 }
 
 func TestValidatorFastCheckOnlyForItsKeywords(t *testing.T) {
 	for _, schema := range []string{
-		valToolSchema, // formats, patterns, $ref
+		toolSchema, // formats, patterns, $ref
 		`{"properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"string"}}}`,
 		`{"properties":{"a":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`,
 		`{"properties":{"a":{"type":"string","pattern":"^a"}}}`,
@@ -71,7 +71,7 @@ func TestValidatorFastCheckOnlyForItsKeywords(t *testing.T) {
 		`{"properties":{"a":{"$schema":"https://json-schema.org/draft/2020-12/schema"}}}`,
 		`{"properties":{"a":{"minLength":1.5}}}`,
 	} {
-		c := valCompileSchema([]byte(schema))
+		c := compileSchema([]byte(schema))
 		if c.fast != nil {
 			t.Errorf("schema %s got a fast check", schema)
 		}
@@ -83,7 +83,7 @@ func TestValidatorFastCheckOnlyForItsKeywords(t *testing.T) {
 // check refuses are judged and explained by jsonschema-go and the locator.
 func TestValidatorFastSchemaViolationsExplainedAsBefore(t *testing.T) {
 	fast, slow := New(Config{}), New(Config{})
-	for _, schema := range valFastSchemas {
+	for _, schema := range fastSchemas {
 		if err := slow.Check(t.Context(), json.RawMessage(schema), json.RawMessage(`{}`)); err != nil && !errors.As(err, new(*ArgumentsError)) {
 			t.Fatal(err)
 		}
@@ -92,8 +92,8 @@ func TestValidatorFastSchemaViolationsExplainedAsBefore(t *testing.T) {
 		c.fast = nil
 	}
 	violations := 0
-	for _, schema := range valFastSchemas {
-		for _, args := range valFastInstances {
+	for _, schema := range fastSchemas {
+		for _, args := range fastInstances {
 			want := slow.Check(t.Context(), json.RawMessage(schema), json.RawMessage(args))
 			got := fast.Check(t.Context(), json.RawMessage(schema), json.RawMessage(args))
 			if errors.As(want, new(*ArgumentsError)) {
@@ -110,8 +110,8 @@ func TestValidatorFastSchemaViolationsExplainedAsBefore(t *testing.T) {
 }
 
 func FuzzValidatorFastCheck(f *testing.F) {
-	for i := range valFastSchemas {
-		for _, doc := range valFastInstances[:12] {
+	for i := range fastSchemas {
+		for _, doc := range fastInstances[:12] {
 			f.Add(uint8(i), doc)
 		}
 	}
@@ -120,6 +120,6 @@ func FuzzValidatorFastCheck(f *testing.F) {
 		if json.Unmarshal([]byte(doc), &instance) != nil {
 			return
 		}
-		valFastAgree(t, valFastSchemas[int(which)%len(valFastSchemas)], instance)
+		fastAgree(t, fastSchemas[int(which)%len(fastSchemas)], instance)
 	})
 }

@@ -1,3 +1,6 @@
+// This file owns the fast path: a check of its own for a schema of only the
+// commonest keywords, which may say yes sooner than jsonschema-go, never no.
+
 package argcheck
 
 import (
@@ -5,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// valFast is a schema made of the few keywords most tool schemas use (types,
+// fastSchema is a schema made of the few keywords most tool schemas use (types,
 // properties, required, additionalProperties, items, scalar enums, length and
 // numeric bounds, annotations), compiled to a check of its own. It only ever
 // shortens the way to a yes: arguments it accepts, jsonschema-go accepts (a
@@ -14,64 +17,64 @@ import (
 // generic validation, with its annotations and reflection, was half of an echo
 // call's check.
 //
-// Nor does such a schema need the subschema budget (valCost): without $ref or
+// Nor does such a schema need the subschema budget (cost.go): without $ref or
 // composition every argument value is checked by at most one subschema, so a
 // check applies at most MaxArgumentNodes of them and nests at most
 // MaxArgumentDepth deep, well inside the budget.
-type valFast struct {
-	types    uint8               // valType* bits the value may have; 0: any
-	enum     []any               // the values it may be (nil, bool, float64, string); nil: any
-	minLen   int                 // string length bounds, in code points; -1: none
-	maxLen   int                 //
-	minItems int                 // array length bounds; -1: none
-	maxItems int                 //
-	bounds   [4]*float64         // minimum, maximum, exclusiveMinimum, exclusiveMaximum
-	props    map[string]*valFast // properties
-	required []string            //
-	addl     *valFast            // additionalProperties as a schema; nil: any
-	noAddl   bool                // additionalProperties: false
-	items    *valFast            // items; nil: any
+type fastSchema struct {
+	types    uint8                  // typeNull, typeBoolean, ... bits the value may have; 0: any
+	enum     []any                  // the values it may be (nil, bool, float64, string); nil: any
+	minLen   int                    // string length bounds, in code points; -1: none
+	maxLen   int                    //
+	minItems int                    // array length bounds; -1: none
+	maxItems int                    //
+	bounds   [4]*float64            // minimum, maximum, exclusiveMinimum, exclusiveMaximum
+	props    map[string]*fastSchema // properties
+	required []string               //
+	addl     *fastSchema            // additionalProperties as a schema; nil: any
+	noAddl   bool                   // additionalProperties: false
+	items    *fastSchema            // items; nil: any
 }
 
 const (
-	valTypeNull uint8 = 1 << iota
-	valTypeBoolean
-	valTypeObject
-	valTypeArray
-	valTypeString
-	valTypeNumber
-	valTypeInteger
+	typeNull uint8 = 1 << iota
+	typeBoolean
+	typeObject
+	typeArray
+	typeString
+	typeNumber
+	typeInteger
 )
 
-var valTypeNames = map[string]uint8{
-	"null": valTypeNull, "boolean": valTypeBoolean, "object": valTypeObject, "array": valTypeArray,
-	"string": valTypeString, "number": valTypeNumber, "integer": valTypeInteger,
+var typeNames = map[string]uint8{
+	"null": typeNull, "boolean": typeBoolean, "object": typeObject, "array": typeArray,
+	"string": typeString, "number": typeNumber, "integer": typeInteger,
 }
 
-// valAnnotations are keywords with no say in validation.
-var valAnnotations = map[string]bool{
+// annotations are keywords with no say in validation.
+var annotations = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true, "$comment": true,
 	"deprecated": true, "readOnly": true, "writeOnly": true,
 }
 
-// valCompileFast compiles a schema (the generic tree of one that jsonschema-go
-// resolved) made only of valFast's keywords, or says no.
-func valCompileFast(node any, root bool) (*valFast, bool) {
+// compileFast compiles a schema (the generic tree of one that jsonschema-go
+// resolved) made only of fastSchema's keywords, or says no.
+func compileFast(node any, root bool) (*fastSchema, bool) {
 	if b, ok := node.(bool); ok {
 		if !b {
 			return nil, false // a schema that accepts nothing: jsonschema-go's to explain
 		}
-		return &valFast{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}, true
+		return &fastSchema{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}, true
 	}
 	s, ok := node.(map[string]any)
 	if !ok {
 		return nil, false
 	}
-	f := &valFast{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
+	f := &fastSchema{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
 	for key, v := range s {
 		switch key {
 		case "type":
-			if f.types, ok = valFastTypes(v); !ok {
+			if f.types, ok = fastTypes(v); !ok {
 				return nil, false
 			}
 		case "enum":
@@ -88,7 +91,7 @@ func valCompileFast(node any, root bool) (*valFast, bool) {
 			}
 			f.enum = append([]any{}, list...)
 		case "minLength", "maxLength", "minItems", "maxItems":
-			n, isCount := valCount(v)
+			n, isCount := schemaCount(v)
 			if !isCount {
 				return nil, false
 			}
@@ -114,9 +117,9 @@ func valCompileFast(node any, root bool) (*valFast, bool) {
 			if !isObject {
 				return nil, false
 			}
-			f.props = make(map[string]*valFast, len(props))
+			f.props = make(map[string]*fastSchema, len(props))
 			for name, sub := range props {
-				if f.props[name], ok = valCompileFast(sub, false); !ok {
+				if f.props[name], ok = compileFast(sub, false); !ok {
 					return nil, false
 				}
 			}
@@ -137,14 +140,14 @@ func valCompileFast(node any, root bool) (*valFast, bool) {
 				f.noAddl = !b
 				continue
 			}
-			if f.addl, ok = valCompileFast(v, false); !ok {
+			if f.addl, ok = compileFast(v, false); !ok {
 				return nil, false
 			}
 		case "items":
 			if _, isObject := v.(map[string]any); !isObject { // the draft-07 tuple form too
 				return nil, false
 			}
-			if f.items, ok = valCompileFast(v, false); !ok {
+			if f.items, ok = compileFast(v, false); !ok {
 				return nil, false
 			}
 		case "$schema":
@@ -152,7 +155,7 @@ func valCompileFast(node any, root bool) (*valFast, bool) {
 				return nil, false
 			}
 		default:
-			if !valAnnotations[key] {
+			if !annotations[key] {
 				return nil, false
 			}
 		}
@@ -160,7 +163,7 @@ func valCompileFast(node any, root bool) (*valFast, bool) {
 	return f, true
 }
 
-func valFastTypes(v any) (uint8, bool) {
+func fastTypes(v any) (uint8, bool) {
 	names, isList := v.([]any)
 	if !isList {
 		names = []any{v}
@@ -168,7 +171,7 @@ func valFastTypes(v any) (uint8, bool) {
 	var types uint8
 	for _, n := range names {
 		name, isString := n.(string)
-		bit := valTypeNames[name]
+		bit := typeNames[name]
 		if !isString || bit == 0 {
 			return 0, false
 		}
@@ -177,14 +180,14 @@ func valFastTypes(v any) (uint8, bool) {
 	if types == 0 {
 		return 0, false // an empty list of types
 	}
-	if types&valTypeNumber != 0 {
-		types |= valTypeInteger // "number" takes integers
+	if types&typeNumber != 0 {
+		types |= typeInteger // "number" takes integers
 	}
 	return types, true
 }
 
-// valCount is a non-negative integer count, as a schema gives one.
-func valCount(v any) (int, bool) {
+// schemaCount is a non-negative integer count, as a schema gives one.
+func schemaCount(v any) (int, bool) {
 	n, ok := v.(float64)
 	if !ok || n < 0 || n != math.Trunc(n) || n > math.MaxInt32 {
 		return 0, false
@@ -194,11 +197,11 @@ func valCount(v any) (int, bool) {
 
 // accepts reports whether v (from encoding/json, into any) is valid for sure; no
 // means jsonschema-go is to judge it.
-func (f *valFast) accepts(v any) bool {
-	if f.types != 0 && f.types&valFastType(v) == 0 {
+func (f *fastSchema) accepts(v any) bool {
+	if f.types != 0 && f.types&fastType(v) == 0 {
 		return false
 	}
-	if f.enum != nil && !valFastIn(f.enum, v) {
+	if f.enum != nil && !fastIn(f.enum, v) {
 		return false
 	}
 	switch x := v.(type) {
@@ -246,29 +249,29 @@ func (f *valFast) accepts(v any) bool {
 	return true
 }
 
-// valFastType is v's type bits: an integral number is an integer and a number.
-func valFastType(v any) uint8 {
+// fastType is v's type bits: an integral number is an integer and a number.
+func fastType(v any) uint8 {
 	switch x := v.(type) {
 	case nil:
-		return valTypeNull
+		return typeNull
 	case bool:
-		return valTypeBoolean
+		return typeBoolean
 	case string:
-		return valTypeString
+		return typeString
 	case float64:
 		if _, frac := math.Modf(x); frac == 0 {
-			return valTypeNumber | valTypeInteger
+			return typeNumber | typeInteger
 		}
-		return valTypeNumber
+		return typeNumber
 	case []any:
-		return valTypeArray
+		return typeArray
 	case map[string]any:
-		return valTypeObject
+		return typeObject
 	}
 	return 0
 }
 
-func valFastIn(enum []any, v any) bool {
+func fastIn(enum []any, v any) bool {
 	for _, e := range enum {
 		if e == v { // scalars only: nil, bool, float64 and string compare by value
 			return true
