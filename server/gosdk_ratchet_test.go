@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -632,5 +633,57 @@ func TestGoSDKUndeliverableHTTPRequestIsJSONRPCError(t *testing.T) {
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32005 {
 		upstreamChanged(t, "undeliverable HTTP requests", fmt.Sprintf("a call to a server that went away fails with %T %v", err, err))
+	}
+}
+
+// TestGoSDKRefusesForeignHostButKeepsTheConnection: go-sdk answers a
+// non-loopback Host on a loopback connection with 403 and keeps the connection.
+func TestGoSDKRefusesForeignHostButKeepsTheConnection(t *testing.T) {
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRatchetServer(nil).Server }, nil))
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(ratchetInit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "rebound.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Close {
+		upstreamChanged(t, "Host header", fmt.Sprintf("a foreign Host on a loopback connection is answered %d, connection close %v", resp.StatusCode, resp.Close))
+	}
+}
+
+// TestGoSDKPatchesDocMatchesTheRatchet: every ratchet test is named in
+// docs/go-sdk-patches.md and every entry a test names is a heading there.
+func TestGoSDKPatchesDocMatchesTheRatchet(t *testing.T) {
+	doc, err := os.ReadFile("../docs/go-sdk-patches.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("gosdk_ratchet_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^func (TestGoSDK\w+)`).FindAllSubmatch(src, -1) {
+		if name := string(m[1]); name != "TestGoSDKPatchesDocMatchesTheRatchet" && !bytes.Contains(doc, []byte("`"+name+"`")) {
+			t.Errorf("docs/go-sdk-patches.md does not name %s", name)
+		}
+	}
+	// Split so that the pattern does not match its own line.
+	quoted := `"([^"]+)"`
+	entries := regexp.MustCompile(`upstreamChanged\(t, `+quoted+`|const entry = `+quoted).FindAllSubmatch(src, -1)
+	if len(entries) < 10 {
+		t.Fatalf("only %d entries found in the ratchet's source", len(entries))
+	}
+	for _, m := range entries {
+		entry := string(m[1]) + string(m[2])
+		if !bytes.Contains(doc, []byte("\n## "+entry+"\n")) {
+			t.Errorf("a ratchet test names entry %q, which docs/go-sdk-patches.md has no heading for", entry)
+		}
 	}
 }
