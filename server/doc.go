@@ -13,4 +13,6 @@
 //
 // Its contract is docs/contract.md §2 (the MCP surface and the error boundary) and §3
 // (the tools); docs/design.md ("Transports") says how the two transports are built.
+// docs/go-sdk-patches.md lists where it works around go-sdk, each pinned by a test in
+// gosdk_ratchet_test.go that fails when go-sdk changes.
 package server
