@@ -7,3 +7,6 @@ func NewKeeperWithLimits(cfg Config, cells int, bytes int64) (*Keeper, error) {
 
 // Dir is the keeper's own directory of records.
 func (k *Keeper) Dir() string { return k.dir }
+
+// Flush waits for the record work handed over so far, as an export does.
+func (k *Keeper) Flush() { k.flush() }

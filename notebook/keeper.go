@@ -45,7 +45,19 @@ type Keeper struct {
 
 	mu       sync.Mutex
 	sessions map[string]*kept
+
+	// writes carries the record's file work, in order, to the one goroutine that
+	// does it (writeRecords), off the cell's reply path; open guards sending on it
+	// against Close.
+	writes  chan func()
+	open    sync.RWMutex
+	closed  bool
+	written chan struct{} // closed when writeRecords has drained writes
 }
+
+// pendingWrites bounds the record work waiting for its goroutine: a cell that finds
+// it full waits, so that memory stays bounded when the disk is slow.
+const pendingWrites = 16
 
 // kept is one session's record and what its notebook says about the session.
 type kept struct {
@@ -86,7 +98,40 @@ func newKeeper(cfg Config, lim limits) (*Keeper, error) {
 		return nil, err
 	}
 	sweep(cfg.Root, dir, log)
-	return &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{}}, nil
+	k := &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{},
+		writes: make(chan func(), pendingWrites), written: make(chan struct{})}
+	go k.writeRecords()
+	return k, nil
+}
+
+// writeRecords does the record's file work in the order it was asked for, until
+// Close.
+func (k *Keeper) writeRecords() {
+	defer close(k.written)
+	for work := range k.writes {
+		work()
+	}
+}
+
+// later hands work to writeRecords; after Close it is dropped (the records are gone).
+func (k *Keeper) later(work func()) {
+	k.open.RLock()
+	defer k.open.RUnlock()
+	if !k.closed {
+		k.writes <- work
+	}
+}
+
+// flush returns once the work handed over before it is done.
+func (k *Keeper) flush() {
+	done := make(chan struct{})
+	k.later(func() { close(done) })
+	k.open.RLock()
+	closed := k.closed
+	k.open.RUnlock()
+	if !closed {
+		<-done
+	}
 }
 
 const lockSuffix = ".lock"
@@ -139,11 +184,27 @@ func unlockRemove(lock *os.File, path string) {
 	privfile.Unlock(lock)
 }
 
-// Close removes every record and the keeper's directory.
+// Close finishes the record work handed over, then removes every record and the
+// keeper's directory.
 func (k *Keeper) Close() error {
+	k.open.Lock()
+	if !k.closed {
+		k.closed = true
+		close(k.writes)
+	}
+	k.open.Unlock()
+	<-k.written
 	k.mu.Lock()
+	sessions := k.sessions
 	k.sessions = map[string]*kept{}
 	k.mu.Unlock()
+	for _, s := range sessions {
+		s.mu.Lock()
+		if s.record != nil {
+			s.record.closeSegment()
+		}
+		s.mu.Unlock()
+	}
 	err := os.RemoveAll(k.dir)
 	unlockRemove(k.lock, k.dir+lockSuffix)
 	return err
@@ -161,37 +222,57 @@ func (k *Keeper) session(id, name string) *kept {
 }
 
 // CellFinished records a finished cell and, with a live directory, rewrites the
-// session's live notebook. A failure to write is logged: the run's result stands.
+// session's live notebook before it returns, so that the file a person has open
+// holds each cell once its call has answered. Without one, the record's file work
+// is done after the call answers (writeRecords), in order; an export waits for it.
+// A failure to write is logged: the run's result stands.
 func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	s := k.session(fc.SessionID, fc.SessionName)
+	c := cellOf(fc) // a copy: the result may change once this returns
+	var version, executable string
+	if fc.Python != nil {
+		version, executable = fc.Python.PythonVersion, fc.Python.PythonExecutable
+	}
+	record := func() { k.recordCell(s, c, version, executable) }
+	if k.live != "" {
+		k.flush()
+		record()
+		return
+	}
+	k.later(record)
+}
+
+// recordCell adds c to s's record and rewrites s's live notebook, if any.
+func (k *Keeper) recordCell(s *kept, c cell, version, executable string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fc.Python != nil {
-		s.info.pythonVersion, s.info.pythonExecutable = fc.Python.PythonVersion, fc.Python.PythonExecutable
+	if version != "" || executable != "" {
+		s.info.pythonVersion, s.info.pythonExecutable = version, executable
 	}
 	if s.record == nil {
-		rec, err := newRecord(filepath.Join(k.dir, fc.SessionID), k.limits)
+		rec, err := newRecord(filepath.Join(k.dir, s.info.id), k.limits)
 		if err != nil {
-			k.log.Warn("notebook: cannot keep the session's record", "session", fc.SessionID, "err", err)
+			k.log.Warn("notebook: cannot keep the session's record", "session", s.info.id, "err", err)
 			return
 		}
 		s.record = rec
 	}
-	if err := s.record.add(cellOf(fc)); err != nil {
-		k.log.Warn("notebook: cannot record a cell", "session", fc.SessionID, "err", err)
+	if err := s.record.add(c); err != nil {
+		k.log.Warn("notebook: cannot record a cell", "session", s.info.id, "err", err)
 		return
 	}
 	if k.live == "" {
 		return
 	}
-	path := filepath.Join(k.live, LiveName(fc.SessionName, fc.SessionID))
+	path := filepath.Join(k.live, LiveName(s.info.name, s.info.id))
 	if err := atomicfile.Write(path, 0o600, k.writerLocked(s)); err != nil {
-		k.log.Warn("notebook: cannot write the live notebook", "session", fc.SessionID, "dir", k.live, "err", err)
+		k.log.Warn("notebook: cannot write the live notebook", "session", s.info.id, "dir", k.live, "err", err)
 	}
 }
 
 // SessionClosed removes the session's record; a live notebook stays, the person's.
 func (k *Keeper) SessionClosed(sessionID string) {
+	k.flush() // the session's last cells are on disk before the record goes
 	k.mu.Lock()
 	s := k.sessions[sessionID]
 	delete(k.sessions, sessionID)
@@ -258,6 +339,7 @@ func exportRules() savefile.Rules {
 // set, and the path is never half-written. A session that has finished no cell
 // gets a notebook with its first cell only.
 func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bool) (Exported, error) {
+	k.flush() // every cell that has answered is in the notebook
 	k.mu.Lock()
 	s := k.sessions[id]
 	k.mu.Unlock()
@@ -342,6 +424,9 @@ func cellOf(fc repl.FinishedCell) cell {
 	if res.ReturnRepr != "" && res.ReturnValue != nil {
 		c.Preview = &res.ReturnRepr // what Jupyter shows of a builtin value
 	}
+	// The strings themselves, not the result's fields: the record is written after
+	// the result has moved on.
+	c.Preview, c.Error = copyString(c.Preview), copyString(c.Error)
 	for _, d := range res.Displays {
 		c.Displays = append(c.Displays, display{Text: d.Text, HTML: d.HTML, Repr: d.Repr})
 	}
@@ -353,4 +438,12 @@ func cellOf(fc repl.FinishedCell) cell {
 		c.Images = append(c.Images, image{MIME: img.MIME, Width: img.Width, Height: img.Height, Data: img.Data})
 	}
 	return c
+}
+
+func copyString(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	return &v
 }

@@ -225,6 +225,7 @@ func TestClosedSessionRecordIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.CellFinished(finished(1, 1, "x = 1", "", nil))
+	k.Flush() // the record is written after CellFinished returns
 	own := k.Dir()
 	dir := filepath.Join(own, "0123456789abcdef")
 	if files, err := os.ReadDir(dir); err != nil || len(files) != 1 {
@@ -414,7 +415,12 @@ func TestExportOfADamagedRecord(t *testing.T) {
 	defer k.Close()
 	k.CellFinished(finished(1, 1, "x = 1", "", nil))
 	k.CellFinished(finished(2, 1, "y = 2", "", nil))
-	os.Remove(filepath.Join(k.Dir(), "0123456789abcdef", "000000002.json"))
+	k.Flush() // the record is written after CellFinished returns
+	// The segment that holds both cells loses the second's bytes.
+	segment := filepath.Join(k.Dir(), "0123456789abcdef", "000000001.cells")
+	if st, err := os.Stat(segment); err != nil || os.Truncate(segment, st.Size()-5) != nil {
+		t.Fatalf("the record's segment: %v", err)
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.ipynb")
 	if _, err := k.Export(t.Context(), "0123456789abcdef", "analysis", path, false); !errors.Is(err, notebook.ErrRecordRead) {
