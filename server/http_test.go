@@ -227,6 +227,29 @@ func TestHTTPClientsShareSessions(t *testing.T) {
 // JSON-RPC messages of the reply (SSE or JSON).
 func rawPost(t *testing.T, ctx context.Context, url string, header http.Header, body string) (int, http.Header, []map[string]any, error) {
 	t.Helper()
+	resp, data, raw, err := postMessages(t, ctx, url, header, body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	var msgs []map[string]any
+	for _, r := range raw {
+		var m map[string]any
+		if json.Unmarshal(r, &m) == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	kind := resp.Header.Get("Content-Type")
+	if !strings.HasPrefix(kind, "text/event-stream") && !strings.HasPrefix(kind, "application/json") && resp.StatusCode < 300 && len(data) > 0 {
+		t.Logf("reply body: %s", data)
+	}
+	return resp.StatusCode, resp.Header, msgs, nil
+}
+
+// postMessages sends one JSON-RPC body and returns the response, its body, and the
+// body's JSON-RPC messages as the bytes that came: the data lines of an SSE stream,
+// or a JSON body whole (none for any other body).
+func postMessages(t *testing.T, ctx context.Context, url string, header http.Header, body string) (*http.Response, []byte, []json.RawMessage, error) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -238,34 +261,27 @@ func rawPost(t *testing.T, ctx context.Context, url string, header http.Header, 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, nil, nil, err
+		return nil, nil, nil, err
 	}
-	var msgs []map[string]any
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	var msgs []json.RawMessage
+	switch kind := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(kind, "text/event-stream"):
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, 4<<20)
 		for sc.Scan() {
 			if payload, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(payload), &m) == nil {
-					msgs = append(msgs, m)
-				}
+				msgs = append(msgs, json.RawMessage(payload))
 			}
 		}
-	} else if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		var m map[string]any
-		if json.Unmarshal(data, &m) == nil {
-			msgs = append(msgs, m)
-		}
-	} else if resp.StatusCode < 300 && len(data) > 0 {
-		t.Logf("reply body: %s", data)
+	case strings.HasPrefix(kind, "application/json"):
+		msgs = append(msgs, bytes.TrimSpace(data))
 	}
-	return resp.StatusCode, resp.Header, msgs, nil
+	return resp, data, msgs, nil
 }
 
 // statelessCall is a raw 2026-07-28 tools/call: version header, Mcp-Method,
