@@ -109,6 +109,10 @@ type Result struct {
 	// Displays are what display() printed of objects that are no image, for the
 	// notebook too; never in a tool result.
 	Displays []Display `json:"-"`
+
+	// kept is what the text form kept of the result's complete text (KeepText),
+	// shared with every copy From makes; nil for a result no session identified.
+	kept *keptText
 }
 
 // workerResult is the result of a worker's result frame (worker/PROTOCOL.md, "The
