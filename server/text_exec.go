@@ -129,14 +129,16 @@ func (e execution) imageArtifacts() []imageArtifact {
 
 // parts are e's pieces, in the order the text shows them, each with where it was
 // cut before (repl.Result.Cuts), so that markers count against the complete streams.
-func (e execution) parts() []part {
+// repr is how the value is shown when its preview is its JSON: the text form's
+// ReturnRepr, or "" for the preview (structuredText).
+func (e execution) parts(repr string) []part {
 	outputs := e.outputRefs()
 	value := refOf(e.Artifact)
 	stdout, stderr := e.Cuts()
 	ps := []part{
 		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
 		{label: "[stderr]", text: stderr.Text, gaps: stderr.Gaps, what: "stderr", saved: outputs[1] != nil, all: outputs[1]},
-		{text: e.valueText(value), what: "the value", saved: value != nil, all: value},
+		{text: e.valueText(value, repr), what: "the value", saved: value != nil, all: value},
 	}
 	if e.Error != nil {
 		ps = append(ps, part{text: *e.Error, what: "the error"})
@@ -154,7 +156,7 @@ func (e execution) parts() []part {
 // newline as its text, anything else as Python shows it (repr, else the preview,
 // return_value, which is Python-like for whatever is not exact JSON). A string's
 // preview cut short says so; artifact is the value's, nil for none.
-func (e execution) valueText(artifact *artifactRef) string {
+func (e execution) valueText(artifact *artifactRef, repr string) string {
 	if e.ReturnValue == nil {
 		return ""
 	}
@@ -162,8 +164,8 @@ func (e execution) valueText(artifact *artifactRef) string {
 	if json.Unmarshal(e.Value, &s) == nil && strings.Contains(s, "\n") {
 		return s
 	}
-	if e.ReturnRepr != "" {
-		return e.ReturnRepr
+	if repr != "" {
+		return repr
 	}
 	shown := *e.ReturnValue
 	if !e.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {
@@ -246,7 +248,7 @@ type layout struct {
 }
 
 func (e execution) layout() layout {
-	ps := e.parts()
+	ps := e.parts(e.ReturnRepr)
 	foot := visible(e.footer(nil))
 	sizes := make([]int, len(ps))
 	overhead, whole := 0, 0
@@ -337,9 +339,10 @@ func (r reply) content() []mcp.Content {
 }
 
 // structuredText is the text block beside a structured client's
-// structuredContent: the parts, with no footer (its facts are fields).
+// structuredContent: the parts, with no footer (its facts are fields), and the value
+// as its preview, return_value.
 func (e execution) structuredText() string {
-	if text := joinParts(e.parts()); text != "" {
+	if text := joinParts(e.parts("")); text != "" {
 		return text
 	}
 	return "Execution completed."
