@@ -382,3 +382,17 @@ func TestTextFormFooterIsItsOwnBlock(t *testing.T) {
 		t.Errorf("a live run: %v", res.Content)
 	}
 }
+
+// TestJSONTextIsWhatJSONCarries: the structured text block is measured in the text
+// its JSON carries, each byte that is no UTF-8 (native output may hold some) a
+// U+FFFD, exactly as encoding/json writes it.
+func TestJSONTextIsWhatJSONCarries(t *testing.T) {
+	for _, s := range []string{"plain", "a\xffb\xc3", "\xe2\x82", "ok \ufffd", "\x80\x80x\xf0\x9f\x98"} {
+		encoded, _ := json.Marshal(s)
+		var carried string
+		json.Unmarshal(encoded, &carried)
+		if got := jsonText(s); got != carried {
+			t.Errorf("%q: jsonText %q, JSON carries %q", s, got, carried)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -343,9 +344,23 @@ func (r reply) content() []mcp.Content {
 // as its preview, return_value.
 func (e execution) structuredText() string {
 	if text := joinParts(e.parts("")); text != "" {
-		return text
+		return jsonText(text)
 	}
 	return "Execution completed."
+}
+
+// jsonText is s as its JSON carries it, each byte that is no UTF-8 a U+FFFD (as
+// encoding/json writes it): native output joined to stderr may hold such bytes, and
+// the text block is measured and cut (textLimit) in what the client receives.
+func jsonText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // a byte that is no UTF-8 ranges as utf8.RuneError
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // footer is the one line after an execution's parts: what the agent needs beyond
