@@ -79,9 +79,13 @@ func encodeValue(value any) (structured []byte, failed bool) {
 	}
 	structured, err := json.Marshal(v)
 	if err != nil {
-		// A Result is strings, numbers and raw JSON the worker sent and the
-		// supervisor bounded; say so rather than answer nothing.
-		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
+		msg := "result could not be encoded"
+		if _, ok := value.(execution); ok {
+			// A Result is strings, numbers and raw JSON the worker sent and the
+			// supervisor bounded; say why rather than answer nothing.
+			msg += ": " + err.Error()
+		}
+		structured, _ = json.Marshal(map[string]string{"error": msg})
 		return structured, true
 	}
 	return structured, isError(value)

@@ -515,5 +515,3 @@ func fitShares(sizes []int, room int) []int {
 	}
 	return shares
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -78,7 +79,7 @@ func cutPath(p string) string {
 	}
 	head := repl.CutUTF8(p, pathShown/2-2)
 	tail := p[len(p)-(pathShown/2-2):]
-	for len(tail) > 0 && !utf8Start(tail[0]) {
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
 		tail = tail[1:]
 	}
 	return head + "..." + tail
