@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
@@ -160,4 +162,39 @@ func (o *Ops) forward(ctx context.Context, rpc repl.RPC, p forwardParams) (any, 
 		return b.Call(ctx, broker.CallRequest{SessionID: rpc.SessionID, Project: rpc.Project, RunID: rpc.RunID,
 			Server: p.Server, Tool: p.Tool, Arguments: arguments, Timeout: broker.DefaultCallTimeout})
 	})
+}
+
+// msgNoTextStore is why a result's complete text could not be kept.
+const msgNoTextStore = "this result has no session's artifact store to keep it in"
+
+// KeepText keeps text as a text artifact of the session (repl.Services): kept, while
+// the store still holds it, else a new artifact. The store imports files, checking
+// them as it copies; the temporary file is private and gone when this returns.
+func (o *Ops) KeepText(ctx context.Context, sessionID, text string, kept json.RawMessage) (json.RawMessage, error) {
+	if o.store == nil {
+		return nil, errors.New(msgNoTextStore)
+	}
+	var ref artifacts.Ref
+	if json.Unmarshal(kept, &ref) == nil && ref.ID != "" {
+		if _, err := o.store.Read(ctx, sessionID, ref.ID, 0, 0, "hex"); err == nil {
+			return kept, nil
+		}
+	}
+	f, err := os.CreateTemp("", "repl-mcp-text-*")
+	if err != nil {
+		return nil, err
+	}
+	path, _ := filepath.Abs(f.Name())
+	defer os.Remove(path)
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ref, err = o.store.Create(ctx, sessionID, path, artifacts.FormatText); err != nil {
+		return nil, err
+	}
+	return json.Marshal(ref)
 }

@@ -10,7 +10,8 @@
 // broker Set and artifact store and hands it to repl.Config; package repl calls it
 // when a session opens and closes (the session's project broker is acquired and
 // released, its artifacts registered and dropped), around every run (uploads live
-// no longer than the run that began them), and for every rpc of the active run.
+// no longer than the run that began them), for every rpc of the active run, and
+// to keep the complete text of a result that a text-form client's text cuts (KeepText).
 // Ops starts no goroutine and owns neither the brokers nor the store: main closes
 // those after the sessions.
 //

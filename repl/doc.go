@@ -9,8 +9,9 @@
 // generation counter that tells a caller whether Python state survived.
 //
 // The package knows nothing of MCP: package server turns its requests and results into
-// tools. Nor does it know what cell code's ops mean: it routes them to the Services
-// main gives it (package cellops). It does not own processes either: package guardian
+// tools (it keeps, through its Services, the complete text of a result that the text
+// form cuts: Session.KeepText). Nor does it know what cell code's ops mean: it routes
+// them to the Services main gives it (package cellops). It does not own processes either: package guardian
 // starts and kills them. Who stops what: the Manager's Close closes every session; a
 // session's Close cancels its run, waits for its rpcs, ends its Services and stops its
 // worker; a worker is stopped only by Session.stopWorker (state.go's table says when),

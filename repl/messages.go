@@ -48,7 +48,9 @@ const (
 	msgTooManyRPCs  = "Too many outstanding MCP calls"
 	msgRPCNotActive = "MCP calls must belong to their originating active cell; use mcp.acall for concurrency"
 	msgIPCLimit     = "MCP result exceeds IPC limit; call may have completed. Inspect mcp.journal(); do not blindly retry external writes."
-	msgNoServices   = "Neither an MCP broker nor an artifact store serves this session; cell code cannot call other MCP servers or use artifacts"
+	// msgNoTextStore is why a result's complete text could not be kept (KeepText).
+	msgNoTextStore = "this result has no session's artifact store to keep it in"
+	msgNoServices  = "Neither an MCP broker nor an artifact store serves this session; cell code cannot call other MCP servers or use artifacts"
 
 	// Sessions.
 	msgSessionClosed     = "Session is closed"

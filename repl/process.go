@@ -72,7 +72,7 @@ type process struct {
 
 type resultFrame struct {
 	id     string
-	result *workerResult
+	result *Result // the worker's, its image bytes in; no identity fields yet
 }
 
 // spawn starts a worker through a guardian and waits for its ready frame. The
@@ -235,13 +235,14 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 				p.die(errors.New("worker sent a result frame without a result"))
 				return
 			}
-			taken, err := images.take(f.ID, f.Result.Images)
+			res := f.Result.result()
+			taken, err := images.take(f.ID, res.Images)
 			if err != nil {
 				p.die(err)
 				return
 			}
-			f.Result.Images = taken
-			p.results <- resultFrame{id: f.ID, result: f.Result}
+			res.Images = taken
+			p.results <- resultFrame{id: f.ID, result: res}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))
 			return

@@ -109,37 +109,53 @@ type Result struct {
 	// Displays are what display() printed of objects that are no image, for the
 	// notebook too; never in a tool result.
 	Displays []Display `json:"-"`
+
+	// kept is what the text form kept of the result's complete text (KeepText),
+	// shared with every copy From makes; nil for a result no session identified.
+	kept *keptText
 }
 
-// workerResult is the worker's half of a result, as sent in its result frame.
+// workerResult is the result of a worker's result frame (worker/PROTOCOL.md, "The
+// result object"), decoded straight into a Result: the contract's fields land in it
+// by their own names. Beside them the frame carries what is no field of the
+// contract's result (the repr, the cuts, the notebook's HTML and displays), which
+// result moves into the Result's own fields. The fields the worker does not send
+// (run, session and server ids, generation, elapsed time, execution mode) are set by
+// the session after (Session.identify, runOn, dispatch).
 type workerResult struct {
-	Success     bool            `json:"success"`
-	Stdout      string          `json:"stdout"`
-	Stderr      string          `json:"stderr"`
-	ReturnValue *string         `json:"return_value"`
-	Value       json.RawMessage `json:"value"`
-	ReturnRepr  string          `json:"return_repr"`
+	*Result
+	ReturnRepr string `json:"return_repr"`
 	// Cuts are the gaps of the streams the worker cut, by stream (Gap), and
 	// BackgroundCuts those of background_output's.
-	Cuts                     map[string]Gap    `json:"cuts"`
-	BackgroundCuts           map[string]Gap    `json:"background_cuts"`
-	Error                    *string           `json:"error"`
-	Truncated                Truncated         `json:"truncated"`
-	State                    State             `json:"state"`
-	BackgroundTasksCancelled int               `json:"background_tasks_cancelled"`
-	BackgroundThreads        []string          `json:"background_threads"`
-	BackgroundOutput         *BackgroundOutput `json:"background_output"`
-	OutputArtifacts          *OutputArtifacts  `json:"output_artifacts"`
-	ExitCode                 *int              `json:"exit_code"`
-	Artifact                 json.RawMessage   `json:"artifact"`
-	ArtifactError            *string           `json:"artifact_error"`
+	Cuts           map[string]Gap `json:"cuts"`
+	BackgroundCuts map[string]Gap `json:"background_cuts"`
+	HTML           string         `json:"html"`
+	Displays       []Display      `json:"displays"`
+}
 
-	// Images is the metadata the result frame lists; the frame reader puts the bytes
-	// of the run's image frames in (imageCollector.take).
-	Images         []Image           `json:"images"`
-	ImageArtifacts []json.RawMessage `json:"image_artifacts"`
-	HTML           string            `json:"html"`
-	Displays       []Display         `json:"displays"`
+// result is the Result wr decoded into, with the frame's other members in place:
+// the repr, the HTML and displays, and each cut the worker made as its stream's gap.
+func (wr *workerResult) result() *Result {
+	r := wr.Result
+	if r == nil {
+		r = &Result{} // a frame whose result has none of the contract's fields
+	}
+	r.ReturnRepr, r.HTML, r.Displays = wr.ReturnRepr, wr.HTML, wr.Displays
+	stdout := workerCut(r.Stdout, wr.Cuts, "stdout")
+	stderr := workerCut(r.Stderr, wr.Cuts, "stderr")
+	r.Stdout, r.stdoutGaps = stdout.Text, stdout.Gaps
+	r.Stderr, r.stderrGaps = stderr.Text, stderr.Gaps
+	if b := r.BackgroundOutput; b != nil {
+		out, errs := workerCut(b.Stdout, wr.BackgroundCuts, "stdout"), workerCut(b.Stderr, wr.BackgroundCuts, "stderr")
+		b.Stdout, r.bgGaps[0] = out.Text, out.Gaps
+		b.Stderr, r.bgGaps[1] = errs.Text, errs.Gaps
+	}
+	if string(r.Value) == "null" {
+		r.Value = nil // None has no value beyond return_value: null
+	}
+	// Where python_run's answer starts and ends is never the worker's to say.
+	r.StdoutStart, r.StdoutEnd, r.StderrStart, r.StderrEnd = nil, nil, nil, nil
+	return r
 }
 
 // failure is a result for a run that failed with msg and left the namespace in state.
@@ -304,8 +320,10 @@ func (r *Result) BackgroundCuts() (stdout, stderr CutText) {
 	return CutText{}, CutText{}
 }
 
-// workerCut is a stream of the worker's result with the gap the worker reported.
-func workerCut(text string, gap Gap, cut bool) CutText {
+// workerCut is a stream of the worker's result with the gap the worker reported
+// for it in cuts, if any.
+func workerCut(text string, cuts map[string]Gap, stream string) CutText {
+	gap, cut := cuts[stream]
 	if !cut {
 		return CutText{Text: text}
 	}

@@ -23,6 +23,10 @@ type Services interface {
 	RunEnded(sessionID, runID string)
 	// Serve answers one rpc of the active run. An error is a message for the cell.
 	Serve(ctx context.Context, rpc RPC) (json.RawMessage, error)
+	// KeepText keeps text as a text artifact of the session and returns its
+	// reference; kept, when not nil, is one kept before for the same result,
+	// returned as it is while the store still holds it (Session.KeepText).
+	KeepText(ctx context.Context, sessionID, text string, kept json.RawMessage) (json.RawMessage, error)
 }
 
 // RPC is one op from cell code, with the provenance the services record.

@@ -23,6 +23,10 @@ func (f fakeServices) SessionClosed(id, project string) { f.events <- "closed " 
 func (f fakeServices) RunStarted(id, run string)        { f.events <- "started " + run }
 func (f fakeServices) RunEnded(id, run string)          { f.events <- "ended " + run }
 
+func (f fakeServices) KeepText(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, errNoTextStore
+}
+
 func (f fakeServices) Serve(_ context.Context, rpc RPC) (json.RawMessage, error) {
 	f.seen <- rpc
 	return json.RawMessage(`{"servers":["fixture"]}`), nil

@@ -225,6 +225,9 @@ func (s *Session) early(r *run, msg string) *Result {
 
 func (s *Session) identify(res *Result, r *run) {
 	res.RunID = r.id
+	if res.kept == nil {
+		res.kept = new(keptText) // one per run, however often it is read (KeepText)
+	}
 	res.ServerID = s.serverID
 	res.SessionID = s.id
 	res.ElapsedMS = msSince(r.started)

@@ -361,51 +361,15 @@ func (s *Session) overBudgetError(p *process, sampled int64) string {
 	return fmt.Sprintf(msgRSS, withCommas(int(peak>>20)), withCommas(s.cfg.MaxMemoryMiB))
 }
 
-// complete turns the worker's result into the run's result, with the native output
-// the worker wrote before it.
-func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
+// complete makes the worker's result the run's result, with the native output the
+// worker wrote before it joining stderr.
+func (s *Session) complete(p *process, r *run, res *Result) *Result {
 	p.native.wait(barrierWait)
 	native, nativeCut := p.native.takeCut()
-	stdoutGap, stdoutCut := wr.Cuts["stdout"]
-	stderrGap, stderrCut := wr.Cuts["stderr"]
-	stdout := workerCut(wr.Stdout, stdoutGap, stdoutCut)
-	stderr := workerCut(wr.Stderr, stderrGap, stderrCut).Join(native)
-	res := &Result{
-		Success:                  wr.Success,
-		Stdout:                   stdout.Text,
-		Stderr:                   stderr.Text,
-		stdoutGaps:               stdout.Gaps,
-		stderrGaps:               stderr.Gaps,
-		ReturnValue:              wr.ReturnValue,
-		Value:                    wr.Value,
-		ReturnRepr:               wr.ReturnRepr,
-		Error:                    wr.Error,
-		Truncated:                wr.Truncated,
-		State:                    wr.State,
-		BackgroundTasksCancelled: wr.BackgroundTasksCancelled,
-		BackgroundThreads:        wr.BackgroundThreads,
-		BackgroundOutput:         wr.BackgroundOutput,
-		OutputArtifacts:          wr.OutputArtifacts,
-		ExitCode:                 wr.ExitCode,
-		Artifact:                 wr.Artifact,
-		ArtifactError:            wr.ArtifactError,
-		Images:                   wr.Images,
-		ImageArtifacts:           wr.ImageArtifacts,
-		HTML:                     wr.HTML,
-		Displays:                 wr.Displays,
-	}
+	stderr := CutText{res.Stderr, res.stderrGaps}.Join(native)
+	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps
 	if nativeCut {
 		res.Truncated.Stderr = true
-	}
-	if b := res.BackgroundOutput; b != nil {
-		for i, stream := range [2]*string{&b.Stdout, &b.Stderr} {
-			gap, cut := wr.BackgroundCuts[[2]string{"stdout", "stderr"}[i]]
-			c := workerCut(*stream, gap, cut)
-			*stream, res.bgGaps[i] = c.Text, c.Gaps
-		}
-	}
-	if string(res.Value) == "null" {
-		res.Value = nil // None has no value beyond return_value: null
 	}
 	if res.State == StateCleared {
 		// The worker ended its own state and exits; do not hand it another cell.
@@ -471,8 +435,8 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 
 // answered is the result the worker sent for a run; reason, when the run was being
 // interrupted, says why, before the worker's own error.
-func (s *Session) answered(p *process, r *run, wr *workerResult, reason string) *Result {
-	res := s.complete(p, r, wr)
+func (s *Session) answered(p *process, r *run, worker *Result, reason string) *Result {
+	res := s.complete(p, r, worker)
 	if reason != "" && !res.Success {
 		res.Error = strPtr(interruptedError(reason, res.Error))
 	}

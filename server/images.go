@@ -26,15 +26,15 @@ const (
 // text says so. Any other value is returned as it is.
 func withImages(res *mcp.CallToolResult, value any) *mcp.CallToolResult {
 	e, ok := value.(execution)
-	if !ok || len(e.images) == 0 {
+	if !ok || len(e.Images) == 0 {
 		return res
 	}
 	encoded, err := json.Marshal(res)
 	if err != nil {
 		return res
 	}
-	used := len(encoded) + envelopeOverhead + len(e.images)*omittedMarkBytes
-	images := append([]repl.Image(nil), e.images...)
+	used := len(encoded) + envelopeOverhead + len(e.Images)*omittedMarkBytes
+	images := append([]repl.Image(nil), e.Images...)
 	leftOut := false
 	for i, img := range images {
 		if img.Data == nil {

@@ -108,7 +108,7 @@ func TestPresentSkipsImagesTheHistoryNoLongerKeeps(t *testing.T) {
 // must reach their models there too, after the text; one left out says so in the text.
 func TestTextFormCarriesImages(t *testing.T) {
 	presentText := func(r *repl.Result) *mcp.CallToolResult {
-		return (&Server{}).present(t.Context(), formText, nil, executed(r))
+		return presentAs(t, formText, executed(r))
 	}
 	img := testImage(100, 1)
 	res := presentText(&repl.Result{Success: true, Stdout: "plotted", State: repl.StatePreserved, Images: []repl.Image{img}})

@@ -2,14 +2,8 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
-	"sync"
 
-	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,19 +20,27 @@ const (
 )
 
 // present turns a tool's value into the CallToolResult of form f. isError comes
-// from the value's type (see encodeValue) and is the same in both forms. sess is
-// the routed session, nil for tools that are not routed.
-func (s *Server) present(ctx context.Context, f form, sess *repl.Session, value any) *mcp.CallToolResult {
+// from the value's type (see encodeValue) and is the same in both forms. kept is
+// what keepText made of the complete text of a text-form result that its text
+// cuts, nil when there was nothing to keep. Presenting is a function of its
+// arguments: it reads no file, writes none and makes no artifact.
+func present(f form, value any, kept *keptText) *mcp.CallToolResult {
 	if r, ok := value.(artifactRange); ok {
 		return presentRange(f, r) // up to 64 KiB of content, written once (tool_artifact_read.go)
 	}
-	structured, failed := encodeValue(value)
 	if f == formText {
+		failed := false
+		if e, ok := value.(execution); ok {
+			failed = e.failed() // the text form sends no JSON: nothing to encode
+		} else {
+			_, failed = encodeValue(value)
+		}
 		return withImages(&mcp.CallToolResult{
-			Content: s.modelText(ctx, sess, value, structured).content(),
+			Content: modelText(value, kept).content(),
 			IsError: failed,
 		}, value)
 	}
+	structured, failed := encodeValue(value)
 	text := structuredText(value, structured)
 	if len(text) > textLimit {
 		text = repl.CutUTF8(text, textLimit) + textCutNote
@@ -65,144 +67,92 @@ type encodedResult struct {
 	IsError bool
 }
 
-// encodeValue encodes a tool's value and says whether it is an error. Only three
-// kinds of value are errors, each known by its type: a failure (a handler's error),
-// a failed execution result, and an encoded result that says so. Nothing is guessed
-// from the encoded JSON.
-func encodeValue(value any) (structured []byte, isError bool) {
-	var err error
-	switch v := value.(type) {
+// encodeValue encodes a tool's value and says whether it is an error (isError, or
+// a value that could not be encoded).
+func encodeValue(value any) (structured []byte, failed bool) {
+	var v any = value
+	switch e := value.(type) {
 	case encodedResult:
-		return v.JSON, v.IsError
+		return e.JSON, e.IsError
 	case execution:
-		return v.json, v.failed
-	case failed:
-		isError = true
+		v = e.Result
 	}
-	if structured, err = json.Marshal(value); err != nil {
-		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded"})
+	structured, err := json.Marshal(v)
+	if err != nil {
+		msg := "result could not be encoded"
+		if _, ok := value.(execution); ok {
+			// A Result is strings, numbers and raw JSON the worker sent and the
+			// supervisor bounded; say why rather than answer nothing.
+			msg += ": " + err.Error()
+		}
+		structured, _ = json.Marshal(map[string]string{"error": msg})
 		return structured, true
 	}
-	return structured, isError
+	return structured, isError(value)
+}
+
+// isError says whether a tool's value is an error. Only three kinds of value are,
+// each known by its type: a failure (a handler's error), a failed execution result,
+// and an encoded result that says so. Nothing is guessed from the encoded JSON.
+func isError(value any) bool {
+	switch v := value.(type) {
+	case encodedResult:
+		return v.IsError
+	case execution:
+		return v.failed()
+	case failed:
+		return true
+	}
+	return false
 }
 
 // structuredText is the text block beside structuredContent: an execution
 // result's parts as a terminal shows them; anything else its compact JSON.
 func structuredText(value any, structured []byte) string {
-	if _, ok := value.(execution); ok {
-		var v execView
-		if json.Unmarshal(structured, &v) == nil {
-			return structuredExecText(&v)
-		}
+	if e, ok := value.(execution); ok {
+		return e.structuredText()
 	}
 	return string(structured)
 }
 
-// modelText is the whole of a text-form result: an execution reads like a
-// terminal with one footer line; every other tool has a compact text of its own
-// (text_tools.go). It stays within modelTextLimit; what it cuts that no artifact
-// holds is kept as an artifact of the session, named in the text.
-func (s *Server) modelText(ctx context.Context, sess *repl.Session, value any, structured []byte) reply {
-	if e, ok := value.(execution); ok {
-		var v execView
-		if err := json.Unmarshal(structured, &v); err != nil {
-			return reply{body: "Error: the execution result could not be read: " + err.Error()}
-		}
-		v.repr, v.cuts, v.bgCuts = e.repr, e.cuts, e.bgCuts
-		return execText(&v, e.polled, func(text string) (artifactRef, error) {
-			return s.saveText(ctx, sess, v.RunID, text)
-		})
+// textual is a tool's value with a text form of its own (docs/contract.md §3.4),
+// rendered in its tool's file: what the model needs from the value, never its
+// JSON. The text may be longer than modelTextLimit; modelText cuts it.
+type textual interface {
+	modelText() reply
+}
+
+// toolText is the text form of a tool's value other than an execution result, in
+// full: its own text, else its JSON.
+func toolText(value any) reply {
+	if t, ok := value.(textual); ok {
+		return t.modelText()
 	}
-	r := toolText(value, structured)
+	structured, _ := encodeValue(value)
+	return reply{body: string(structured)}
+}
+
+// modelText is the whole of a text-form result: an execution reads like a
+// terminal with one footer line; every other tool has a text of its own
+// (toolText). It stays within modelTextLimit; the complete text of what it cuts
+// that no artifact holds is kept (an artifact named in the text, or why not).
+func modelText(value any, kept *keptText) reply {
+	if e, ok := value.(execution); ok {
+		return e.text(kept)
+	}
+	r := toolText(value)
 	if visibleLen(r.text()) <= modelTextLimit {
 		return reply{body: visible(r.body), footer: visible(r.footer)}
 	}
+	if kept == nil {
+		kept = &keptText{err: errTextNotKept}
+	}
+	item := "[complete text: " + kept.ref.String() + "; session " + kept.session + "]"
+	if kept.err != nil {
+		item = "[complete text not saved: " + cutFooter(kept.err.Error(), footerErrorMax) + "]"
+	}
 	text := r.text()
-	item := ""
-	if ref, err := s.saveText(ctx, sess, "", text); err != nil {
-		item = "[complete text not saved: " + cutFooter(err.Error(), footerErrorMax) + "]"
-	} else {
-		item = "[complete text: " + ref.String() + "; session " + sess.ID() + "]"
-	}
 	return withFooter(cutMiddle(text, modelTextLimit-len(item)-1, "the text"), item)
-}
-
-// savedTexts remembers the artifact made of each cut execution's text, so that
-// reading the same run again with python_run names the same artifact instead of
-// filling the store with copies. Bounded; the oldest is forgotten first.
-type savedTexts struct {
-	mu    sync.Mutex
-	refs  map[string]artifactRef // by session and run id
-	order []string
-}
-
-// savedTextsKept bounds savedTexts: as many as the store can hold artifacts.
-const savedTextsKept = artifacts.MaxEntries
-
-var errNoSessionStore = errors.New("this result has no session's artifact store to keep it in")
-
-// saveText keeps text as a text artifact of sess. run, when not "", names the
-// execution the text is of: a run whose text was saved before, and whose artifact
-// is still there, gets that artifact back.
-func (s *Server) saveText(ctx context.Context, sess *repl.Session, run, text string) (artifactRef, error) {
-	if sess == nil || s.artifacts == nil {
-		return artifactRef{}, errNoSessionStore
-	}
-	key := sess.ID() + "/" + run
-	if run != "" {
-		if ref, ok := s.saved.get(key); ok {
-			if _, err := s.artifacts.Read(ctx, sess.ID(), ref.ID, 0, 0, "hex"); err == nil {
-				return ref, nil
-			}
-		}
-	}
-	// The store imports files, checking them as it copies; the temporary file is
-	// private and gone when this returns.
-	f, err := os.CreateTemp("", "repl-mcp-text-*")
-	if err != nil {
-		return artifactRef{}, err
-	}
-	path, _ := filepath.Abs(f.Name())
-	defer os.Remove(path)
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return artifactRef{}, err
-	}
-	created, err := s.artifacts.Create(ctx, sess.ID(), path, artifacts.FormatText)
-	if err != nil {
-		return artifactRef{}, err
-	}
-	ref := artifactRef{ID: created.ID, Size: created.Size, Format: string(created.Format)}
-	if run != "" {
-		s.saved.put(key, ref)
-	}
-	return ref, nil
-}
-
-func (t *savedTexts) get(key string) (artifactRef, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ref, ok := t.refs[key]
-	return ref, ok
-}
-
-func (t *savedTexts) put(key string, ref artifactRef) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.refs == nil {
-		t.refs = map[string]artifactRef{}
-	}
-	if _, ok := t.refs[key]; !ok {
-		t.order = append(t.order, key)
-	}
-	t.refs[key] = ref
-	for len(t.order) > savedTextsKept {
-		delete(t.refs, t.order[0])
-		t.order = t.order[1:]
-	}
 }
 
 // withField adds one field to an encoded JSON object.

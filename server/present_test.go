@@ -37,7 +37,17 @@ func ptr(s string) *string { return &s }
 
 // presentStructured presents value as a structured client receives it.
 func presentStructured(t *testing.T, value any) *mcp.CallToolResult {
-	return (&Server{}).present(t.Context(), formStructured, nil, value)
+	return presentAs(t, formStructured, value)
+}
+
+// presentAs presents a value of no routed session in form f, as a tool call does:
+// what its text needs kept first (there is no session to keep it in), then the text.
+func presentAs(t *testing.T, f form, value any) *mcp.CallToolResult {
+	var kept *keptText
+	if f == formText {
+		kept = keepText(t.Context(), nil, value)
+	}
+	return present(f, value, kept)
 }
 
 func TestStructuredExecutionText(t *testing.T) {
@@ -111,7 +121,7 @@ func TestIsErrorByType(t *testing.T) {
 		{"unencodable", map[string]any{"x": func() {}}, true},
 	} {
 		for _, f := range []form{formStructured, formText} {
-			if got := (&Server{}).present(t.Context(), f, nil, c.value).IsError; got != c.want {
+			if got := presentAs(t, f, c.value).IsError; got != c.want {
 				t.Errorf("%s (form %d): isError = %v, want %v", c.name, f, got, c.want)
 			}
 		}
@@ -127,18 +137,31 @@ func TestWithField(t *testing.T) {
 	}
 }
 
-// view decodes a synthetic execution result as the text form reads it.
-func view(t *testing.T, raw string) *execView {
+// view decodes a synthetic execution result into the repl.Result the text form is
+// read from.
+func view(t *testing.T, raw string) *repl.Result {
 	t.Helper()
-	var v execView
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	var r repl.Result
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
-	return &v
+	return &r
 }
 
 func noSave(string) (artifactRef, error) {
 	return artifactRef{}, errors.New("nothing may be saved here")
+}
+
+// execText is r's text form as a tool call makes it: the complete text kept by save
+// when the text needs it (keepText), then the text.
+func execText(r *repl.Result, polled bool, save func(string) (artifactRef, error)) reply {
+	e := execution{Result: r, polled: polled}
+	var kept *keptText
+	if text := e.completeText(); text != "" {
+		ref, err := save(text)
+		kept = &keptText{ref: ref, err: err}
+	}
+	return e.text(kept)
 }
 
 // TestExecTextReadsLikeATerminal pins the text form of execution results: output,
@@ -329,7 +352,7 @@ func TestHealthTextBound(t *testing.T) {
 	}
 	report := healthReport{Server: def, Sessions: list}
 	report.Broker.ConfigurationError = ptr(strings.Repeat("bad registry ", 200))
-	got := healthText(report)
+	got := report.modelText().body
 	if len(got) >= healthTextLimit || strings.Count(got, def.SessionID) != 1 || !strings.Contains(got, "more: python_session_list") {
 		t.Fatalf("health text is %d bytes, names the default session %d times:\n%s", len(got), strings.Count(got, def.SessionID), got)
 	}
@@ -340,7 +363,7 @@ func TestHealthTextBound(t *testing.T) {
 // mode) parses the output alone; every execution's footer names its run, and a live
 // run's where to read on from.
 func TestTextFormFooterIsItsOwnBlock(t *testing.T) {
-	res := (&Server{}).present(t.Context(), formText, nil, executed(&repl.Result{RunID: "R", Success: true,
+	res := presentAs(t, formText, executed(&repl.Result{RunID: "R", Success: true,
 		Stdout: `{"n": 42}` + "\n", State: repl.StatePreserved, Generation: 1}))
 	if len(res.Content) != 2 {
 		t.Fatalf("want the output and the footer, got %d blocks", len(res.Content))
@@ -353,9 +376,23 @@ func TestTextFormFooterIsItsOwnBlock(t *testing.T) {
 		t.Errorf("footer block: %q", foot)
 	}
 	snap := &repl.Snapshot{RunID: "R", Status: "running", Stdout: "7\n", StdoutEnd: 2, StderrEnd: 0, Generation: 1}
-	res = (&Server{}).present(t.Context(), formText, nil, runningRun{Snapshot: snap})
+	res = presentAs(t, formText, runningRun{Snapshot: snap})
 	if len(res.Content) != 2 || res.Content[0].(*mcp.TextContent).Text != "7\n" ||
 		!strings.Contains(res.Content[1].(*mcp.TextContent).Text, `"stdout_offset":2,"stderr_offset":0}`) {
 		t.Errorf("a live run: %v", res.Content)
+	}
+}
+
+// TestJSONTextIsWhatJSONCarries: the structured text block is measured in the text
+// its JSON carries, each byte that is no UTF-8 (native output may hold some) a
+// U+FFFD, exactly as encoding/json writes it.
+func TestJSONTextIsWhatJSONCarries(t *testing.T) {
+	for _, s := range []string{"plain", "a\xffb\xc3", "\xe2\x82", "ok \ufffd", "\x80\x80x\xf0\x9f\x98"} {
+		encoded, _ := json.Marshal(s)
+		var carried string
+		json.Unmarshal(encoded, &carried)
+		if got := jsonText(s); got != carried {
+			t.Errorf("%q: jsonText %q, JSON carries %q", s, got, carried)
+		}
 	}
 }

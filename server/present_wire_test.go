@@ -199,12 +199,11 @@ func syntheticTool(raw *string) func(*Server) {
 			name: "synthetic_result", description: "test", input: inputSchema{}, output: executionResultSchema,
 			annotations: annotations(true, false, true, false),
 			handler: handle(func(context.Context, *repl.Session, noParams) (any, error) {
-				var r struct {
-					Success bool    `json:"success"`
-					Error   *string `json:"error"`
+				var r repl.Result
+				if err := json.Unmarshal([]byte(*raw), &r); err != nil {
+					return nil, err
 				}
-				json.Unmarshal([]byte(*raw), &r)
-				return execution{json: []byte(*raw), failed: !r.Success || r.Error != nil}, nil
+				return executed(&r), nil
 			}),
 		})
 	}

@@ -15,12 +15,19 @@ import (
 // say so in a description.
 var untypedProperties = []string{"value", "structuredContent"}
 
+// presentedProperties are the properties the presentation adds to a result's JSON,
+// which no result type declares: the flag of a structured text block cut at 8 KiB.
+var presentedProperties = []string{"text_truncated"}
+
 // TestPublishedOutputSchemasDeclareEveryField lints every published outputSchema the
 // way a client that turns schemas into types reads them (Codex's code mode makes a
 // TypeScript return type of each): an object schema, and each branch of a oneOf, has
 // a property for every field it requires; every property has a type (or an enum),
 // save the few that are any JSON and say so; and the Go types the results are made of
-// have every JSON field declared where they appear, images and offsets included.
+// have every JSON field declared where they appear, images and offsets included, and
+// no property that no field fills. The schemas are hand-written, not generated from
+// the types with jsonschema.For, which would publish other text (docs/design.md, "One
+// result, declared once"); this test is what ties the two.
 func TestPublishedOutputSchemasDeclareEveryField(t *testing.T) {
 	schemas := map[string]map[string]any{}
 	for _, tl := range (&Server{}).tools() {
@@ -39,23 +46,26 @@ func TestPublishedOutputSchemasDeclareEveryField(t *testing.T) {
 		branch int
 		path   []string // properties to follow from there
 		typ    reflect.Type
+		// extra are properties of the node that typ does not fill: those of
+		// another type that shares the node's properties.
+		extra []string
 	}{
-		{"execute_python", 0, nil, reflect.TypeFor[repl.Result]()},
-		{"execute_python", 1, nil, reflect.TypeFor[repl.Snapshot]()},
-		{"python_execute_file", 0, nil, reflect.TypeFor[repl.Result]()},
-		{"python_execute_file", 1, nil, reflect.TypeFor[repl.Snapshot]()},
-		{"python_run", 1, nil, reflect.TypeFor[repl.Result]()},
-		{"python_run", 0, nil, reflect.TypeFor[repl.Snapshot]()},
-		{"python_start", 0, nil, reflect.TypeFor[repl.StartInfo]()},
-		{"python_health", -1, nil, reflect.TypeFor[healthReport]()},
-		{"python_health", -1, []string{"server"}, reflect.TypeFor[repl.Health]()},
-		{"python_health", -1, []string{"broker"}, reflect.TypeFor[broker.Health]()},
-		{"python_health", -1, []string{"sessions"}, reflect.TypeFor[sessionList]()},
-		{"python_session_list", -1, nil, reflect.TypeFor[sessionList]()},
-		{"python_session_open", 0, nil, reflect.TypeFor[repl.Health]()},
-		{"python_session_inspect", 0, nil, reflect.TypeFor[inspection]()},
-		{"python_session_close", 0, nil, reflect.TypeFor[closed]()},
-		{"python_cancel", -1, nil, reflect.TypeFor[cancelled]()},
+		{"execute_python", 0, nil, reflect.TypeFor[repl.Result](), nil},
+		{"execute_python", 1, nil, reflect.TypeFor[repl.Snapshot](), nil},
+		{"python_execute_file", 0, nil, reflect.TypeFor[repl.Result](), nil},
+		{"python_execute_file", 1, nil, reflect.TypeFor[repl.Snapshot](), nil},
+		{"python_run", 1, nil, reflect.TypeFor[repl.Result](), nil},
+		{"python_run", 0, nil, reflect.TypeFor[repl.Snapshot](), nil},
+		{"python_start", 0, nil, reflect.TypeFor[repl.StartInfo](), nil},
+		{"python_health", -1, nil, reflect.TypeFor[healthReport](), nil},
+		{"python_health", -1, []string{"server"}, reflect.TypeFor[repl.Health](), []string{"namespace"}}, // inspection's
+		{"python_health", -1, []string{"broker"}, reflect.TypeFor[broker.Health](), nil},
+		{"python_health", -1, []string{"sessions"}, reflect.TypeFor[sessionList](), nil},
+		{"python_session_list", -1, nil, reflect.TypeFor[sessionList](), nil},
+		{"python_session_open", 0, nil, reflect.TypeFor[repl.Health](), []string{"namespace"}},
+		{"python_session_inspect", 0, nil, reflect.TypeFor[inspection](), nil},
+		{"python_session_close", 0, nil, reflect.TypeFor[closed](), nil},
+		{"python_cancel", -1, nil, reflect.TypeFor[cancelled](), []string{"error"}}, // a failure's
 	} {
 		node := schemas[c.tool]
 		where := c.tool
@@ -68,9 +78,16 @@ func TestPublishedOutputSchemasDeclareEveryField(t *testing.T) {
 			where += "." + p
 		}
 		props, _ := node["properties"].(map[string]any)
-		for _, field := range jsonFields(c.typ) {
+		fields := jsonFields(c.typ)
+		for _, field := range fields {
 			if _, ok := props[field]; !ok {
 				t.Errorf("%s: %s's field %q has no property", where, c.typ, field)
+			}
+		}
+		// And the other way: a property no Go field fills is published for nothing.
+		for name := range props {
+			if !slices.Contains(fields, name) && !slices.Contains(presentedProperties, name) && !slices.Contains(c.extra, name) {
+				t.Errorf("%s: the property %q is no field of %s", where, name, c.typ)
 			}
 		}
 	}

@@ -49,9 +49,7 @@ type Server struct {
 	format    ResultFormat
 	// yieldDefault is Config.YieldAfter.
 	yieldDefault *time.Duration
-	// saved names the artifacts made of cut execution texts (present.go).
-	saved  savedTexts
-	logger *slog.Logger
+	logger       *slog.Logger
 }
 
 // instructions are what a client may show its model before any tool: Codex's code mode

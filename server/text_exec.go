@@ -2,114 +2,37 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// execution is an execution result as a tool's value (docs/contract.md §4). Its
-// contract JSON, encoded once, is a structured client's structuredContent and also
-// what the text form is read from: the two forms cannot say different things, and
-// every field of the result reaches the text by its contract name, whichever part
-// of the server or the worker fills it in.
+// execution is an execution result as a tool's value (docs/contract.md §4): the
+// repl.Result itself, which is a structured client's structuredContent (encoded
+// once, in present) and what the text form is read from, field by field. The two
+// forms cannot say different things.
 type execution struct {
-	json   []byte
-	failed bool
+	*repl.Result
 	// polled: read back with python_run, so the footer gives the offsets to read on.
 	polled bool
-	// images are the images the run showed, bytes and all: content blocks of
-	// their own after the text, in either form (server/images.go).
-	images []repl.Image
-	// repr is the trailing value as Python's repr shows it, when its preview is its
-	// JSON: what the text form shows instead (repl.Result.ReturnRepr).
-	repr string
-	// cuts are the result's stdout and stderr with their gaps (repl.Result.Cuts), so
-	// the text form's markers count against the complete streams; bgCuts are those of
-	// its background output.
-	cuts, bgCuts [2]repl.CutText
 }
 
 // executed is r as the value of the tool that ran it.
-func executed(r *repl.Result) execution { return executionOf(r, false) }
+func executed(r *repl.Result) execution { return execution{Result: r} }
 
 // polledResult is r as python_run's value.
-func polledResult(r *repl.Result) execution { return executionOf(r, true) }
+func polledResult(r *repl.Result) execution { return execution{Result: r, polled: true} }
 
-func executionOf(r *repl.Result, polled bool) execution {
-	encoded, err := json.Marshal(r)
-	if err != nil {
-		// A Result is strings, numbers and raw JSON the worker sent and the
-		// supervisor bounded; say so rather than answer nothing.
-		encoded, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
-		return execution{json: encoded, failed: true, polled: polled}
-	}
-	stdout, stderr := r.Cuts()
-	bgStdout, bgStderr := r.BackgroundCuts()
-	return execution{json: encoded, failed: !r.Success || r.Error != nil, polled: polled, images: r.Images, repr: r.ReturnRepr,
-		cuts: [2]repl.CutText{stdout, stderr}, bgCuts: [2]repl.CutText{bgStdout, bgStderr}}
-}
+// failed says whether the result is an error (isError).
+func (e execution) failed() bool { return !e.Success || e.Error != nil }
 
-// execView is the part of an execution result's JSON the text is made of.
-type execView struct {
-	RunID       string          `json:"run_id"`
-	Success     bool            `json:"success"`
-	Stdout      string          `json:"stdout"`
-	Stderr      string          `json:"stderr"`
-	ReturnValue *string         `json:"return_value"`
-	Value       json.RawMessage `json:"value"`
-	Error       *string         `json:"error"`
-	Truncated   struct {
-		Stdout bool `json:"stdout"`
-		Stderr bool `json:"stderr"`
-		Return bool `json:"return"`
-	} `json:"truncated"`
-	State                    string       `json:"state"`
-	StateReset               bool         `json:"state_reset"`
-	ExecutionMode            string       `json:"execution_mode"`
-	BackgroundTasksCancelled int          `json:"background_tasks_cancelled"`
-	ExitCode                 *int         `json:"exit_code"`
-	Artifact                 *artifactRef `json:"artifact"`
-	ArtifactError            *string      `json:"artifact_error"`
-	SessionID                string       `json:"session_id"`
-	Generation               uint64       `json:"generation"`
-	// Where python_run's answer ends in the run's streams, when it was asked from
-	// offsets.
-	StdoutEnd *int64 `json:"stdout_end"`
-	StderrEnd *int64 `json:"stderr_end"`
-
-	// The fields of this round's threads and images (docs/contract.md §4.1).
-	BackgroundThreads []string `json:"background_threads"`
-	BackgroundOutput  *struct {
-		Stdout    string `json:"stdout"`
-		Stderr    string `json:"stderr"`
-		Truncated bool   `json:"truncated"`
-	} `json:"background_output"`
-	OutputArtifacts *struct {
-		Stdout *artifactRef `json:"stdout"`
-		Stderr *artifactRef `json:"stderr"`
-	} `json:"output_artifacts"`
-	Images         []imageInfo     `json:"images"`
-	ImageArtifacts []imageArtifact `json:"image_artifacts"`
-
-	// repr is execution.repr: the value as Python shows it, "" for none.
-	repr string
-	// cuts are stdout and stderr with where they were cut (execution.cuts), bgCuts
-	// the background output's.
-	cuts, bgCuts [2]repl.CutText
-}
-
-// imageInfo is what a result says of an image the cell displayed; the image
-// itself is a content block of its own.
-type imageInfo struct {
-	MIME   string `json:"mime"`
-	Bytes  int64  `json:"bytes"`
-	Width  int    `json:"width"`
-	Height int    `json:"height"`
-}
-
-func (im imageInfo) String() string {
+// imageLine is an image the cell displayed as the footer lists it; the image itself
+// is a content block of its own.
+func imageLine(im repl.Image) string {
 	return fmt.Sprintf("%s %dx%d", strings.TrimPrefix(im.MIME, "image/"), im.Width, im.Height)
 }
 
@@ -171,23 +94,58 @@ const (
 	footerErrorMax = 200
 )
 
-// parts are v's pieces, in the order the text shows them.
-func (v *execView) parts() []part {
-	var outputs [2]*artifactRef
-	if o := v.OutputArtifacts; o != nil {
-		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
+// refOf is the artifact reference raw holds (a result keeps the worker's references
+// as they came), nil for none.
+func refOf(raw json.RawMessage) *artifactRef {
+	if len(raw) == 0 {
+		return nil
 	}
-	stdout, stderr := matching(v.cuts[0], v.Stdout), matching(v.cuts[1], v.Stderr)
+	var ref artifactRef
+	if json.Unmarshal(raw, &ref) != nil {
+		return nil
+	}
+	return &ref
+}
+
+// outputRefs are the artifacts holding the complete stdout and stderr, nil where
+// the worker made none.
+func (e execution) outputRefs() [2]*artifactRef {
+	if o := e.OutputArtifacts; o != nil {
+		return [2]*artifactRef{refOf(o.Stdout), refOf(o.Stderr)}
+	}
+	return [2]*artifactRef{}
+}
+
+// imageArtifacts are the references of the images the run kept as artifacts.
+func (e execution) imageArtifacts() []imageArtifact {
+	refs := make([]imageArtifact, 0, len(e.ImageArtifacts))
+	for _, raw := range e.ImageArtifacts {
+		var ref imageArtifact
+		if json.Unmarshal(raw, &ref) == nil {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// parts are e's pieces, in the order the text shows them, each with where it was
+// cut before (repl.Result.Cuts), so that markers count against the complete streams.
+// repr is how the value is shown when its preview is its JSON: the text form's
+// ReturnRepr, or "" for the preview (structuredText).
+func (e execution) parts(repr string) []part {
+	outputs := e.outputRefs()
+	value := refOf(e.Artifact)
+	stdout, stderr := e.Cuts()
 	ps := []part{
 		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
 		{label: "[stderr]", text: stderr.Text, gaps: stderr.Gaps, what: "stderr", saved: outputs[1] != nil, all: outputs[1]},
-		{text: v.valueText(), what: "the value", saved: v.Artifact != nil, all: v.Artifact},
+		{text: e.valueText(value, repr), what: "the value", saved: value != nil, all: value},
 	}
-	if v.Error != nil {
-		ps = append(ps, part{text: *v.Error, what: "the error"})
+	if e.Error != nil {
+		ps = append(ps, part{text: *e.Error, what: "the error"})
 	}
-	if bg := v.BackgroundOutput; bg != nil {
-		out, errs := matching(v.bgCuts[0], bg.Stdout), matching(v.bgCuts[1], bg.Stderr)
+	if e.BackgroundOutput != nil {
+		out, errs := e.BackgroundCuts()
 		ps = append(ps,
 			part{label: "[background stdout]", text: out.Text, gaps: out.Gaps, what: "background stdout"},
 			part{label: "[background stderr]", text: errs.Text, gaps: errs.Gaps, what: "background stderr"})
@@ -195,32 +153,23 @@ func (v *execView) parts() []part {
 	return ps
 }
 
-// matching is c when it is of text, the text a result's JSON holds; else text with no
-// gaps (an execution made without a repl.Result).
-func matching(c repl.CutText, text string) repl.CutText {
-	if c.Text != text {
-		return repl.CutText{Text: text}
-	}
-	return c
-}
-
 // valueText is the trailing value as the model should read it: a string with a
 // newline as its text, anything else as Python shows it (repr, else the preview,
 // return_value, which is Python-like for whatever is not exact JSON). A string's
-// preview cut short says so.
-func (v *execView) valueText() string {
-	if v.ReturnValue == nil {
+// preview cut short says so; artifact is the value's, nil for none.
+func (e execution) valueText(artifact *artifactRef, repr string) string {
+	if e.ReturnValue == nil {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(v.Value, &s) == nil && strings.Contains(s, "\n") {
+	if json.Unmarshal(e.Value, &s) == nil && strings.Contains(s, "\n") {
 		return s
 	}
-	if v.repr != "" {
-		return v.repr
+	if repr != "" {
+		return repr
 	}
-	shown := *v.ReturnValue
-	if !v.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {
+	shown := *e.ReturnValue
+	if !e.Truncated.Return || !strings.HasPrefix(shown, `"`) || json.Valid([]byte(shown)) {
 		return shown
 	}
 	// A long string's preview is a JSON string literal cut short.
@@ -228,7 +177,7 @@ func (v *execView) valueText() string {
 		shown = s
 	}
 	rest := "the rest is not shown"
-	if v.Artifact != nil {
+	if artifact != nil {
 		rest = "all of it is the value artifact named below"
 	}
 	return shown + "\n[... value cut here; " + rest + " ...]"
@@ -277,13 +226,31 @@ func newLine(b *strings.Builder) {
 	}
 }
 
-// execText is the text form of an execution result: its parts within
-// modelTextLimit, then one footer line. When the parts do not fit, each is cut
-// in its middle by a share of the room; a part no artifact holds makes save keep
-// the complete text (the parts uncut) as an artifact, named in the footer.
-func execText(v *execView, polled bool, save func(string) (artifactRef, error)) reply {
-	ps := v.parts()
-	foot := visible(v.footer(polled, nil, nil))
+// keptText is what became of the complete text of a result whose text form cuts
+// more than artifacts hold: the artifact that keeps it, or why none does. It is made
+// before the text is (keepText), which only names it.
+type keptText struct {
+	ref artifactRef
+	// session is the session whose artifact it is.
+	session string
+	err     error
+}
+
+// errTextNotKept stands for a kept text that was never asked for.
+var errTextNotKept = errors.New("the complete text was not kept")
+
+// layout is e's text laid out within modelTextLimit: its parts, each cut to its
+// share, and whether a part is cut that no artifact holds, so that the complete
+// text (joinParts of the parts uncut) must be kept to lose nothing.
+type layout struct {
+	parts  []part
+	shares []int
+	lost   bool
+}
+
+func (e execution) layout() layout {
+	ps := e.parts(e.ReturnRepr)
+	foot := visible(e.footer(nil))
 	sizes := make([]int, len(ps))
 	overhead, whole := 0, 0
 	for i, p := range ps {
@@ -294,30 +261,49 @@ func execText(v *execView, polled bool, save func(string) (artifactRef, error)) 
 		whole += sizes[i]
 	}
 	if whole+overhead+len(foot) <= modelTextLimit {
-		for i := range ps {
-			ps[i].text = ps[i].cut(sizes[i])
-		}
-		return withFooter(joinParts(ps), foot)
+		return layout{parts: ps, shares: sizes}
 	}
-	shares := fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)
-	lost := false
+	l := layout{parts: ps, shares: fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)}
 	for i := range ps {
-		lost = lost || sizes[i] > shares[i] && !ps[i].saved
+		l.lost = l.lost || sizes[i] > l.shares[i] && !ps[i].saved
 	}
-	if lost {
-		ref, err := save(joinParts(ps))
-		foot = visible(v.footer(polled, &ref, err))
-		for i := range ps {
+	return l
+}
+
+// completeText is the text a text-form client's result must keep as an artifact:
+// e's parts uncut, when its text cuts a part no artifact holds; "" otherwise.
+func (e execution) completeText() string {
+	if l := e.layout(); l.lost {
+		return joinParts(l.parts)
+	}
+	return ""
+}
+
+// text is the text form of an execution result: its parts within modelTextLimit,
+// then one footer line. When the parts do not fit, each is cut in its middle by a
+// share of the room; when a part no artifact holds is cut, kept is the artifact of
+// the complete text (completeText), named in the markers and the footer.
+func (e execution) text(kept *keptText) reply {
+	l := e.layout()
+	var foot string
+	switch {
+	case !l.lost:
+		foot = visible(e.footer(nil))
+	case kept == nil:
+		foot = visible(e.footer(&keptText{err: errTextNotKept}))
+	default:
+		foot = visible(e.footer(kept))
+		for i, p := range l.parts {
 			// The complete text holds all of a part no earlier cut shortened.
-			if err == nil && ps[i].all == nil && len(ps[i].gaps) == 0 {
-				ps[i].all = &ref
+			if kept.err == nil && p.all == nil && len(p.gaps) == 0 {
+				l.parts[i].all = &kept.ref
 			}
 		}
 	}
-	for i := range ps {
-		ps[i].text = ps[i].cut(shares[i])
+	for i := range l.parts {
+		l.parts[i].text = l.parts[i].cut(l.shares[i])
 	}
-	return withFooter(joinParts(ps), foot)
+	return withFooter(joinParts(l.parts), foot)
 }
 
 // reply is a text-form result: its body, then its footer line, each a text block of
@@ -353,88 +339,103 @@ func (r reply) content() []mcp.Content {
 	return blocks
 }
 
-// structuredExecText is the text block beside a structured client's
-// structuredContent: the parts, with no footer (its facts are fields).
-func structuredExecText(v *execView) string {
-	if text := joinParts(v.parts()); text != "" {
-		return text
+// structuredText is the text block beside a structured client's
+// structuredContent: the parts, with no footer (its facts are fields), and the value
+// as its preview, return_value.
+func (e execution) structuredText() string {
+	if text := joinParts(e.parts("")); text != "" {
+		return jsonText(text)
 	}
 	return "Execution completed."
 }
 
+// jsonText is s as its JSON carries it, each byte that is no UTF-8 a U+FFFD (as
+// encoding/json writes it): native output joined to stderr may hold such bytes, and
+// the text block is measured and cut (textLimit) in what the client receives.
+func jsonText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // a byte that is no UTF-8 ranges as utf8.RuneError
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // footer is the one line after an execution's parts: what the agent needs beyond
-// the output, starting with ok or failed. saved is the artifact execText made of
-// the complete text, or saveErr why it could not; nil when it made none.
-func (v *execView) footer(polled bool, saved *artifactRef, saveErr error) string {
+// the output, starting with ok or failed. kept is the artifact of the complete text
+// that the text names, or why there is none; nil when the text needs none.
+func (e execution) footer(kept *keptText) string {
 	items := []string{"ok"}
-	if !v.Success || v.Error != nil {
+	if e.failed() {
 		items[0] = "failed"
 	}
 	// The reasons of §4.2 mostly say it already; say it once.
-	if v.State == string(repl.StateCleared) && (v.Error == nil || !strings.Contains(*v.Error, "variables cleared")) {
+	if e.State == repl.StateCleared && (e.Error == nil || !strings.Contains(*e.Error, "variables cleared")) {
 		items = append(items, "state cleared")
 	}
-	if v.ExitCode != nil {
-		items = append(items, fmt.Sprintf("exit code %d", *v.ExitCode))
+	if e.ExitCode != nil {
+		items = append(items, fmt.Sprintf("exit code %d", *e.ExitCode))
 	}
-	items = append(items, fmt.Sprintf("generation %d", v.Generation))
-	if v.StateReset && v.Generation > 1 {
+	items = append(items, fmt.Sprintf("generation %d", e.Generation))
+	if e.StateReset != nil && *e.StateReset && e.Generation > 1 {
 		items = append(items, "new worker: earlier variables are gone")
 	}
-	if v.ExecutionMode == "fresh" {
+	if e.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
-	if v.RunID != "" {
-		items = append(items, "run "+v.RunID)
+	if e.RunID != "" {
+		items = append(items, "run "+e.RunID)
 	}
-	if polled && v.StdoutEnd != nil && v.StderrEnd != nil {
-		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *v.StdoutEnd, *v.StderrEnd))
+	if e.polled && e.StdoutEnd != nil && e.StderrEnd != nil {
+		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *e.StdoutEnd, *e.StderrEnd))
 	}
-	if n := v.BackgroundTasksCancelled; n > 0 {
+	if n := e.BackgroundTasksCancelled; n > 0 {
 		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))
 	}
-	if len(v.BackgroundThreads) > 0 {
-		items = append(items, "threads still running: "+listed(v.BackgroundThreads, func(s string) string { return s }))
+	if len(e.BackgroundThreads) > 0 {
+		items = append(items, "threads still running: "+listed(e.BackgroundThreads, func(s string) string { return s }))
 	}
-	if v.BackgroundOutput != nil && v.BackgroundOutput.Truncated {
+	if e.BackgroundOutput != nil && e.BackgroundOutput.Truncated {
 		items = append(items, "background output cut")
 	}
-	if n := len(v.Images); n > footerListed {
-		items = append(items, fmt.Sprintf("%d images: ", n)+listed(v.Images, imageInfo.String)) // the count at once
+	if n := len(e.Images); n > footerListed {
+		items = append(items, fmt.Sprintf("%d images: ", n)+listed(e.Images, imageLine)) // the count at once
 	} else if n > 0 {
-		items = append(items, fmt.Sprintf("image%s: ", plural(n))+listed(v.Images, imageInfo.String))
+		items = append(items, fmt.Sprintf("image%s: ", plural(n))+listed(e.Images, imageLine))
 	}
-	items = append(items, imageArtifactItems(v.ImageArtifacts)...)
-	var outputs [2]*artifactRef
-	if o := v.OutputArtifacts; o != nil {
-		outputs = [2]*artifactRef{o.Stdout, o.Stderr}
-	}
-	named := v.Artifact != nil || len(v.ImageArtifacts) > 0 || outputs[0] != nil || outputs[1] != nil
+	images := e.imageArtifacts()
+	items = append(items, imageArtifactItems(images)...)
+	outputs := e.outputRefs()
+	value := refOf(e.Artifact)
+	named := value != nil || len(images) > 0 || outputs[0] != nil || outputs[1] != nil
 	for i, stream := range []string{"stdout", "stderr"} {
-		switch cut := []bool{v.Truncated.Stdout, v.Truncated.Stderr}[i]; {
+		switch cut := []bool{e.Truncated.Stdout, e.Truncated.Stderr}[i]; {
 		case outputs[i] != nil:
 			items = append(items, "complete "+stream+": "+outputs[i].String())
 		case cut:
 			items = append(items, fmt.Sprintf("%s cut at %s bytes", stream, count(repl.StreamLimit)))
 		}
 	}
-	if v.Artifact != nil {
-		items = append(items, "value: "+v.Artifact.String())
+	if value != nil {
+		items = append(items, "value: "+value.String())
 	}
-	if v.ArtifactError != nil {
-		items = append(items, "value not saved: "+cutFooter(*v.ArtifactError, footerErrorMax))
+	if e.ArtifactError != nil {
+		items = append(items, "value not saved: "+cutFooter(*e.ArtifactError, footerErrorMax))
 	}
 	switch {
-	case saveErr != nil:
-		items = append(items, "complete text not saved: "+cutFooter(saveErr.Error(), footerErrorMax))
-	case saved != nil:
-		items = append(items, "complete text: "+saved.String())
+	case kept == nil:
+	case kept.err != nil:
+		items = append(items, "complete text not saved: "+cutFooter(kept.err.Error(), footerErrorMax))
+	default:
+		items = append(items, "complete text: "+kept.ref.String())
 		named = true
 	}
 	if named {
 		// artifact_read needs the session, which a text-form client may never
 		// have been told.
-		items = append(items, "session "+v.SessionID)
+		items = append(items, "session "+e.SessionID)
 	}
 	return "[" + strings.Join(items, "; ") + "]"
 }
@@ -514,5 +515,3 @@ func fitShares(sizes []int, room int) []int {
 	}
 	return shares
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -51,4 +52,10 @@ func (s *Server) artifactCreateTool() tool {
 			return artifactCreated{Ref: ref, identity: identify(sess)}, nil
 		}),
 	}
+}
+
+// modelText names the artifact made.
+func (v artifactCreated) modelText() reply {
+	return reply{body: fmt.Sprintf("Created %s: %s, sha256 %s; session %s. Read it with artifact_read.",
+		refText(v.Ref), v.Format, v.SHA256, v.SessionID)}
 }

@@ -41,3 +41,6 @@ func (s *Server) artifactDeleteTool() tool {
 		}),
 	}
 }
+
+// modelText names the artifact deleted.
+func (v artifactDeleted) modelText() reply { return reply{body: "Deleted artifact " + v.ID + "."} }

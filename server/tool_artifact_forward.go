@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/internal/ids"
@@ -86,4 +87,40 @@ func (s *Server) forward(ctx context.Context, sess *repl.Session, p artifactForw
 		// Each forward is its own run in the broker's journal.
 		return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, arguments)
 	})
+}
+
+// modelText is the downstream result's text (envelopeText).
+func (e encodedResult) modelText() reply { return envelopeText(e) }
+
+// envelopeText is a forwarded call's downstream result: its text blocks, a note
+// for each other block, or its structuredContent's JSON when it has no content.
+func envelopeText(e encodedResult) reply {
+	var env struct {
+		Content []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			MIMEType string `json:"mimeType"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(e.JSON, &env); err != nil {
+		return reply{body: string(e.JSON)}
+	}
+	var b strings.Builder
+	for _, c := range env.Content {
+		newLine(&b)
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		} else {
+			fmt.Fprintf(&b, "[%s content %s]", c.Type, c.MIMEType)
+		}
+	}
+	if b.Len() == 0 && len(env.StructuredContent) > 0 {
+		b.Write(env.StructuredContent)
+	}
+	status := "[forwarded; the downstream tool succeeded]"
+	if e.IsError {
+		status = "[forwarded; the downstream tool failed]"
+	}
+	return withFooter(b.String(), status)
 }

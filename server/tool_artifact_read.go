@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
@@ -151,4 +153,45 @@ func (s *Server) artifactReadTool() tool {
 			return artifactRange{Range: r, identity: identify(sess)}, nil
 		}),
 	}
+}
+
+// modelText is the range's content, as much as fits, and where to read on (rangeText).
+func (r artifactRange) modelText() reply { return rangeText(r) }
+
+// rangeText is an artifact range: the content, as much of it as fits, and where
+// to go on from. What does not fit is not lost: it is the artifact, read on from
+// the offset the footer gives.
+func rangeText(r artifactRange) reply {
+	room := modelTextLimit - 400
+	content, length := r.Content, r.Length
+	switch {
+	case r.Encoding == "base64":
+		// The range's bytes, not its base64 (artifactRange): as many whole groups of
+		// three as fit, which encode without padding.
+		data := r.data
+		if base64.StdEncoding.EncodedLen(len(data)) > room {
+			data = data[:room/4*3]
+		}
+		content, length = base64.StdEncoding.EncodeToString(data), int64(len(data))
+	case r.Encoding == "text":
+		// Shown as the text form shows any text (visible.go), cut in its own bytes.
+		content = visiblePrefix(content, room)
+		length = int64(len(content))
+		content = visible(content)
+	case len(content) <= room:
+	case r.Encoding == "hex":
+		content = content[:room&^1]
+		length = int64(len(content) / 2)
+	default:
+		content = repl.CutUTF8(content, room)
+		length = int64(len(content))
+	}
+	end := r.Offset + length
+	next := "the end"
+	if end < r.Artifact.Size {
+		next = fmt.Sprintf("more from offset %d", end)
+	}
+	// The content block is the range's content exactly, for code that reads it.
+	return reply{body: content, footer: fmt.Sprintf("[artifact %s, bytes %d to %d of %s (%s); %s]",
+		r.Artifact.ID, r.Offset, end, count(r.Artifact.Size), r.Encoding, next)}
 }

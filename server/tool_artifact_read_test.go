@@ -120,7 +120,7 @@ func TestRangeTextFormFromBytes(t *testing.T) {
 		next := "more from offset " + fmt.Sprint(enc.Offset+length)
 		want := reply{content, fmt.Sprintf("[artifact %s, bytes %d to %d of %s (base64); %s]",
 			enc.Artifact.ID, enc.Offset, enc.Offset+length, count(enc.Artifact.Size), next)}
-		res := (&Server{}).present(t.Context(), formText, nil, r)
+		res := presentAs(t, formText, r)
 		if got := textBlocks(t, res); got != want.text() {
 			t.Errorf("%d bytes: text\n%.200q...\nwant\n%.200q...", n, got, want)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -51,4 +52,9 @@ func (s *Server) artifactSaveTool() tool {
 			return artifactSaved{Saved: saved, identity: identify(sess)}, nil
 		}),
 	}
+}
+
+// modelText says where the artifact was saved.
+func (v artifactSaved) modelText() reply {
+	return reply{body: fmt.Sprintf("Saved %s to %s (sha256 checked).", refText(v.Artifact), v.Path)}
 }

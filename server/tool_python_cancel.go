@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -51,4 +52,10 @@ func (s *Server) pythonCancelTool() tool {
 			}, nil
 		}),
 	}
+}
+
+// modelText says the cancel was asked for, and what it cannot undo.
+func (c cancelled) modelText() reply {
+	return reply{body: fmt.Sprintf("Cancel requested for run %s; poll python_run for its result. External effects may "+
+		"already have occurred; nothing is retried.", c.RunID)}
 }

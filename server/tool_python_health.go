@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
@@ -94,3 +96,62 @@ func (s *Server) brokerHealth() broker.Health {
 
 // maxSessions is the session limit, the default session included.
 const maxSessions = repl.MaxSessions
+
+// modelText is python_health for the model (healthText).
+func (h healthReport) modelText() reply { return reply{body: healthText(h)} }
+
+// healthText is python_health for the model: the server, the default session
+// once, the other sessions while there is room, the limits and the broker, under
+// healthTextLimit.
+func healthText(h healthReport) string {
+	var b strings.Builder
+	s := h.Server
+	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
+	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
+	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
+	l := s.Limits
+	rss := "no RSS budget"
+	if l.WorkerRSSMiB > 0 {
+		rss = fmt.Sprintf("worker RSS %d MiB", l.WorkerRSSMiB)
+	}
+	fmt.Fprintf(&b, "Limits: code %d KiB, output %s bytes per stream, timeout %d s, %s, history %d runs.\n",
+		l.CodeBytes/1024, count(l.StreamBytes), l.TimeoutSeconds, rss, l.HistoryRuns)
+	b.WriteString(brokerText(h.Broker) + "\n")
+	others := make([]repl.Health, 0, len(h.Sessions.Sessions))
+	for _, o := range h.Sessions.Sessions {
+		if o.SessionID != s.SessionID {
+			others = append(others, o)
+		}
+	}
+	if len(others) == 0 {
+		fmt.Fprintf(&b, "No other sessions (at most %d).", h.Sessions.Limit)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Other sessions (%d; at most %d in all):", len(others), h.Sessions.Limit)
+	for i, o := range others {
+		line := "\n- " + sessionLine(o)
+		more := fmt.Sprintf("\n- and %d more: python_session_list", len(others)-i)
+		if b.Len()+len(line)+len(more) > healthTextLimit {
+			b.WriteString(more)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func brokerText(h broker.Health) string {
+	if h.Disabled {
+		return "Broker: disabled; cells cannot call other MCP servers."
+	}
+	journal := "in memory"
+	if h.JournalDurable {
+		journal = "durable"
+	}
+	text := fmt.Sprintf("Broker: %d server%s configured, %d connected; journal %d record%s (%s).",
+		h.ConfiguredServers, plural(h.ConfiguredServers), h.ConnectedTransports, h.Journal, plural(h.Journal), journal)
+	if h.ConfigurationError != nil {
+		text += " Registry error: " + cutFooter(*h.ConfigurationError, messageShown)
+	}
+	return text
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -42,4 +43,9 @@ func (s *Server) pythonSessionCloseTool() tool {
 			return closed{Closed: true, identity: identity{ServerID: h.ServerID, SessionID: h.SessionID, Generation: h.Generation}}, nil
 		}),
 	}
+}
+
+// modelText says which session closed.
+func (c closed) modelText() reply {
+	return reply{body: fmt.Sprintf("Closed session %s at generation %d.", c.SessionID, c.Generation)}
 }

@@ -73,3 +73,6 @@ func (e sessionExported) text() string {
 	}
 	return msg
 }
+
+// modelText is text.
+func (e sessionExported) modelText() reply { return reply{body: e.text()} }

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -39,4 +41,42 @@ func (s *Server) pythonSessionInspectTool() tool {
 			return inspection{Health: h, Namespace: namespace}, nil
 		}),
 	}
+}
+
+// modelText is the session's line, then its variables' names and types.
+func (in inspection) modelText() reply { return reply{body: inspectText(in)} }
+
+func inspectText(in inspection) string {
+	text := sessionLine(in.Health)
+	if len(in.Namespace) == 0 {
+		return text
+	}
+	var ns struct {
+		Variables []struct {
+			Name   string `json:"name"`
+			Type   string `json:"type"`
+			Length *int   `json:"length"`
+		} `json:"variables"`
+		Total   int `json:"total_namespace_entries"`
+		Omitted int `json:"omitted_including_helpers"`
+	}
+	if err := json.Unmarshal(in.Namespace, &ns); err != nil {
+		return text + "\nNamespace: " + string(in.Namespace)
+	}
+	if len(ns.Variables) == 0 {
+		return text + fmt.Sprintf("\nNo variables (%d namespace entries, helpers included).", ns.Total)
+	}
+	names := make([]string, 0, min(len(ns.Variables), namesShown))
+	for i, v := range ns.Variables {
+		if i == namesShown {
+			break
+		}
+		n := v.Name + ": " + v.Type
+		if v.Length != nil {
+			n += fmt.Sprintf(" (length %d)", *v.Length)
+		}
+		names = append(names, n)
+	}
+	return text + fmt.Sprintf("\nVariables (names and types only; %d of %d namespace entries not listed, helpers included):\n%s",
+		ns.Total-len(names), ns.Total, strings.Join(names, "\n"))
 }

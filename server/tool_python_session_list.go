@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -23,4 +25,16 @@ func (s *Server) pythonSessionListTool() tool {
 
 func (s *Server) sessionList() sessionList {
 	return sessionList{ServerID: s.repl.ServerID(), Sessions: s.repl.List(), Limit: maxSessions}
+}
+
+// modelText lists the sessions, one a line.
+func (l sessionList) modelText() reply { return reply{body: listText(l)} }
+
+func listText(l sessionList) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d session%s (at most %d):", len(l.Sessions), plural(len(l.Sessions)), l.Limit)
+	for _, h := range l.Sessions {
+		b.WriteString("\n- " + sessionLine(h))
+	}
+	return b.String()
 }

@@ -43,7 +43,16 @@ func (s *Server) pythonSessionOpenTool() tool {
 			if err != nil {
 				return nil, err
 			}
-			return sess.Health(), nil
+			return opened(sess.Health()), nil
 		}),
 	}
+}
+
+// opened is python_session_open's answer: the new session's health, whose JSON it is.
+type opened repl.Health
+
+// modelText is the new session's line and what to do with it.
+func (o opened) modelText() reply {
+	return reply{body: "Opened session " + sessionLine(repl.Health(o)) +
+		"\nPass its session_id to the other tools; its worker starts on the first execution."}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -38,7 +39,16 @@ func (s *Server) pythonStartTool() tool {
 				// can be mistaken for a run.
 				return nil, errors.New(*failed.Error)
 			}
-			return info, nil
+			return started(*info), nil
 		}),
 	}
+}
+
+// started is python_start's answer: the run started, whose JSON it is.
+type started repl.StartInfo
+
+// modelText names the run and the tools that follow it.
+func (v started) modelText() reply {
+	return reply{body: fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
+		"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)}
 }

@@ -100,7 +100,12 @@ func (s *Server) register(t tool) {
 			}
 			value = failure(sess, err)
 		}
-		return s.present(ctx, s.formFor(req), sess, value), nil
+		f := s.formFor(req)
+		var kept *keptText
+		if f == formText {
+			kept = keepText(ctx, sess, value)
+		}
+		return present(f, value, kept), nil
 	})
 }
 
@@ -190,3 +195,9 @@ func failure(sess *repl.Session, err error) failed {
 
 // failed is a tool failure's value; present marks it isError.
 type failed map[string]any
+
+// modelText is the failure's message.
+func (f failed) modelText() reply {
+	msg, _ := f["error"].(string)
+	return reply{body: "Error: " + msg}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/repl"
@@ -74,4 +75,36 @@ func waitHint(s *repl.Snapshot, wait time.Duration) string {
 		NativeOffset int64 `json:"native_stderr_offset,omitempty"`
 	}{s.RunID, proposedWait(wait).Seconds(), s.StdoutEnd, s.StderrEnd, s.NativeStderrEnd})
 	return fmt.Sprintf("python_run %s", args)
+}
+
+// modelText is the run's output so far and how to wait for the rest (snapshotText).
+func (r runningRun) modelText() reply { return snapshotText(r) }
+
+// snapshotText is a run still going: its output so far within modelTextLimit, and
+// a footer that says how to wait for the rest (and, for the execution that yielded,
+// that it is still running).
+func snapshotText(r runningRun) reply {
+	s := r.Snapshot
+	ps := []part{
+		{text: s.Stdout, what: "stdout"},
+		{label: "[stderr]", text: s.Stderr + s.NativeStderr, what: "stderr"},
+	}
+	items := []string{string(s.Status), "run " + s.RunID, fmt.Sprintf("%.1f s so far", s.ElapsedMS/1000), fmt.Sprintf("generation %d", s.Generation)}
+	if r.yielded {
+		items = append([]string{"still running as run " + s.RunID}, items[2:]...)
+	}
+	for _, c := range []struct {
+		name string
+		cut  bool
+	}{{"stdout", s.LiveTruncated.Stdout}, {"stderr", s.LiveTruncated.Stderr}} {
+		if c.cut {
+			items = append(items, fmt.Sprintf("live %s cut at %s bytes; the result keeps its own", c.name, count(s.OutputLimit)))
+		}
+	}
+	foot := "[" + strings.Join(items, "; ") + "; wait for more with " + waitHint(s, r.wait) + "]"
+	shares := fitShares([]int{visibleLen(ps[0].text), visibleLen(ps[1].text)}, modelTextLimit-len(foot)-64)
+	for i := range ps {
+		ps[i].text = cutMiddle(ps[i].text, shares[i], ps[i].what)
+	}
+	return withFooter(joinParts(ps), foot)
 }

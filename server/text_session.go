@@ -1,0 +1,91 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// The pieces of the tools' texts that several tools share (docs/contract.md §3.4):
+// a session on one line (python_health, python_session_list, python_session_open,
+// python_session_inspect), a path cut in its middle, an artifact reference. Each
+// tool's own text is in its file, as the modelText method of its value.
+
+// Bounds of the tools' texts.
+const (
+	// healthTextLimit keeps python_health small: it may be a client's first call.
+	healthTextLimit = 1500
+	// pathShown bounds a path (up to 4,096 characters) in a line of text.
+	pathShown = 160
+	// messageShown bounds a configuration error in health.
+	messageShown = 300
+	// namesShown bounds the variables an inspection lists.
+	namesShown = 200
+)
+
+// workerState says whether a session has a worker, and what it does.
+func workerState(h repl.Health) string {
+	var state string
+	switch h.Environment.RuntimeStatus {
+	case "lazy":
+		state = "no worker yet (it starts on the first execution)"
+	case "running":
+		state = "worker running"
+	case "stopped":
+		state = "worker stopped (the next execution starts a new one)"
+	default:
+		state = h.Environment.RuntimeStatus
+	}
+	if h.ActiveRun != nil {
+		state += ", run " + *h.ActiveRun + " active"
+	}
+	return state
+}
+
+// pythonText is a session's interpreter: what runs, else what was chosen and why.
+func pythonText(h repl.Health) string {
+	e := h.Environment
+	text := cutPath(e.Python)
+	if e.ActualPythonExecutable != "" && e.ActualPythonExecutable != e.Python {
+		text += " (" + cutPath(e.ActualPythonExecutable) + ")"
+	}
+	switch {
+	case e.Version != "":
+		text += " " + e.Version
+	case !e.Validated:
+		text += " (not checked yet)"
+	}
+	if e.ChosenBy != "" {
+		text += ", chosen by " + e.ChosenBy
+	} else if e.Source != "" {
+		text += ", " + strings.ReplaceAll(e.Source, "_", " ")
+	}
+	return text
+}
+
+// sessionLine is one session on one line.
+func sessionLine(h repl.Health) string {
+	return fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",
+		cutFooter(h.Name, footerNameMax), h.SessionID, h.Generation, workerState(h), pythonText(h), cutPath(h.Project))
+}
+
+// cutPath keeps both ends of a long path: the root says where, the end what.
+func cutPath(p string) string {
+	if len(p) <= pathShown {
+		return p
+	}
+	head := repl.CutUTF8(p, pathShown/2-2)
+	tail := p[len(p)-(pathShown/2-2):]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return head + "..." + tail
+}
+
+// refText is an artifact reference as the texts name one.
+func refText(r artifacts.Ref) string {
+	return artifactRef{ID: r.ID, Size: r.Size, Format: string(r.Format)}.String()
+}
