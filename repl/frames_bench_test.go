@@ -23,9 +23,6 @@ func chunkFrame() []byte {
 		base64.StdEncoding.EncodeToString(raw) + `"}` + "\n")
 }
 
-// callFrame is an mcp.call rpc frame as the worker sends it.
-const callFrame = `{"type":"rpc","id":"0123456789abcdef0123456789abcdef","run_id":"fedcba9876543210fedcba9876543210","op":"call","params":{"server":"fx","tool":"echo","arguments":{"text":"hello"},"timeout":120.0}}` + "\n"
-
 func BenchmarkDecodeDataFrame(b *testing.B) {
 	line := chunkFrame()
 	b.Run("fast", func(b *testing.B) {
@@ -40,27 +37,6 @@ func BenchmarkDecodeDataFrame(b *testing.B) {
 	b.Run("plain", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(line)))
-		for b.Loop() {
-			var f inFrame
-			if err := json.Unmarshal(line, &f); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func BenchmarkDecodeRPCFrame(b *testing.B) {
-	line := []byte(callFrame)
-	b.Run("fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, ok := decodeRPCFrame(line); !ok {
-				b.Fatal("declined")
-			}
-		}
-	})
-	b.Run("plain", func(b *testing.B) {
-		b.ReportAllocs()
 		for b.Loop() {
 			var f inFrame
 			if err := json.Unmarshal(line, &f); err != nil {
@@ -99,6 +75,9 @@ func BenchmarkResultLine(b *testing.B) {
 		})
 	}
 }
+
+// callFrame is an mcp.call rpc frame as the worker sends it.
+const callFrame = `{"type":"rpc","id":"0123456789abcdef0123456789abcdef","run_id":"fedcba9876543210fedcba9876543210","op":"call","params":{"server":"fx","tool":"echo","arguments":{"text":"hello"},"timeout":120.0}}` + "\n"
 
 // BenchmarkGrowStack: a new goroutine per rpc, as onRPC starts one, doing a
 // small part of what serving an mcp.call does (decode the frame's params, check

@@ -124,60 +124,6 @@ func checkDataFrame(t *testing.T, line []byte) {
 	}
 }
 
-// TestRPCFramesDecodedAsUnmarshalDoes holds the rpc frame fast path to
-// json.Unmarshal: the frames it takes decode to the same inFrame, and it leaves
-// every other frame to json.Unmarshal.
-func TestRPCFramesDecodedAsUnmarshalDoes(t *testing.T) {
-	const id, run = `"0123456789abcdef0123456789abcdef"`, `"fedcba9876543210fedcba9876543210"`
-	fast := []string{
-		`{"type":"rpc","id":` + id + `,"run_id":` + run + `,"op":"call","params":{"server":"fx","tool":"echo","arguments":{"text":"x\n"},"timeout":120.0}}`,
-		`{"type":"rpc","id":` + id + `,"run_id":` + run + `,"op":"servers","params":{}}`,
-		`{"type":"rpc_cancel","id":` + id + `,"run_id":` + run + `}`,
-		`{"type":"rpc","op":"journal","run_id":` + run + `,"id":` + id + `,"params":null}`,
-		`{"type":"rpc","id":"é","run_id":"r","op":"call","params":[1, {"a": "}"}]}` + "\n",
-	}
-	for _, line := range fast {
-		got, ok := decodeRPCFrame([]byte(line))
-		if !ok {
-			t.Errorf("decodeRPCFrame(%s) declined", line)
-			continue
-		}
-		var want inFrame
-		if err := json.Unmarshal([]byte(line), &want); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("decodeRPCFrame(%s) = %#v, json.Unmarshal makes %#v", line, got, want)
-		}
-	}
-	slow := []string{
-		`{"type":"output","id":` + id + `,"stream":"stdout","text":"x"}`,
-		`{"type":"rpc","id":"a\"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"call","params":{},"extra":1}`,
-		`{"type":"rpc","id":"a","ID":"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","id":"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":7,"run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpcx","id":"a","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"call","params":{}`,
-		`{"type":"rpc","id":"a"} {}`,
-		` {"type":"rpc","id":"a","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"artifact.append","params":{},"data":"AAAA"}`,
-	}
-	for _, line := range slow {
-		if f, ok := decodeRPCFrame([]byte(line)); ok {
-			t.Errorf("decodeRPCFrame(%s) = %#v, want it left to json.Unmarshal", line, f)
-		}
-	}
-	// Through the reader, the frames it declines still decode (or fail) as before.
-	frames := newFrameReader(strings.NewReader(slow[0] + "\n" + slow[2] + "\n" + fast[0] + "\n"))
-	for _, want := range []string{"output", "rpc", "rpc"} {
-		f, err := frames.next()
-		if err != nil || f.Type != want {
-			t.Fatalf("next = %#v, %v, want a %s frame", f, err, want)
-		}
-	}
-}
-
 // TestRPCResultLineIsTheFramesEncoding: a reply assembled around its result is
 // the frame json.Marshal writes for it, and a result that is not valid JSON on
 // one line, an error or an id that needs escaping go to json.Marshal.
