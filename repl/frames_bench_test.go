@@ -6,13 +6,10 @@ package repl
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/iota-uz/repl-mcp/broker/argcheck"
 )
 
 // chunkFrame is an artifact.append frame as the worker sends it: a full chunk of
@@ -69,58 +66,6 @@ func BenchmarkResultLine(b *testing.B) {
 			b.SetBytes(int64(len(c.result)))
 			for b.Loop() {
 				if _, err := json.Marshal(reply); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// callFrame is an mcp.call rpc frame as the worker sends it.
-const callFrame = `{"type":"rpc","id":"0123456789abcdef0123456789abcdef","run_id":"fedcba9876543210fedcba9876543210","op":"call","params":{"server":"fx","tool":"echo","arguments":{"text":"hello"},"timeout":120.0}}` + "\n"
-
-// BenchmarkGrowStack: a new goroutine per rpc, as onRPC starts one, doing a
-// small part of what serving an mcp.call does (decode the frame's params, check
-// the arguments against the echo tool's schema, encode a reply), with growStack
-// first (fast) and without (plain, where the stack doubles from its initial size
-// as the calls go deeper, copied each time).
-func BenchmarkGrowStack(b *testing.B) {
-	frame, err := decodeFrame([]byte(callFrame))
-	if err != nil {
-		b.Fatal(err)
-	}
-	v := argcheck.New(argcheck.Config{})
-	schema := argcheck.NewSchema(json.RawMessage(`{"additionalProperties":false,"properties":{"text":{"type":"string"}},"type":"object"}`))
-	serve := func() error {
-		var params struct {
-			Server, Tool string
-			Arguments    json.RawMessage
-			Timeout      float64
-		}
-		if err := json.Unmarshal(frame.Params, &params); err != nil {
-			return err
-		}
-		if err := v.CheckSchema(context.Background(), schema, params.Arguments); err != nil {
-			return err
-		}
-		_, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": "hello"}}, "isError": false})
-		return err
-	}
-	for _, c := range []struct {
-		name string
-		grow bool
-	}{{"fast", true}, {"plain", false}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			done := make(chan error)
-			for b.Loop() {
-				go func() {
-					if c.grow {
-						growStack()
-					}
-					done <- serve()
-				}()
-				if err := <-done; err != nil {
 					b.Fatal(err)
 				}
 			}
