@@ -151,3 +151,78 @@ func TestRPCResultLineIsTheFramesEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestRPCResultLineMeansWhatJSONMarshalWrites: for random results as an op or a
+// downstream server encodes them (compact or spaced, with raw or escaped HTML
+// characters and line separators), a reply assembled around the result is one
+// line that decodes to what json.Marshal's frame decodes to.
+func TestRPCResultLineMeansWhatJSONMarshalWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 5))
+	for i := range 3000 {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(i%2 == 0)
+		if i%3 == 0 {
+			enc.SetIndent("", " ")
+		}
+		if err := enc.Encode(randomValue(rng, 4)); err != nil {
+			t.Fatal(err)
+		}
+		result := bytes.TrimRight(buf.Bytes(), "\n")
+		reply := rpcResultFrame{Type: "rpc_result", ID: "0123456789abcdef0123456789abcdef", Result: result}
+		want, err := json.Marshal(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := resultLine(reply)
+		if !ok {
+			if !bytes.ContainsAny(result, "\n") {
+				t.Fatalf("resultLine declined %s", result)
+			}
+			continue
+		}
+		var g, w any
+		if bytes.ContainsAny(got, "\r\n") || json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Fatalf("resultLine = %s; json.Marshal writes %s", got, want)
+		}
+	}
+}
+
+// randomValue is a random JSON value at most depth deep, with strings that need
+// escaping.
+func randomValue(rng *rand.Rand, depth int) any {
+	kind := rng.IntN(6)
+	if depth == 0 {
+		kind %= 4
+	}
+	str := func() string {
+		parts := []string{"a", "<", ">", "&", `"`, `\`, "\n", "\x01", "é", "\u2028", "😀", " "}
+		var s strings.Builder
+		for range rng.IntN(6) {
+			s.WriteString(parts[rng.IntN(len(parts))])
+		}
+		return s.String()
+	}
+	switch kind {
+	case 0:
+		return nil
+	case 1:
+		return []float64{0, -1, 1.5, 1e21, 1e-7}[rng.IntN(5)]
+	case 2:
+		return rng.IntN(2) == 0
+	case 3:
+		return str()
+	case 4:
+		m := map[string]any{}
+		for range rng.IntN(4) {
+			m[str()] = randomValue(rng, depth-1)
+		}
+		return m
+	default:
+		var a []any
+		for range rng.IntN(4) {
+			a = append(a, randomValue(rng, depth-1))
+		}
+		return a
+	}
+}
