@@ -14,7 +14,7 @@ BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor check test vet fmt-check staticcheck lint-py short verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-peers peers-deps peers-lock clean
+.PHONY: build doctor check test vet fmt-check staticcheck lint-py short verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-micro bench-peers peers-deps peers-lock clean
 
 build:
 	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
@@ -175,6 +175,15 @@ interop-lock: | $(UV_STAMP)
 
 bench: build
 	$(GO) run ./bench -binary ./$(BIN)
+
+# The hand-written fast paths against the plain path each replaces, on the same
+# input: every Benchmark*/fast beside its Benchmark*/plain, in the *_bench_test.go
+# files of the packages below (docs/design.md, "Fast paths, and what each saves").
+# Five rounds of each at 200 ms; compare the pairs within one run, since other work
+# on the machine moves both. Offline; no Python needed.
+BENCH_MICRO_PKGS := ./server/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -count 5 $(BENCH_MICRO_PKGS)
 
 # The peers measured beside repl-mcp (not part of `make test`): each in a venv of its
 # own, made by the pinned uv from its lock file in bench/ (mcp-python-interpreter needs

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
@@ -266,4 +267,61 @@ func FuzzStdioResultDecodedAsGoSDKDoes(f *testing.F) {
 			t.Errorf("decodeResult(%q) = %#v, go-sdk decodes %#v, %v", line, got, want, err)
 		}
 	})
+}
+
+// TestStdioRandomRequestsEncodedAsGoSDKDoes: requests with ids, methods and
+// params of every kind (params compact, as go-sdk encodes them, with and without
+// HTML escaping) read back as go-sdk's own line reads.
+func TestStdioRandomRequestsEncodedAsGoSDKDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 7))
+	strs := []string{"", "a", "<&>", `"`, `\`, "\n", "\x01", "é", "\u2028", "😀"}
+	str := func() string {
+		var s strings.Builder
+		for range rng.IntN(4) {
+			s.WriteString(strs[rng.IntN(len(strs))])
+		}
+		return s.String()
+	}
+	for i := range 3000 {
+		var id jsonrpc.ID
+		switch i % 3 {
+		case 1:
+			id, _ = jsonrpc.MakeID(float64(rng.IntN(1 << 40)))
+		case 2:
+			id, _ = jsonrpc.MakeID(str())
+		}
+		var params []byte
+		if i%4 != 0 {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(i%2 == 0)
+			value := map[string]any{"name": str(), "arguments": map[string]any{str(): []any{str(), 1.5, nil, true}}}
+			if err := enc.Encode(value); err != nil {
+				t.Fatal(err)
+			}
+			params = bytes.TrimRight(b.Bytes(), "\n")
+		}
+		msg := &jsonrpc.Request{ID: id, Method: "tools/" + str(), Params: params}
+		line, err := encodePeerMessage(msg)
+		if err != nil {
+			t.Fatalf("encodePeerMessage(%#v): %v", msg, err)
+		}
+		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
+			t.Fatalf("encodePeerMessage(%#v) = %q, not one line", msg, line)
+		}
+		back, err := jsonrpc.DecodeMessage(line[:len(line)-1])
+		if err != nil {
+			t.Fatalf("go-sdk cannot decode %q: %v", line, err)
+		}
+		want, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBack, _ := jsonrpc.DecodeMessage(want)
+		wantBack.(*jsonrpc.Request).Params = compact(t, wantBack.(*jsonrpc.Request).Params)
+		back.(*jsonrpc.Request).Params = compact(t, back.(*jsonrpc.Request).Params)
+		if !reflect.DeepEqual(back, wantBack) {
+			t.Fatalf("encodePeerMessage(%#v) = %q, decodes to %#v, go-sdk's line to %#v", msg, line, back, wantBack)
+		}
+	}
 }

@@ -75,10 +75,8 @@ type callWire struct{ Server, Tool, Arguments, Timeout json.RawMessage }
 
 func call(ctx context.Context, b *broker.Broker, rpc repl.RPC) (any, error) {
 	var wire callWire
-	if !wire.walk(rpc.Params) {
-		if err := json.Unmarshal(rpc.Params, &wire); err != nil {
-			return nil, errors.New(msgCallParams)
-		}
+	if err := json.Unmarshal(rpc.Params, &wire); err != nil {
+		return nil, errors.New(msgCallParams)
 	}
 	// The downstream envelope, already encoded: encode passes it on as it is.
 	return b.Call(ctx, broker.CallRequest{
@@ -90,41 +88,6 @@ func call(ctx context.Context, b *broker.Broker, rpc repl.RPC) (any, error) {
 		Arguments: wire.Arguments,
 		Timeout:   seconds(wire.Timeout, broker.DefaultCallTimeout),
 	})
-}
-
-// walk fills the wire from params as the worker writes them (an object of the
-// four keys at most once each, spelled plainly), which is what json.Unmarshal
-// makes of them, without its pass over every key of the struct; false leaves it to
-// json.Unmarshal.
-func (w *callWire) walk(params json.RawMessage) bool {
-	if len(params) == 0 || params[0] != '{' || !json.Valid(params) {
-		return false
-	}
-	var got callWire
-	ok := true
-	jsonscan.Members(params, func(key, value []byte) bool {
-		var field *json.RawMessage
-		switch string(key) {
-		case `"server"`:
-			field = &got.Server
-		case `"tool"`:
-			field = &got.Tool
-		case `"arguments"`:
-			field = &got.Arguments
-		case `"timeout"`:
-			field = &got.Timeout
-		}
-		if field == nil || *field != nil {
-			ok = false
-			return false
-		}
-		*field = value
-		return true
-	})
-	if ok {
-		*w = got
-	}
-	return ok
 }
 
 func explain(b *broker.Broker, params json.RawMessage) (any, error) {

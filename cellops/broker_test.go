@@ -2,7 +2,6 @@ package cellops
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,36 +270,5 @@ func TestNamesAndTimeoutsDecodeAsEncodingJSON(t *testing.T) {
 	}
 	if got := seconds(nil, time.Minute); got != time.Minute {
 		t.Errorf("seconds of an absent timeout = %v, want the default", got)
-	}
-}
-
-// TestCallParamsWalkedAsUnmarshalDoes holds the call params' walk to
-// json.Unmarshal, and leaves what it declines to it.
-func TestCallParamsWalkedAsUnmarshalDoes(t *testing.T) {
-	for _, params := range []string{
-		`{"server":"fx","tool":"echo","arguments":{"text":"x"},"timeout":120.0}`,
-		`{"timeout":null,"arguments":{ "a" : [1, "}"] },"tool":"t","server":"s"}`,
-		`{"server":"fx","tool":"echo"}`, `{}`,
-	} {
-		var got, want callWire
-		if !got.walk(json.RawMessage(params)) {
-			t.Errorf("walk(%s) declined", params)
-			continue
-		}
-		if err := json.Unmarshal([]byte(params), &want); err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
-			t.Errorf("walk(%s) = %q, json.Unmarshal makes %q", params, got, want)
-		}
-	}
-	for _, params := range []string{
-		`{"server":"fx","SERVER":"gh"}`, `{"server":"fx","server":"gh"}`, `{"server":"fx","extra":1}`,
-		`{"\u0073erver":"fx"}`, `[]`, `"fx"`, `{"server":`, ``,
-	} {
-		var w callWire
-		if w.walk(json.RawMessage(params)) {
-			t.Errorf("walk(%s) = %q, want it left to json.Unmarshal", params, w)
-		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/iota-uz/repl-mcp/internal/jsonscan"
 )
 
 // protocolVersion is the worker protocol this server speaks (worker/PROTOCOL.md).
@@ -110,9 +108,6 @@ func decodeFrame(line []byte) (inFrame, error) {
 	if f, ok := decodeDataFrame(line); ok {
 		return f, nil
 	}
-	if f, ok := decodeRPCFrame(line); ok {
-		return f, nil
-	}
 	var f inFrame
 	err := json.Unmarshal(line, &f)
 	return f, err
@@ -156,52 +151,5 @@ func decodeDataFrame(line []byte) (f inFrame, ok bool) {
 		return inFrame{}, false
 	}
 	f.Data = data[:n]
-	return f, true
-}
-
-// decodeRPCFrame decodes an rpc or rpc_cancel frame as the worker writes it (the
-// keys type, id, run_id, op and params at most once each, spelled plainly, and
-// plain strings) into what json.Unmarshal makes of it, or says no, and
-// json.Unmarshal decodes the frame. Every mcp.call sends one; walking its members
-// spares the reflection over inFrame's every field.
-func decodeRPCFrame(line []byte) (inFrame, bool) {
-	if !bytes.HasPrefix(line, []byte(`{"type":"rpc`)) || !json.Valid(line) {
-		return inFrame{}, false
-	}
-	var f inFrame
-	var seen [5]bool
-	ok := true
-	jsonscan.Members(line, func(key, value []byte) bool {
-		var field *string
-		var slot int
-		switch string(key) {
-		case `"type"`:
-			field, slot = &f.Type, 0
-		case `"id"`:
-			field, slot = &f.ID, 1
-		case `"run_id"`:
-			field, slot = &f.RunID, 2
-		case `"op"`:
-			field, slot = &f.Op, 3
-		case `"params"`:
-			if seen[4] {
-				ok = false
-				return false
-			}
-			seen[4] = true
-			f.Params = value // line is this frame's own copy
-			return true
-		}
-		if field == nil || seen[slot] {
-			ok = false
-			return false
-		}
-		seen[slot] = true
-		*field, ok = jsonscan.PlainString(value)
-		return ok
-	})
-	if !ok || f.Type != "rpc" && f.Type != "rpc_cancel" {
-		return inFrame{}, false
-	}
 	return f, true
 }

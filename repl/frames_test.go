@@ -124,60 +124,6 @@ func checkDataFrame(t *testing.T, line []byte) {
 	}
 }
 
-// TestRPCFramesDecodedAsUnmarshalDoes holds the rpc frame fast path to
-// json.Unmarshal: the frames it takes decode to the same inFrame, and it leaves
-// every other frame to json.Unmarshal.
-func TestRPCFramesDecodedAsUnmarshalDoes(t *testing.T) {
-	const id, run = `"0123456789abcdef0123456789abcdef"`, `"fedcba9876543210fedcba9876543210"`
-	fast := []string{
-		`{"type":"rpc","id":` + id + `,"run_id":` + run + `,"op":"call","params":{"server":"fx","tool":"echo","arguments":{"text":"x\n"},"timeout":120.0}}`,
-		`{"type":"rpc","id":` + id + `,"run_id":` + run + `,"op":"servers","params":{}}`,
-		`{"type":"rpc_cancel","id":` + id + `,"run_id":` + run + `}`,
-		`{"type":"rpc","op":"journal","run_id":` + run + `,"id":` + id + `,"params":null}`,
-		`{"type":"rpc","id":"é","run_id":"r","op":"call","params":[1, {"a": "}"}]}` + "\n",
-	}
-	for _, line := range fast {
-		got, ok := decodeRPCFrame([]byte(line))
-		if !ok {
-			t.Errorf("decodeRPCFrame(%s) declined", line)
-			continue
-		}
-		var want inFrame
-		if err := json.Unmarshal([]byte(line), &want); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("decodeRPCFrame(%s) = %#v, json.Unmarshal makes %#v", line, got, want)
-		}
-	}
-	slow := []string{
-		`{"type":"output","id":` + id + `,"stream":"stdout","text":"x"}`,
-		`{"type":"rpc","id":"a\"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"call","params":{},"extra":1}`,
-		`{"type":"rpc","id":"a","ID":"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","id":"b","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":7,"run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpcx","id":"a","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"call","params":{}`,
-		`{"type":"rpc","id":"a"} {}`,
-		` {"type":"rpc","id":"a","run_id":"r","op":"call","params":{}}`,
-		`{"type":"rpc","id":"a","run_id":"r","op":"artifact.append","params":{},"data":"AAAA"}`,
-	}
-	for _, line := range slow {
-		if f, ok := decodeRPCFrame([]byte(line)); ok {
-			t.Errorf("decodeRPCFrame(%s) = %#v, want it left to json.Unmarshal", line, f)
-		}
-	}
-	// Through the reader, the frames it declines still decode (or fail) as before.
-	frames := newFrameReader(strings.NewReader(slow[0] + "\n" + slow[2] + "\n" + fast[0] + "\n"))
-	for _, want := range []string{"output", "rpc", "rpc"} {
-		f, err := frames.next()
-		if err != nil || f.Type != want {
-			t.Fatalf("next = %#v, %v, want a %s frame", f, err, want)
-		}
-	}
-}
-
 // TestRPCResultLineIsTheFramesEncoding: a reply assembled around its result is
 // the frame json.Marshal writes for it, and a result that is not valid JSON on
 // one line, an error or an id that needs escaping go to json.Marshal.
@@ -203,5 +149,80 @@ func TestRPCResultLineIsTheFramesEncoding(t *testing.T) {
 		if line, ok := resultLine(reply); ok {
 			t.Errorf("resultLine(%#v) = %s, want it left to json.Marshal", reply, line)
 		}
+	}
+}
+
+// TestRPCResultLineMeansWhatJSONMarshalWrites: for random results as an op or a
+// downstream server encodes them (compact or spaced, with raw or escaped HTML
+// characters and line separators), a reply assembled around the result is one
+// line that decodes to what json.Marshal's frame decodes to.
+func TestRPCResultLineMeansWhatJSONMarshalWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 5))
+	for i := range 3000 {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(i%2 == 0)
+		if i%3 == 0 {
+			enc.SetIndent("", " ")
+		}
+		if err := enc.Encode(randomValue(rng, 4)); err != nil {
+			t.Fatal(err)
+		}
+		result := bytes.TrimRight(buf.Bytes(), "\n")
+		reply := rpcResultFrame{Type: "rpc_result", ID: "0123456789abcdef0123456789abcdef", Result: result}
+		want, err := json.Marshal(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := resultLine(reply)
+		if !ok {
+			if !bytes.ContainsAny(result, "\n") {
+				t.Fatalf("resultLine declined %s", result)
+			}
+			continue
+		}
+		var g, w any
+		if bytes.ContainsAny(got, "\r\n") || json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Fatalf("resultLine = %s; json.Marshal writes %s", got, want)
+		}
+	}
+}
+
+// randomValue is a random JSON value at most depth deep, with strings that need
+// escaping.
+func randomValue(rng *rand.Rand, depth int) any {
+	kind := rng.IntN(6)
+	if depth == 0 {
+		kind %= 4
+	}
+	str := func() string {
+		parts := []string{"a", "<", ">", "&", `"`, `\`, "\n", "\x01", "é", "\u2028", "😀", " "}
+		var s strings.Builder
+		for range rng.IntN(6) {
+			s.WriteString(parts[rng.IntN(len(parts))])
+		}
+		return s.String()
+	}
+	switch kind {
+	case 0:
+		return nil
+	case 1:
+		return []float64{0, -1, 1.5, 1e21, 1e-7}[rng.IntN(5)]
+	case 2:
+		return rng.IntN(2) == 0
+	case 3:
+		return str()
+	case 4:
+		m := map[string]any{}
+		for range rng.IntN(4) {
+			m[str()] = randomValue(rng, depth-1)
+		}
+		return m
+	default:
+		var a []any
+		for range rng.IntN(4) {
+			a = append(a, randomValue(rng, depth-1))
+		}
+		return a
 	}
 }

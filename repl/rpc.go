@@ -69,7 +69,6 @@ func (s *Session) onRPC(p *process, f inFrame) {
 	s.rpcs.Add(1)
 	go func() {
 		defer s.rpcs.Done()
-		growStack()
 		result, err := s.serveRPC(ctx, RPC{SessionID: s.id, SessionName: s.name, Project: s.env.project, RunID: r.id, Op: f.Op, Params: f.Params, Data: f.Data})
 		abandoned := ctx.Err() != nil
 		// The call leaves the run's count before its reply goes out: the worker queues
@@ -84,29 +83,6 @@ func (s *Session) onRPC(p *process, f inFrame) {
 		s.answerRPC(p, f.ID, result, err)
 	}()
 }
-
-// rpcStackFrame is the frame growStack puts on a new rpc goroutine's stack: it
-// grows the stack to 16 KiB, the largest size each P keeps a cache of (a 32 KiB
-// stack comes from the heap, under its lock: 8 us a call in the profile).
-const rpcStackFrame = 8 << 10
-
-// growStack grows the calling goroutine's stack to 16 KiB in one step, while it
-// holds hardly anything to copy. Serving an rpc goes deep (JSON decoding, the
-// broker's schema validation, go-sdk's client, the envelope's encoding), and a
-// goroutine's stack starts at a few KiB and doubles when a call runs out of it,
-// copying and adjusting every frame it holds each time: in the profile of a cell's
-// mcp.call echo that was about a tenth of the server's time on the call.
-//
-//go:noinline
-func growStack() {
-	var frame [rpcStackFrame]byte
-	keepFrame(frame[:])
-}
-
-// keepFrame keeps growStack's frame from being optimised away.
-//
-//go:noinline
-func keepFrame([]byte) {}
 
 func (s *Session) serveRPC(ctx context.Context, rpc RPC) (json.RawMessage, error) {
 	if s.cfg.Services == nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -80,6 +81,41 @@ func TestResultTypeOnTheWire(t *testing.T) {
 		reply := w.request("tools/call", map[string]any{"name": "python_health", "arguments": map[string]any{}})
 		if got := reply.result()["resultType"]; got != c.want {
 			t.Errorf("protocol %q: resultType %v, want %v", c.protocol, got, c.want)
+		}
+	}
+}
+
+// TestWireResultOfRandomResults: random results (text with characters that need
+// escaping, images of random bytes, structuredContent as encoded JSON or as a
+// value, isError either way) are written as go-sdk writes them.
+func TestWireResultOfRandomResults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 8))
+	for range 2000 {
+		r := &mcp.CallToolResult{IsError: rng.IntN(2) == 0, Content: []mcp.Content{}}
+		for range rng.IntN(4) {
+			if rng.IntN(3) == 0 {
+				data := make([]byte, rng.IntN(40))
+				for i := range data {
+					data[i] = byte(rng.IntN(256))
+				}
+				r.Content = append(r.Content, &mcp.ImageContent{MIMEType: "image/png", Data: data})
+			} else {
+				r.Content = append(r.Content, &mcp.TextContent{Text: randomString(rng)})
+			}
+		}
+		switch v := randomJSON(rng, 3); rng.IntN(3) {
+		case 0:
+			raw, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.StructuredContent = json.RawMessage(raw)
+		case 1:
+			r.StructuredContent = map[string]any{"value": v}
+		}
+		got, want := decodeResult(t, wireResult(r)), decodeResult(t, flaggedResult{r})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("written as\n%v\nwant go-sdk's\n%v", got, want)
 		}
 	}
 }

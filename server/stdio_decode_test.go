@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -82,4 +85,134 @@ func TestDecodeLineRawID(t *testing.T) {
 			t.Errorf("%s: go-sdk reads id %v where the raw id is none", line, req.ID.Raw())
 		}
 	}
+}
+
+// TestDecodeLineMutated: the lines of TestDecodeLineMatchesGoSDK's kind with bytes
+// replaced, inserted or removed, many times over, read as go-sdk reads them.
+func TestDecodeLineMutated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 3))
+	alphabet := []byte(`{}[],:"\ ` + "\t\n" + `0123456789.-eE+truefalsnijdmpIDMJ` + "\xff\xc3\xa9")
+	seeds := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"1 + 1"}}}`,
+		`{"jsonrpc":"2.0","id":"a-b","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"x"}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"roots":[]}}`,
+		`{"id":-1.5e3,"method":"ping","params":[1,"\u00e9",null],"jsonrpc":"2.0"}`,
+	}
+	taken := 0
+	for i := range 20000 {
+		line := []byte(seeds[i%len(seeds)])
+		for range 1 + rng.IntN(3) {
+			at := rng.IntN(len(line) + 1)
+			c := alphabet[rng.IntN(len(alphabet))]
+			switch rng.IntN(3) {
+			case 0:
+				if at < len(line) {
+					line[at] = c
+				}
+			case 1:
+				line = append(line[:at], append([]byte{c}, line[at:]...)...)
+			default:
+				if at < len(line) {
+					line = append(line[:at], line[at+1:]...)
+				}
+			}
+		}
+		want, wantErr := jsonrpc.DecodeMessage(line)
+		got, _, err := decodeLine(line)
+		if _, _, ok := decodeRequest(line); ok {
+			taken++
+		}
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, go-sdk's %v", line, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(normal(got), normal(want)) {
+			t.Fatalf("%q: decoded %#v, go-sdk %#v", line, got, want)
+		}
+	}
+	if taken < 2000 {
+		t.Errorf("only %d of the mutated lines were decoded by the fast path", taken)
+	}
+}
+
+// TestEncodeLineMatchesGoSDKOnManyResponses: a successful response assembled
+// around its result is the line go-sdk's encoder writes, for ids of every kind
+// and random compact results (as go-sdk encodes them, with and without HTML
+// escaping); an error response, and one with the client's raw id, keep
+// go-sdk's encoding with the id spliced in.
+func TestEncodeLineMatchesGoSDKOnManyResponses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 4))
+	ids := []any{float64(0), float64(-1), float64(7), float64(1 << 53), "", "a<b>&c", "é\u2028\"\\", "\x7f\t"}
+	for i := range 3000 {
+		id, err := jsonrpc.MakeID(ids[i%len(ids)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(i%2 == 0)
+		if err := enc.Encode(randomJSON(rng, 4)); err != nil {
+			t.Fatal(err)
+		}
+		resp := &jsonrpc.Response{ID: id, Result: bytes.TrimRight(buf.Bytes(), "\n")}
+		want, err := jsonrpc.EncodeMessage(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeLine(resp, nil)
+		if err != nil || string(got) != string(want)+"\n" {
+			t.Fatalf("encodeLine = %q, %v; go-sdk writes %q", got, err, want)
+		}
+	}
+	id, _ := jsonrpc.MakeID(float64(3))
+	for _, resp := range []*jsonrpc.Response{
+		{ID: id, Error: &jsonrpc.Error{Code: -32602, Message: "bad <x>"}},
+		{ID: id, Result: json.RawMessage(`{"a":1}`)},
+	} {
+		got, err := encodeLine(resp, json.RawMessage(`1.50`))
+		var m map[string]json.RawMessage
+		if err != nil || json.Unmarshal(got, &m) != nil || string(m["id"]) != `1.50` {
+			t.Errorf("encodeLine with the raw id 1.50 = %s, %v", got, err)
+		}
+	}
+}
+
+// randomJSON is a random JSON value at most depth deep, with strings that need
+// escaping.
+func randomJSON(rng *rand.Rand, depth int) any {
+	kind := rng.IntN(7)
+	if depth == 0 {
+		kind %= 4
+	}
+	switch kind {
+	case 0:
+		return nil
+	case 1:
+		return rng.IntN(2) == 0
+	case 2:
+		return []float64{0, -1, 1.5, 1e21, 123456789, 1e-7}[rng.IntN(6)]
+	case 3:
+		return randomString(rng)
+	case 4, 5:
+		m := map[string]any{}
+		for range rng.IntN(4) {
+			m[randomString(rng)+"k"] = randomJSON(rng, depth-1)
+		}
+		return m
+	default:
+		var a []any
+		for range rng.IntN(4) {
+			a = append(a, randomJSON(rng, depth-1))
+		}
+		return a
+	}
+}
+
+func randomString(rng *rand.Rand) string {
+	parts := []string{"a", "<", ">", "&", "\"", "\\", "\n", "\x01", "é", "\u2028", "😀", " "}
+	var s strings.Builder
+	for range rng.IntN(6) {
+		s.WriteString(parts[rng.IntN(len(parts))])
+	}
+	return s.String()
 }

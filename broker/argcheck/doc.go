@@ -3,9 +3,7 @@
 // node, composition, pattern and step budgets (docs/contract.md §8.6, §13.1), with a bounded
 // cache of resolved schemas (a [Schema] made once per tool keeps the key it is
 // cached under) and a bounded number of concurrent checks. Validation is
-// jsonschema-go's; a schema of only the commonest keywords also gets a check of
-// its own that may say yes sooner (fast.go), never no. Its errors
-// name where and which rule, never an argument value. It does not fetch the
+// jsonschema-go's. Its errors name where and which rule, never an argument value. It does not fetch the
 // schema (the broker's catalogue holds it), know which tool a schema belongs to,
 // or decide what a rejection means for the call; it starts no goroutine and holds
 // nothing that needs stopping: a [Validator] made by [New] is dropped when unused.

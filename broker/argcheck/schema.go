@@ -25,7 +25,6 @@ type compiled struct {
 	// formats: some object in the schema has a "format" member, so valid arguments
 	// get the broker's format checks; without one there is nothing they could find.
 	formats bool
-	fast    *fastSchema // the schema's own check, when it uses only fastSchema's keywords
 	err     error
 }
 
@@ -69,11 +68,7 @@ func compileSchema(data []byte) *compiled {
 	if err != nil {
 		return reject(err)
 	}
-	c := &compiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: treeHasKey(tree, "format")}
-	if fast, ok := compileFast(tree, true); ok && !c.formats {
-		c.fast = fast
-	}
-	return c
+	return &compiled{resolved: rs, tree: tree, followRefs: !sc.nestedID, anchors: sc.anchors, formats: treeHasKey(tree, "format")}
 }
 
 var errSyntax = errors.New("not valid JSON")

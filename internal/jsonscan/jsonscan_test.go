@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,4 +79,102 @@ func TestShallowStopsBelowGoSDKsNestingLimit(t *testing.T) {
 			t.Errorf("Shallow(%.40s...) = %v, want %v", tc.data, got, tc.want)
 		}
 	}
+}
+
+// TestMembersOfRandomObjects: random objects, written with random whitespace and
+// escapes, split as encoding/json splits them.
+func TestMembersOfRandomObjects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 6))
+	for range 3000 {
+		var doc strings.Builder
+		writeValue(rng, &doc, 3, true)
+		checkMembers(t, doc.String())
+	}
+}
+
+func checkMembers(t *testing.T, doc string) {
+	t.Helper()
+	if !json.Valid([]byte(doc)) {
+		t.Fatalf("not valid: %q", doc)
+	}
+	var want []string
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.Token()
+	for dec.More() {
+		key, _ := dec.Token()
+		var raw json.RawMessage
+		dec.Decode(&raw)
+		want = append(want, key.(string), string(raw))
+	}
+	var got []string
+	Members([]byte(doc), func(key, value []byte) bool {
+		var k string
+		if err := json.Unmarshal(key, &k); err != nil {
+			t.Fatalf("%q: key %q is not one JSON string", doc, key)
+		}
+		got = append(got, k, string(value))
+		return true
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Members(%q) = %q, want %q", doc, got, want)
+	}
+}
+
+// writeValue writes a random JSON value (an object when object is set) with
+// random whitespace between its tokens.
+func writeValue(rng *rand.Rand, b *strings.Builder, depth int, object bool) {
+	space := func() {
+		for range rng.IntN(3) {
+			b.WriteByte(" \t\r\n"[rng.IntN(4)])
+		}
+	}
+	str := func() {
+		parts := []string{`a`, `\"`, `\\`, `\n`, `\u00e9`, `é`, `}`, `]`, `,`, `:`, `{`, `[`, ` `}
+		b.WriteByte('"')
+		for range rng.IntN(5) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		b.WriteByte('"')
+	}
+	kind := rng.IntN(6)
+	if object {
+		kind = 4
+	} else if depth == 0 {
+		kind %= 4
+	}
+	space()
+	switch kind {
+	case 0:
+		b.WriteString([]string{"null", "true", "false"}[rng.IntN(3)])
+	case 1:
+		b.WriteString([]string{"0", "-1", "1.5e+3", "2E-2", "123"}[rng.IntN(5)])
+	case 2, 3:
+		str()
+	case 4:
+		b.WriteByte('{')
+		for i := range rng.IntN(4) {
+			if i > 0 {
+				space()
+				b.WriteByte(',')
+			}
+			space()
+			str()
+			space()
+			b.WriteByte(':')
+			writeValue(rng, b, depth-1, false)
+		}
+		space()
+		b.WriteByte('}')
+	default:
+		b.WriteByte('[')
+		for i := range rng.IntN(4) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeValue(rng, b, depth-1, false)
+		}
+		space()
+		b.WriteByte(']')
+	}
+	space()
 }
