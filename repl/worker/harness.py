@@ -53,7 +53,8 @@ CHUNK = 32_768
 # polars and xarray values) run on interop/.venv-data only, the venv of the pinned data libraries, where a
 # missing library is an error: worker_test.go runs them there with
 # REPL_MCP_DATA_LIBS=required, and `interop/.venv-data/bin/python -m unittest ...` runs them
-# too. On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
+# too (with REPL_MCP_WORKER_LIMITS set: `go test ./repl/worker -run TestWorkerLibraries` sets
+# it). On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
 # test counts, so that nothing else is ever skipped unnoticed.
 DATA_LIBS = ('numpy', 'pandas', 'matplotlib', 'polars', 'xarray')
 DATA_VENV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-data'))
