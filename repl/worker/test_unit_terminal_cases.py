@@ -1,6 +1,7 @@
 """The cases that define a stream kept as a terminal shows it, bounded
 (repl/testdata/terminal_cases.json): the worker's StreamText passes each, as the server's
-terminalText does for native output (repl's TestTerminalTextSharedCases)."""
+terminalText does for native output (repl's TestTerminalTextSharedCases); where a case
+says the server differs (`server`), the worker keeps `want`."""
 
 import json
 import os
