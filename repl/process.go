@@ -135,15 +135,15 @@ func spawn(spec spawnSpec) (*process, error) {
 
 // workerEnv is the server's environment plus the worker's own variables.
 func workerEnv(base []string, cache string) []string {
-	env := make([]string, 0, len(base)+3)
+	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
-			strings.HasPrefix(kv, "REPL_MCP_WORKER_CACHE=") {
+			strings.HasPrefix(kv, "REPL_MCP_WORKER_CACHE=") || strings.HasPrefix(kv, workerLimitsVar+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4")
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", WorkerLimitsEnv())
 	if cache != "" {
 		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
 	}

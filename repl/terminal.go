@@ -10,6 +10,13 @@ import "bytes"
 // saying how many bytes were left out between them. It is how the worker keeps a
 // cell's stdout and stderr (docs/contract.md §5.5), for the native output of a run.
 // Memory stays within about three times the limit. Not safe for concurrent use.
+//
+// It is the twin of the worker's StreamText (replworker/output.py), on other data: only
+// the server reads the native-output pipe (C code holding the GIL, children that outlive
+// a run and a dying worker's last words write there), and only the worker sees each
+// print, which it must render and cut before sending to bound the frame pipe, and
+// spools. Both pass the cases of testdata/terminal_cases.json, which name where they
+// differ (columns in bytes here, in characters there).
 type terminalText struct {
 	limit, head int
 	line        []byte // the current line, not yet final
@@ -95,10 +102,8 @@ func (t *terminalText) view() CutText {
 		return CutText{Text: string(t.kept) + string(t.line)}
 	}
 	if !t.cut { // the current line alone takes it past the limit
-		whole := append(append([]byte(nil), t.kept...), t.line...)
-		head := cutUTF8(whole, t.head)
-		last := suffixUTF8(whole[len(head):], t.limit-len(head)-streamMarker)
-		return CutText{Text: string(whole)}.Remove(len(head), len(whole)-len(last), nativeMarker)
+		var cut bool
+		return boundCut(CutText{Text: string(t.kept) + string(t.line)}, t.limit, t.head, &cut)
 	}
 	end := append(append([]byte(nil), t.tail...), t.line...)
 	last := suffixUTF8(end, t.tailRoom())
@@ -108,5 +113,3 @@ func (t *terminalText) view() CutText {
 	return CutText{Text: string(t.kept) + marker + string(last),
 		Gaps: []Gap{{At: len(t.kept), Marker: len(marker), Bytes: int64(leftOut), Lines: int64(max(lines, 0))}}}
 }
-
-func nativeMarker(bytes, _ int64) string { return leftOutMarker(int(bytes)) }

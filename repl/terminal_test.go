@@ -3,6 +3,7 @@ package repl
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -148,4 +149,108 @@ func TestNativeOutputKeepsHeadAndTail(t *testing.T) {
 	if !strings.Contains(res.Stderr, " bytes left out ...]\n") || len(res.Stderr) > StreamLimit {
 		t.Fatalf("stderr of %d bytes without its marker", len(res.Stderr))
 	}
+}
+
+// terminalCases is testdata/terminal_cases.json, the cases the worker's StreamText runs
+// too (repl/worker/test_unit_terminal_cases.py): the one definition of both twins.
+type terminalCases struct {
+	Cases []struct {
+		Name        string
+		Limit, Head int
+		Writes      []json.RawMessage
+		Want        []json.RawMessage
+		Gap         *Gap
+		// Server is what the server keeps where it differs from the worker.
+		Server *struct {
+			Want []json.RawMessage
+			Gap  *Gap
+		}
+	}
+}
+
+// casePieces concatenates a case's pieces: strings, or [string, times].
+func casePieces(t *testing.T, pieces []json.RawMessage) string {
+	var b strings.Builder
+	for _, raw := range pieces {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			b.WriteString(s)
+			continue
+		}
+		var rep []json.RawMessage
+		var times int
+		if err := json.Unmarshal(raw, &rep); err != nil || len(rep) != 2 || json.Unmarshal(rep[0], &s) != nil || json.Unmarshal(rep[1], &times) != nil {
+			t.Fatalf("piece %s is neither a string nor [string, times]", raw)
+		}
+		b.WriteString(strings.Repeat(s, times))
+	}
+	return b.String()
+}
+
+// caseWrites are a case's writes: strings, or {text, repeat, writes}.
+func caseWrites(t *testing.T, writes []json.RawMessage) []string {
+	var out []string
+	for _, raw := range writes {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			out = append(out, s)
+			continue
+		}
+		var w struct {
+			Text           string
+			Repeat, Writes int
+		}
+		if err := json.Unmarshal(raw, &w); err != nil || w.Repeat < 1 || w.Writes < 1 {
+			t.Fatalf("write %s is neither a string nor {text, repeat, writes}", raw)
+		}
+		for range w.Writes {
+			out = append(out, strings.Repeat(w.Text, w.Repeat))
+		}
+	}
+	return out
+}
+
+// Native output is kept as the worker keeps sys.stdout and sys.stderr: both pass the
+// same cases, the server its own where they say it differs.
+func TestTerminalTextSharedCases(t *testing.T) {
+	data, err := os.ReadFile("testdata/terminal_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases terminalCases
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range cases.Cases {
+		text := newTerminalText(c.Limit, c.Head)
+		for _, w := range caseWrites(t, c.Writes) {
+			text.write([]byte(w))
+		}
+		got := text.view().checked() // as take gives it: invalid UTF-8 as U+FFFD
+		if c.Server != nil {
+			c.Want, c.Gap = c.Server.Want, c.Server.Gap
+		}
+		if want := casePieces(t, c.Want); got.Text != want {
+			t.Errorf("%s: text of %d bytes %q\nwant %d bytes %q", c.Name, len(got.Text), clipMiddle(got.Text), len(want), clipMiddle(want))
+		}
+		var gap *Gap
+		if len(got.Gaps) > 1 {
+			t.Errorf("%s: gaps %+v", c.Name, got.Gaps)
+		} else if len(got.Gaps) == 1 {
+			gap = &got.Gaps[0]
+		}
+		if (gap == nil) != (c.Gap == nil) || gap != nil && *gap != *c.Gap {
+			t.Errorf("%s: gap %+v, want %+v", c.Name, gap, c.Gap)
+		}
+	}
+}
+
+func clipMiddle(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	return s[:60] + "..." + s[len(s)-60:]
 }

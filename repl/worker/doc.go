@@ -15,5 +15,7 @@
 //	test_unit_*.py     fast tests that import the modules directly
 //	test_protocol_*.py tests that drive a worker over the protocol
 //
-// TestWorkerUnit runs every Python test on every interpreter the machine has.
+// TestWorkerUnit runs every Python test on every interpreter the machine has, with the
+// limits a server gives every worker (repl.WorkerLimitsEnv) in their environment: the
+// worker has no values of its own for them.
 package worker

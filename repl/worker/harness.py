@@ -27,7 +27,10 @@ PACKAGE_DIR = os.path.join(HERE, 'replworker')
 with open(os.path.join(HERE, 'bootstrap.py'), encoding='utf-8') as _file:
     BOOTSTRAP = _file.read()
 
-MAX_FRAME = 1_048_576
+# The variable that gives a worker the limits it shares with the server (PROTOCOL.md, The
+# process). The Go test that runs this suite sets it (repl.WorkerLimitsEnv), and every
+# WorkerProcess inherits it, as a server's worker gets it.
+LIMITS_VAR = 'REPL_MCP_WORKER_LIMITS'
 RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'
 INVENTORY_NOTE = 'Namespace metadata; inspect structured value'
@@ -50,7 +53,8 @@ CHUNK = 32_768
 # polars and xarray values) run on interop/.venv-data only, the venv of the pinned data libraries, where a
 # missing library is an error: worker_test.go runs them there with
 # REPL_MCP_DATA_LIBS=required, and `interop/.venv-data/bin/python -m unittest ...` runs them
-# too. On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
+# too (with REPL_MCP_WORKER_LIMITS set: `go test ./repl/worker -run TestWorkerLibraries` sets
+# it). On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
 # test counts, so that nothing else is ever skipped unnoticed.
 DATA_LIBS = ('numpy', 'pandas', 'matplotlib', 'polars', 'xarray')
 DATA_VENV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-data'))
@@ -67,6 +71,14 @@ def library_test(cls):
     if missing:
         raise ImportError(f'{sys.executable} is the data venv but lacks {", ".join(missing)}: run make data-deps')
     return cls
+
+
+def server_limits():
+    """The limits the server gives a worker, by name, from this process's environment."""
+    text = os.environ.get(LIMITS_VAR)
+    if text is None:
+        raise RuntimeError(f'{LIMITS_VAR} is not set: run the worker\'s tests with go test ./repl/worker')
+    return json.loads(text)
 
 
 def build_bundle(package_dir=PACKAGE_DIR):
@@ -160,6 +172,7 @@ class WorkerProcess:
     the worker's environment."""
 
     def __init__(self, cwd, cache=CODE_CACHE, bundle=None, wait_ready=True, python=None, env=None):
+        self.max_frame = server_limits()['MAX_FRAME']
         command_r, command_w = os.pipe()
         event_r, event_w = os.pipe()
         native_r, native_w = os.pipe()
@@ -239,7 +252,7 @@ class WorkerProcess:
                 raise TimeoutError(f'no frame in time; native output: {self.native[-2000:]!r}')
             self._poll(remaining)
         line, self.event_buffer = self.event_buffer.split(b'\n', 1)
-        assert len(line) < MAX_FRAME
+        assert len(line) < self.max_frame
         return json.loads(line)
 
     def wait_for_job(self, pid, action, timeout=RESULT_WAIT):

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"os/exec"
@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/repl/worker"
 )
 
 // The bench's cold-start floor runs Imports() in a bare Python and compares the worker's
 // start with it; it is honest only if those statements load every module a worker has
 // loaded by its first cell, besides the worker's own, and nothing more.
 func TestImportsLoadWhatTheWorkerLoads(t *testing.T) {
-	imports, err := Imports()
+	imports, err := worker.Imports()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,9 @@ func TestImportsLoadWhatTheWorkerLoads(t *testing.T) {
 
 func modules(t *testing.T, python string, args ...string) map[string]bool {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), python, args...).Output()
+	cmd := exec.CommandContext(t.Context(), python, args...)
+	cmd.Env = testEnv() // the worker harness.py starts needs its limits
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s %s: %v", python, args[len(args)-1], err)
 	}

@@ -3,6 +3,7 @@ directory can and cannot shadow, the bundle's checks and the compiled-code cache
 Every worker is started through the real bootstrap (harness.WorkerProcess)."""
 
 import hashlib
+import json
 import marshal
 import os
 import shutil
@@ -11,7 +12,7 @@ import sys
 import tempfile
 import unittest
 
-from harness import BOOTSTRAP, BUNDLE, DIGEST, PACKAGE_DIR, WorkerProcess, WorkerTestCase, build_bundle
+from harness import BOOTSTRAP, BUNDLE, DIGEST, LIMITS_VAR, PACKAGE_DIR, WorkerProcess, WorkerTestCase, build_bundle, server_limits
 
 PACKAGE = '<repl-mcp worker>'
 MODULES = sorted(name[:-3] for name in os.listdir(PACKAGE_DIR) if name.endswith('.py'))
@@ -37,7 +38,7 @@ def compiled(package_dir=PACKAGE_DIR, **replace):
 
 
 # A cache entry made to be told apart: its limits keep 10 bytes of stdout.
-MARKED = {'limits': ('STREAM_HEAD = 20_000', 'STREAM_HEAD = 10')}
+MARKED = {'limits': ("STREAM_HEAD = _server_int('STREAM_HEAD')", "STREAM_HEAD = _server_int('STREAM_HEAD') and 10")}
 
 
 class PackageTests(WorkerTestCase):
@@ -140,6 +141,50 @@ class BundleTests(unittest.TestCase):
         self.assertIn(f'File "{PACKAGE}/cells.py", line {lineno}, in serve\n    {broken}\n', native)
         self.assertIn(f'File "{PACKAGE}/main.py"', native)
         self.assertTrue(native.rstrip().endswith('RuntimeError: a worker bug, for the test'), native)
+
+
+class LimitsTests(unittest.TestCase):
+    """The limits the worker shares with the server arrive in REPL_MCP_WORKER_LIMITS and
+    nowhere else: the worker uses the values it is given, and one given none, or limits it
+    cannot take, ends with status 2 and one line on fd 2 before its ready frame."""
+
+    def start(self, limits, wait_ready):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        worker = WorkerProcess(tmp.name, cache=None, wait_ready=wait_ready, env={LIMITS_VAR: limits})
+        self.addCleanup(worker.close)
+        return worker
+
+    def test_the_worker_uses_the_values_it_is_given(self):
+        limits = dict(server_limits(), STREAM_BUDGET=1_000, STREAM_HEAD=300)
+        worker = self.start(json.dumps(limits), wait_ready=True)
+        stdout = worker.run('print("x" * 5_000, end="")')['stdout']
+        head, marker, tail = stdout.partition('\n[... ')
+        self.assertEqual(len(head), 300, stdout)
+        self.assertLessEqual(len(stdout.encode()), 1_000)
+        self.assertTrue(marker and tail.endswith('x'), stdout)
+
+    def test_missing_or_bad_limits_are_refused(self):
+        good = server_limits()
+        extra = dict(good, NEW_LIMIT=1)
+        for limits, says in (
+            (None, 'is not set'),
+            ('', 'is not JSON'),
+            ('[1, 2]', 'is not a JSON object'),
+            (json.dumps({k: v for k, v in good.items() if k != 'MAX_FRAME'}), 'has no MAX_FRAME'),
+            (json.dumps(dict(good, STREAM_HEAD='20000')), "has STREAM_HEAD = '20000'"),
+            (json.dumps(dict(good, STREAM_HEAD=20000.0)), 'has STREAM_HEAD = 20000.0'),
+            (json.dumps(dict(good, MAX_FRAME=True)), 'has MAX_FRAME = True'),
+            (json.dumps(dict(good, MCP_CALL_TIMEOUT='120')), "has MCP_CALL_TIMEOUT = '120'"),
+            (json.dumps(extra), 'has limits this worker does not know: NEW_LIMIT'),
+        ):
+            with self.subTest(limits=limits):
+                worker = self.start(limits, wait_ready=False)
+                self.assertEqual(worker.wait_exit(), 2)
+                native = worker.drain_native(0).decode()
+                self.assertEqual(native.count('\n'), 1, native)
+                self.assertTrue(native.startswith(f'repl-mcp worker: protocol error: {LIMITS_VAR} '), native)
+                self.assertIn(says, native)
 
 
 class CodeCacheTests(unittest.TestCase):

@@ -10,7 +10,8 @@ import time
 import unittest
 import uuid
 
-from harness import HELPERS, INVENTORY_NOTE, MAX_FRAME, WorkerTestCase, library_test
+from harness import HELPERS, INVENTORY_NOTE, WorkerTestCase, library_test
+from replworker.limits import MAX_FRAME
 
 
 class StartupTests(WorkerTestCase):
@@ -25,10 +26,10 @@ class StartupTests(WorkerTestCase):
     def test_startup_environment(self):
         code = (
             'import os, sys\n'
-            '[os.environ.get("REPL_MCP_WORKER_FDS"), sys.argv, __name__, os.getcwd(), sys.stdin.read(),'
-            ' __builtins__ is __import__("builtins")]'
+            '[os.environ.get("REPL_MCP_WORKER_FDS"), os.environ.get("REPL_MCP_WORKER_LIMITS"), sys.argv, __name__,'
+            ' os.getcwd(), sys.stdin.read(), __builtins__ is __import__("builtins")]'
         )
-        self.assertEqual(self.worker.value(code), [None, [''], '__repl__', os.path.realpath(self.dir), '', True])
+        self.assertEqual(self.worker.value(code), [None, None, [''], '__repl__', os.path.realpath(self.dir), '', True])
 
     def test_baseline_names_reinstalled_after_each_cell(self):
         result = self.worker.run('__name__ = "shadowed"\n__builtins__ = None\n__name__')

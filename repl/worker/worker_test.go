@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/repl"
 )
 
 // librarySkip starts the reason of every skip harness.library_test makes; any other
@@ -60,7 +61,7 @@ func runUnittest(t *testing.T, python string, env []string, args ...string) []by
 	t.Helper()
 	argv := append([]string{"-B", "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py"}, args...)
 	cmd := exec.CommandContext(t.Context(), python, argv...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(testEnv(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: worker unit tests failed: %v\n%s", python, err, out)
@@ -73,6 +74,11 @@ func runUnittest(t *testing.T, python string, env []string, args ...string) []by
 	t.Logf("%s: %s", python, lastLine(out))
 	return out
 }
+
+// testEnv is the environment of the worker's Python tests: this one, with the limits the
+// server gives every worker (repl.WorkerLimitsEnv), which the modules read as they load
+// and harness.WorkerProcess hands on to the workers it starts.
+func testEnv() []string { return append(os.Environ(), repl.WorkerLimitsEnv()) }
 
 // completeRun is the end of a unittest run that got to its summary and passed.
 var completeRun = regexp.MustCompile(`(?m)^Ran [1-9]\d* tests? in [\d.]+s\n\n(OK|OK \(.*\))\s*$`)
@@ -99,6 +105,7 @@ func TestWorkerDataLibraries(t *testing.T) {
 	t.Parallel()
 	python := pythons.DataVenv(t)
 	cmd := exec.CommandContext(t.Context(), python, "-B", "-m", "unittest", "discover", "-s", ".", "-p", "data_test_*.py")
+	cmd.Env = testEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: worker data-library tests failed: %v\n%s", python, err, out)

@@ -5,7 +5,8 @@ In a worker, bootstrap.py installs these modules under a private package name fr
 sources the server sends, and runs main.run(). Importing the package runs nothing; tests
 import its modules directly. One module per concern:
 
-    limits, messages  every numeric limit; every message (both shared by the others)
+    limits, messages  every numeric limit (those shared with the server read from its
+                      REPL_MCP_WORKER_LIMITS); every message (both shared by the others)
     common            the run-id context variable, type names, bounded UTF-8 text
     channel           frames on the protocol fds
     threads           which run each thread and pool job works for, and which threads

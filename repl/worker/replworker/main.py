@@ -10,6 +10,7 @@ from .cells import Worker
 from .channel import PROTOCOL_VERSION, Channel
 from .children import CHILDREN, exit_now
 from .display import IMAGES, install_matplotlib_hook
+from .limits import unset_variable
 
 
 def python_version():
@@ -34,6 +35,7 @@ def run(path0):
 
 
 def _serve(path0):
+    unset_variable()
     channel = Channel(RPCS.resolve)
     worker = Worker(channel)
     CHILDREN.start(channel)

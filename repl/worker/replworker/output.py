@@ -173,7 +173,10 @@ class StreamText:
 
     Not thread-safe: its capture's lock serializes it. A KeyboardInterrupt may land
     anywhere in here (the main thread prints through it): each step leaves a state the
-    next write and finish() accept, at the price of part of the interrupted write."""
+    next write and finish() accept, at the price of part of the interrupted write.
+
+    The server keeps native output the same way (repl/terminal.go): both pass the cases
+    of repl/testdata/terminal_cases.json."""
 
     def __init__(self, budget, head, spool):
         self._budget = budget
