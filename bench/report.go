@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Targets from DESIGN.md, "Performance targets".
+// Targets from docs/design.md, "Performance targets".
 const (
 	targetWarmRatio  = 3.0
 	targetColdRatio  = 1.3
