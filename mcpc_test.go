@@ -129,7 +129,9 @@ package main
 //	pid-gone PID within DUR PID is gone (or a zombie) within DUR
 //	file-absent PATH        PATH does not exist (relative to the working dir)
 //	file-exists PATH
-//	sleep DUR               rarely: prefer poll and the bounded waits
+//
+// There is no sleep: a script waits for what it needs with poll or the bounded
+// waits above (docs/design.md, "Tests").
 //
 // DUR is a Go duration (500ms, 2s).
 
@@ -1113,13 +1115,6 @@ func (c *mcpClient) step(line string) error {
 		}
 		return nil
 
-	case "sleep":
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			return err
-		}
-		time.Sleep(c.bound(d))
-		return nil
 	}
 	return fmt.Errorf("unknown command %q", name)
 }
