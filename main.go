@@ -1,6 +1,3 @@
-// Command repl-mcp is an MCP server that gives an AI agent a persistent CPython
-// namespace. main only wires: flags and environment become Config structs, the
-// packages do the work.
 package main
 
 import (

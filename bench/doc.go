@@ -1,5 +1,5 @@
 // Command bench is repl-mcp's benchmark harness. It owns the measurement of the
-// performance targets in DESIGN.md ("Performance targets"), each as a ratio to a
+// performance targets in docs/design.md ("Performance targets"), each as a ratio to a
 // baseline measured in the same run, on the same machine and the same interpreter:
 // a warm trivial cell against a bare pipe round trip to a Python exec loop, the cold
 // start against a bare Python start with the worker's imports, the idle server's

@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// Targets from DESIGN.md, "Performance targets".
+// Targets from docs/design.md, "Performance targets".
 const (
 	targetWarmRatio  = 3.0
 	targetColdRatio  = 1.3
 	targetIdleRSS    = 12 << 20
 	targetFloodRatio = 2.0
-	// targetBrokerOverhead: issue 17's "broker call overhead: at most +0.2 ms over a
-	// direct go-sdk client call" (p50), to the same server.
+	// targetBrokerOverhead: a broker call from a cell at most +0.2 ms over a direct
+	// go-sdk client call to the same server, at p50 (the table's broker row).
 	targetBrokerOverhead = 200 * time.Microsecond
 	// flatGrowth is what "server memory flat" allows across the flood.
 	flatGrowth = 2 << 20

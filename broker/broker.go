@@ -54,6 +54,7 @@ type Broker struct {
 	loads    singleflight.Group                                 // registry loads
 	listings singleflight.Group                                 // catalogue listings, by transport and peer
 	load     func(registry.Options) (*registry.Registry, error) // registry.Load; tests stall it
+	now      func() time.Time                                   // the clock OAuth tokens expire by: time.Now; tests move it
 }
 
 // New makes a broker and loads its registry. A defective registry is not an error
@@ -69,6 +70,7 @@ func New(opts Options) *Broker {
 		sem:        make(chan struct{}, MaxConcurrentRequests),
 		transports: map[string]*transport{},
 		load:       registry.Load,
+		now:        time.Now,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)

@@ -280,7 +280,11 @@ func TestCancelledCallNeverWritesWhileOtherDoes(t *testing.T) {
 	if keptErr != nil {
 		t.Fatal(keptErr)
 	}
-	time.Sleep(500 * time.Millisecond) // past the cancelled call's own deadline
+	// The fixture's note says it gave the cancelled call up: its marker can never come.
+	testwait.Until(t, 10*time.Second, "the fixture to give up the cancelled call", func() bool {
+		_, err := os.Stat(cancelled + ".cancelled")
+		return err == nil
+	})
 	if _, err := os.Stat(cancelled); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("the cancelled call wrote its marker")
 	}

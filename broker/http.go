@@ -35,8 +35,9 @@ func (e *safeError) Unwrap() error { return e.cause }
 // dialHTTP connects to a Streamable HTTP server and completes the MCP handshake
 // within min(ctx deadline, connectTimeout). An OAuth entry first gets its bearer
 // token (package oauth), within the same budget; a missing or refused grant fails
-// here with its own message, before any MCP request.
-func dialHTTP(ctx context.Context, e registry.Entry, version string) (*peer, error) {
+// here with its own message, before any MCP request. Its tokens expire by the clock
+// now.
+func dialHTTP(ctx context.Context, e registry.Entry, version string, now func() time.Time) (*peer, error) {
 	state := &httpState{}
 	client, rt, transport := newHTTPClient(e.Headers, state)
 	budget := connectTimeout
@@ -46,7 +47,7 @@ func dialHTTP(ctx context.Context, e registry.Entry, version string) (*peer, err
 	hctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	if e.OAuth != nil {
-		src := oauth.NewSource(e, oauth.NewClient(transport))
+		src := oauth.NewSource(e, oauth.NewClient(transport), now)
 		if _, err := src.Token(hctx); err != nil {
 			transport.CloseIdleConnections()
 			return nil, err

@@ -68,7 +68,7 @@ func dialHTTPErr(t *testing.T, e registry.Entry, secrets ...string) error {
 	t.Helper()
 	ctx, cancel := contextWithTimeout(t, 10*time.Second)
 	defer cancel()
-	p, err := dialHTTP(ctx, e, "test")
+	p, err := dialHTTP(ctx, e, "test", time.Now)
 	if err == nil {
 		p.close()
 		t.Fatal("dialHTTP succeeded")
@@ -115,7 +115,7 @@ func TestHTTPPeerCallsAndCloses(t *testing.T) {
 	srv.Start()
 	ctx, cancel := contextWithTimeout(t, 10*time.Second)
 	defer cancel()
-	p, err := dialHTTP(ctx, httpEntry(srv.URL, nil), "test")
+	p, err := dialHTTP(ctx, httpEntry(srv.URL, nil), "test", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestHTTPHeadersReachEveryRequest(t *testing.T) {
 	srv := startLoopback(t, countRequests(&all, authRequired("t0ken", &bad, echoHandler())))
 	ctx, cancel := contextWithTimeout(t, 10*time.Second)
 	defer cancel()
-	p, err := dialHTTP(ctx, httpEntry(srv.URL, map[string]string{"Authorization": "Bearer t0ken"}), "test")
+	p, err := dialHTTP(ctx, httpEntry(srv.URL, map[string]string{"Authorization": "Bearer t0ken"}), "test", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestHTTPHandshakeEndsWithinTheDeadline(t *testing.T) {
 			ctx, cancel := contextWithTimeout(t, budget)
 			defer cancel()
 			begin := time.Now()
-			p, err := dialHTTP(ctx, httpEntry(url, nil), "test")
+			p, err := dialHTTP(ctx, httpEntry(url, nil), "test", time.Now)
 			elapsed := time.Since(begin)
 			if err == nil {
 				p.close()

@@ -49,6 +49,10 @@ func storeFile(t *testing.T) string {
 	return filepath.Join(dir, "grant.json")
 }
 
+// tokenLife is how far a test moves the fixture's and the broker's shared clock to
+// expire the tokens of a fixture with the default lifetime (3600 s).
+const tokenLife = time.Hour + time.Minute
+
 func newOAuthFixture(t *testing.T, opts oauthfixture.Options) *oauthfixture.Server {
 	t.Helper()
 	opts.Clients = map[string]string{ccClientID: ccClientSecret, publicClientID: "", confClientID: confClientSecret}
@@ -203,14 +207,15 @@ func TestOAuthClientCredentialsRefusedIsCredentialsMissing(t *testing.T) {
 }
 
 func TestOAuthClientCredentialsRenewedMidSession(t *testing.T) {
-	t.Parallel() // waits for a token to expire
-	fx := newOAuthFixture(t, oauthfixture.Options{ExpiresIn: 2})
+	clock := oauthfixture.NewClock()
+	fx := newOAuthFixture(t, oauthfixture.Options{Now: clock.Now})
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{
 		"grantType": "client_credentials", "clientId": ccClientID, "clientSecret": ccClientSecret,
 	})})
+	tb.now = clock.Now
 	wantEcho(t, tb, "before")
 	p := tb.onlyPeer()
-	time.Sleep(2100 * time.Millisecond) // the token expires at the server too
+	clock.Advance(tokenLife) // the token expires at the server too
 	wantEcho(t, tb, "after")
 	if n := fx.Grants("client_credentials"); n != 2 {
 		t.Fatalf("%d client_credentials grants, want 2", n)
@@ -358,14 +363,15 @@ func TestOAuthRefreshAuthenticatesConfidentialClients(t *testing.T) {
 }
 
 func TestOAuthGrantRefreshedMidSession(t *testing.T) {
-	t.Parallel() // waits for a token to expire
-	fx := newOAuthFixture(t, oauthfixture.Options{ExpiresIn: 2})
+	clock := oauthfixture.NewClock()
+	fx := newOAuthFixture(t, oauthfixture.Options{Now: clock.Now})
 	file := storeFile(t)
 	fixtureGrant(t, fx, file)
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{"credentialFile": file})})
+	tb.now = clock.Now
 	wantEcho(t, tb, "before")
 	p := tb.onlyPeer()
-	time.Sleep(2100 * time.Millisecond) // the access token expires at the server too
+	clock.Advance(tokenLife) // the access token expires at the server too
 	wantEcho(t, tb, "after")
 	if n := fx.Grants("refresh_token"); n < 1 {
 		t.Fatal("no refresh mid-session")
@@ -378,15 +384,16 @@ func TestOAuthGrantRefreshedMidSession(t *testing.T) {
 // A refresh refused mid-session fails that call before the request is sent (the
 // error names the refusal), drops the peer, and the reconnect names it too.
 func TestOAuthRefreshRefusedMidSession(t *testing.T) {
-	t.Parallel() // waits for a token to expire
-	fx := newOAuthFixture(t, oauthfixture.Options{ExpiresIn: 2})
+	clock := oauthfixture.NewClock()
+	fx := newOAuthFixture(t, oauthfixture.Options{Now: clock.Now})
 	file := storeFile(t)
 	fixtureGrant(t, fx, file)
 	tb := newTestBroker(t, map[string]any{"web": oauthRegistryEntry(fx, map[string]any{"credentialFile": file})})
+	tb.now = clock.Now
 	wantEcho(t, tb, "before")
 	fx.RejectRefresh.Store(true)
 	requests := fx.MCPRequests()
-	time.Sleep(2100 * time.Millisecond) // the access token expires
+	clock.Advance(tokenLife) // the access token expires
 	_, err := tb.call("web", "echo", map[string]any{"text": "x"})
 	wantErr(t, err, msgOAuthRefresh)
 	wantErr(t, err, "the request was not sent")
@@ -494,7 +501,7 @@ func TestOAuthDialWithoutGrantTouchesNoNetwork(t *testing.T) {
 	fx := newOAuthFixture(t, oauthfixture.Options{})
 	e := httpEntry(fx.MCP, nil)
 	e.OAuth = &registry.OAuthConfig{GrantType: registry.GrantAuthorizationCode, ClientID: "id", ClientSecret: "s3cret", CredentialFile: "/nonexistent/grant.json"}
-	p, err := dialHTTP(t.Context(), e, "test")
+	p, err := dialHTTP(t.Context(), e, "test", time.Now)
 	if err == nil {
 		p.close()
 		t.Fatal("dialHTTP succeeded")

@@ -148,7 +148,7 @@ func (b *Broker) dial(ctx context.Context, e registry.Entry) (*peer, error) {
 			err = fmt.Errorf("%s (%w)", msgStdioInitFailed, err)
 		}
 	} else {
-		p, err = dialHTTP(ctx, e, b.opts.Version)
+		p, err = dialHTTP(ctx, e, b.opts.Version, b.now)
 	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%s: %w", msgConnectTimeout, context.DeadlineExceeded)

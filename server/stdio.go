@@ -136,7 +136,7 @@ func (c *stdioConn) accept(line []byte) bool {
 // and notifications) decoded by encoding/json into go-sdk's own Request: go-sdk's
 // decoder allocates a 32 KiB buffer for each of the two passes it makes over every
 // message, which made it the largest allocation of a warm cell and most of the
-// server's garbage (the profile in docs/design.md, "Performance targets"). Anything
+// server's garbage (the profile in docs/perf-notes.md, "A warm trivial cell"). Anything
 // else, a response or a line that is not plainly a request, goes through go-sdk's
 // decoder, so what it accepts and how it fails are go-sdk's.
 //

@@ -83,12 +83,16 @@ type Source interface {
 }
 
 // NewSource returns the token source of e, an entry with an oauth object;
-// client carries every OAuth request (see NewClient).
-func NewSource(e registry.Entry, client *http.Client) Source {
-	if e.OAuth.GrantType == registry.GrantClientCredentials {
-		return &clientCredentialsSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
+// client carries every OAuth request (see NewClient), and tokens expire by the
+// clock now (nil is time.Now; tests pass one they move).
+func NewSource(e registry.Entry, client *http.Client, now func() time.Time) Source {
+	if now == nil {
+		now = time.Now
 	}
-	return &storedGrantSource{cfg: e.OAuth, resource: e.URL, client: client, sem: make(chan struct{}, 1)}
+	if e.OAuth.GrantType == registry.GrantClientCredentials {
+		return &clientCredentialsSource{cfg: e.OAuth, resource: e.URL, client: client, now: now, sem: make(chan struct{}, 1)}
+	}
+	return &storedGrantSource{cfg: e.OAuth, resource: e.URL, client: client, now: now, sem: make(chan struct{}, 1)}
 }
 
 // NewClient returns the client for discovery and token requests over base:
@@ -178,6 +182,7 @@ type clientCredentialsSource struct {
 	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
+	now      func() time.Time
 	sem      chan struct{} // one grant at a time; guards the fields below
 
 	conf    *clientcredentials.Config // nil until discovery succeeded
@@ -190,7 +195,7 @@ func (s *clientCredentialsSource) Token(ctx context.Context) (string, error) {
 		return "", oauthError(ctx, msgOAuthClientCreds, "", err)
 	}
 	defer func() { <-s.sem }()
-	if s.access != "" && (s.expires.IsZero() || time.Now().Before(s.expires)) {
+	if s.access != "" && (s.expires.IsZero() || s.now().Before(s.expires)) {
 		return s.access, nil
 	}
 	if s.conf == nil {
@@ -211,7 +216,7 @@ func (s *clientCredentialsSource) Token(ctx context.Context) (string, error) {
 			AuthStyle:      style,
 		}
 	}
-	received := time.Now()
+	received := s.now()
 	tok, err := s.conf.Token(context.WithValue(ctx, oauth2.HTTPClient, s.client))
 	if err != nil {
 		detail, cause := tokenRequestDetail(err)
@@ -236,6 +241,7 @@ type storedGrantSource struct {
 	cfg      *registry.OAuthConfig
 	resource string
 	client   *http.Client
+	now      func() time.Time
 	sem      chan struct{} // one load or refresh at a time; guards the fields below
 
 	loaded  bool
@@ -277,7 +283,7 @@ func (s *storedGrantSource) Token(ctx context.Context) (string, error) {
 	if s.valid() {
 		return s.access, nil
 	}
-	fresh, err := refreshGrant(ctx, s.client, g, s.cfg)
+	fresh, err := refreshGrant(ctx, s.client, g, s.cfg, s.now)
 	if err != nil {
 		return "", err
 	}
@@ -292,7 +298,7 @@ func (s *storedGrantSource) Token(ctx context.Context) (string, error) {
 }
 
 func (s *storedGrantSource) valid() bool {
-	return s.expires.IsZero() || time.Now().Before(s.expires)
+	return s.expires.IsZero() || s.now().Before(s.expires)
 }
 
 // use validates g for this server and takes its access token.
@@ -325,11 +331,11 @@ func (s *storedGrantSource) use(g *Grant) error {
 }
 
 // refreshGrant exchanges g's refresh token (RFC 6749 section 6, with the RFC 8707
-// resource) and returns the grant with the new token response; a response
-// without a refresh token keeps the old one. golang.org/x/oauth2 cannot send the
+// resource) and returns the grant with the new token response, received at now();
+// a response without a refresh token keeps the old one. golang.org/x/oauth2 cannot send the
 // resource parameter on a refresh nor return the response as received, so the
 // request is built here.
-func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *registry.OAuthConfig) (*Grant, error) {
+func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *registry.OAuthConfig, now func() time.Time) (*Grant, error) {
 	refresh, _ := g.TokenResponse["refresh_token"].(string)
 	if refresh == "" {
 		return nil, oauthError(ctx, msgOAuthRefresh, "the grant holds no refresh token", ErrCredentialsRequired)
@@ -345,7 +351,7 @@ func refreshGrant(ctx context.Context, client *http.Client, g *Grant, cfg *regis
 	if secret == "" {
 		form.Set("client_id", id)
 	}
-	received := time.Now()
+	received := now()
 	resp, err := postForm(ctx, client, g.TokenEndpoint, form, id, secret)
 	if err != nil {
 		detail, _ := tokenRequestDetail(err)

@@ -29,7 +29,7 @@ func TestOAuthConcurrentRefreshSpendsTheRefreshTokenOnce(t *testing.T) {
 	// expired grant before either refreshed.
 	var srcs []Source
 	for range 2 {
-		srcs = append(srcs, NewSource(e, NewClient(http.DefaultTransport)))
+		srcs = append(srcs, NewSource(e, NewClient(http.DefaultTransport), nil))
 	}
 	var wg sync.WaitGroup
 	tokens, errs := make([]string, 2), make([]error, 2)

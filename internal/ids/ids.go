@@ -1,5 +1,3 @@
-// Package ids makes the random identifiers the server hands out: run, session and
-// server ids, and the journal's record ids.
 package ids
 
 import (

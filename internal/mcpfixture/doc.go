@@ -20,8 +20,10 @@
 //   - multi: two text blocks, "first" and "second".
 //   - fail: isError, one text block "bad arguments".
 //   - slow_write {marker, timeout}: waits timeout seconds (default 2); if cancelled
-//     first it returns isError "cancelled" and writes nothing, else it writes
-//     "written" to marker (if given) and returns "wrote".
+//     first it writes "cancelled" to marker+".cancelled" (if marker is given; a test
+//     waits for that file instead of sleeping past the timeout), never to marker, and
+//     returns isError "cancelled"; else it writes "written" to marker (if given) and
+//     returns "wrote".
 //   - collision {server, tool, timeout, arguments}: returns
 //     "server=<server> tool=<tool> timeout=<timeout> arguments=<arguments>", timeout
 //     in shortest decimal form (empty if absent) and arguments as compact JSON with

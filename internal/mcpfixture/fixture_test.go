@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -224,6 +225,29 @@ func TestSlowWriteWritesAfterItsTimeout(t *testing.T) {
 		wantText(t, call(t, cs, "slow_write", map[string]any{"marker": marker, "timeout": 0.05}), false, "wrote")
 		if got := readFile(t, marker); got != "written" {
 			t.Fatalf("marker = %q", got)
+		}
+	})
+}
+
+// TestSlowWriteCancelledLeavesANote: a cancelled slow_write writes its note beside the
+// marker, never the marker, so a test can wait for the note instead of sleeping.
+func TestSlowWriteCancelledLeavesANote(t *testing.T) {
+	eachTransport(t, func(t *testing.T, cs *mcp.ClientSession) {
+		marker := filepath.Join(t.TempDir(), "marker")
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow_write", Arguments: map[string]any{"marker": marker, "timeout": 60}}); err == nil {
+			t.Fatal("the cancelled call succeeded")
+		}
+		testwait.Until(t, 10*time.Second, "the cancelled slow_write's note", func() bool {
+			_, err := os.Stat(marker + ".cancelled")
+			return err == nil
+		})
+		if got := readFile(t, marker+".cancelled"); got != "cancelled" {
+			t.Fatalf("note = %q", got)
+		}
+		if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the cancelled call wrote its marker (%v)", err)
 		}
 	})
 }

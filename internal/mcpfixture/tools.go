@@ -115,6 +115,13 @@ func slowWrite(ctx context.Context, _ *fixture, a slowWriteArgs) (*mcp.CallToolR
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
+		// The note is the event a test waits for: from here on the marker can never
+		// be written, so nobody has to sleep past the timeout to know it was not.
+		if a.Marker != "" {
+			if err := writeFileAtomic(a.Marker+".cancelled", []byte("cancelled")); err != nil {
+				return toolError(err.Error()), nil
+			}
+		}
 		return toolError("cancelled"), nil
 	case <-timer.C:
 	}

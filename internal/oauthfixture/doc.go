@@ -32,7 +32,9 @@
 // Counters ([Server.Grants], [Server.Registrations], [Server.Authorizations],
 // [Server.MCPRequests]) and records ([Server.LastAuthorization],
 // [Server.TokenRequests], [Server.LastRegistration]) let tests see what a client
-// did. Knobs are atomic, so a test may flip them at any time.
+// did. Knobs are atomic, so a test may flip them at any time. Codes and access tokens
+// expire by Options.Now; a test that needs a token to expire shares a [Clock] with the
+// client and advances it, instead of sleeping through the lifetime.
 //
 // docs/design.md ("Tests") says where the fixture is used; the flows it plays are
 // docs/contract.md §8.7.

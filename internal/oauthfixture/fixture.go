@@ -37,6 +37,33 @@ type Options struct {
 	// NoIssParameter leaves authorization_response_iss_parameter_supported out of
 	// the metadata and iss out of the authorization response.
 	NoIssParameter bool
+	// Now is the clock codes and access tokens expire by; nil is time.Now. A test
+	// that lets a token expire shares a [Clock] with the client instead of
+	// sleeping.
+	Now func() time.Time
+}
+
+// Clock is a clock that moves only when a test advances it; safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock that reads the current time until advanced.
+func NewClock() *Clock { return &Clock{now: time.Now()} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock d forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // Authorization is what one /authorize request asked for.
@@ -116,6 +143,9 @@ func New(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.ExpiresIn == 0 {
 		opts.ExpiresIn = 3600
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Server{
 		opts:    opts,
@@ -292,7 +322,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	s.clients[id] = c
 	resp := map[string]any{
 		"client_id":                  id,
-		"client_id_issued_at":        time.Now().Unix(),
+		"client_id_issued_at":        s.opts.Now().Unix(),
 		"redirect_uris":              uris,
 		"token_endpoint_auth_method": method,
 		"grant_types":                []string{"authorization_code", "refresh_token"},
@@ -367,7 +397,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 			challenge:   a.CodeChallenge,
 			resource:    a.Resource,
 			scope:       a.Scope,
-			expires:     time.Now().Add(5 * time.Minute),
+			expires:     s.opts.Now().Add(5 * time.Minute),
 		}
 		v.Set("code", code)
 	}
@@ -422,7 +452,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		g := s.codes[f.Get("code")]
 		delete(s.codes, f.Get("code")) // single use, even when the exchange fails
 		switch {
-		case g == nil || time.Now().After(g.expires) || g.clientID != id:
+		case g == nil || s.opts.Now().After(g.expires) || g.clientID != id:
 			fail(http.StatusBadRequest, "invalid_grant")
 			return
 		case g.redirectURI != f.Get("redirect_uri"):
@@ -464,7 +494,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.tokenRequests = append(s.tokenRequests, tr)
 	access := "at-" + rand.Text()
-	s.access[access] = time.Now().Add(time.Duration(s.opts.ExpiresIn) * time.Second)
+	s.access[access] = s.opts.Now().Add(time.Duration(s.opts.ExpiresIn) * time.Second)
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   "Bearer",
@@ -513,7 +543,13 @@ func (s *Server) mcpHandler() http.Handler {
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
 		}
-		return &auth.TokenInfo{Expiration: exp}, nil
+		// Expiry is judged by the fixture's clock; go-sdk checks Expiration against
+		// the real one, so it gets the time left, from now.
+		left := exp.Sub(s.opts.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: token expired", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(left)}, nil
 	}
 	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.URL + "/.well-known/oauth-protected-resource/mcp",

@@ -1,6 +1,3 @@
-// Package testproc runs the external programs of tests (npm tools, uv, pip, the
-// built binary) bounded in time, each in a process group of its own that is killed
-// when the test is done with it, so that no test leaves a process behind.
 package testproc
 
 import (

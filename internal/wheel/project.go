@@ -3,11 +3,14 @@ package wheel
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // Project is the [project] table of a pyproject.toml, the part that becomes METADATA.
@@ -27,14 +30,30 @@ type Project struct {
 }
 
 // Person is an entry of [project].authors.
-type Person struct{ Name, Email string }
+type Person struct {
+	Name  string `toml:"name"`
+	Email string `toml:"email"`
+}
 
-// projectKeys are the [project] keys LoadProject understands; any other is an error,
-// so that metadata is never silently dropped.
-var projectKeys = map[string]bool{
-	"name": true, "version": true, "description": true, "requires-python": true,
-	"license": true, "readme": true, "authors": true,
-	"keywords": true, "classifiers": true, "dependencies": true, "urls": true,
+// pyproject is the part of a pyproject.toml that LoadProject decodes. The keys of
+// [project] it knows are the fields of projectTable; any other is an error, so that
+// metadata is never silently dropped.
+type pyproject struct {
+	Project projectTable `toml:"project"`
+}
+
+type projectTable struct {
+	Name           string            `toml:"name"`
+	Version        string            `toml:"version"`
+	Description    string            `toml:"description"`
+	RequiresPython string            `toml:"requires-python"`
+	License        string            `toml:"license"`
+	Readme         string            `toml:"readme"`
+	Authors        []Person          `toml:"authors"`
+	Keywords       []string          `toml:"keywords"`
+	Classifiers    []string          `toml:"classifiers"`
+	Dependencies   []string          `toml:"dependencies"`
+	URLs           map[string]string `toml:"urls"`
 }
 
 // nameRE is a valid distribution name (PEP 508).
@@ -47,15 +66,15 @@ func LoadProject(path string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := parseTOML(string(src))
+	var doc pyproject
+	md, err := toml.Decode(string(src), &doc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	pt, ok := doc.vals["project"].(*tomlTable)
-	if !ok {
+	if !md.IsDefined("project") {
 		return nil, fmt.Errorf("%s: no [project] table", path)
 	}
-	p, err := projectFrom(pt)
+	p, err := projectFrom(&doc.Project, md)
 	if err != nil {
 		return nil, fmt.Errorf("%s: [project]: %w", path, err)
 	}
@@ -69,77 +88,43 @@ func LoadProject(path string) (*Project, error) {
 	return p, nil
 }
 
-func projectFrom(t *tomlTable) (*Project, error) {
-	var unknown []string
-	for _, k := range t.keys {
-		if !projectKeys[k] {
-			unknown = append(unknown, k)
+// projectFrom checks the decoded [project] table t, with md the decoding's metadata:
+// which keys the file has, in file order, and which of them nothing decoded.
+func projectFrom(t *projectTable, md toml.MetaData) (*Project, error) {
+	var errs []error
+	unknown := map[string]bool{}
+	for _, k := range md.Undecoded() {
+		if len(k) == 2 && k[0] == "project" {
+			unknown[k[1]] = true
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("unsupported keys %s (internal/wheel does not turn them into METADATA)", strings.Join(unknown, ", "))
+		keys := slices.Sorted(maps.Keys(unknown))
+		errs = append(errs, fmt.Errorf("unsupported keys %s (internal/wheel does not turn them into METADATA)", strings.Join(keys, ", ")))
 	}
-	p := &Project{}
-	var errs []error
-	str := func(key string, dst *string, required bool) {
-		switch v := t.vals[key].(type) {
-		case string:
-			*dst = v
-		case nil:
-			if required {
-				errs = append(errs, fmt.Errorf("%s is required", key))
-			}
-		default:
-			errs = append(errs, fmt.Errorf("%s must be a string", key))
+	for _, k := range md.Undecoded() {
+		if len(k) > 2 && k[0] == "project" && !unknown[k[1]] {
+			errs = append(errs, fmt.Errorf("%s: unknown key %q", strings.Join(k[1:len(k)-1], "."), k[len(k)-1]))
 		}
 	}
-	list := func(key string, dst *[]string) {
-		v, ok := t.vals[key]
-		if !ok {
-			return
-		}
-		arr, ok := v.([]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s must be an array of strings", key))
-			return
-		}
-		for _, e := range arr {
-			s, ok := e.(string)
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s must be an array of strings", key))
-				return
-			}
-			*dst = append(*dst, s)
+	for _, key := range []string{"name", "version"} {
+		if !md.IsDefined("project", key) {
+			errs = append(errs, fmt.Errorf("%s is required", key))
 		}
 	}
-	str("name", &p.Name, true)
-	str("version", &p.Version, true)
-	str("description", &p.Description, false)
-	str("requires-python", &p.RequiresPython, false)
-	str("license", &p.License, false)
-	str("readme", &p.Readme, false)
-	list("keywords", &p.Keywords)
-	list("classifiers", &p.Classifiers)
-	list("dependencies", &p.Dependencies)
-	if people, err := persons(t.vals["authors"]); err != nil {
-		errs = append(errs, fmt.Errorf("authors: %w", err))
-	} else {
-		p.Authors = people
+	p := &Project{
+		Name: t.Name, Version: t.Version, Description: t.Description,
+		RequiresPython: t.RequiresPython, License: t.License, Readme: t.Readme,
+		Authors: t.Authors, Keywords: t.Keywords, Classifiers: t.Classifiers, Dependencies: t.Dependencies,
 	}
-	if u, ok := t.vals["urls"]; ok {
-		ut, ok := u.(*tomlTable)
-		if !ok {
-			errs = append(errs, errors.New("urls must be a table"))
-		} else {
-			for _, k := range ut.keys {
-				s, ok := ut.vals[k].(string)
-				if !ok {
-					errs = append(errs, fmt.Errorf("urls.%s must be a string", k))
-					continue
-				}
-				p.URLs = append(p.URLs, [2]string{k, s})
-			}
+	// The TOML library leaves a map alone when the value is no table.
+	if typ := md.Type("project", "urls"); typ != "" && typ != "Hash" {
+		errs = append(errs, errors.New("urls must be a table"))
+	}
+	// Project-URL fields, in the order the file gives them.
+	for _, k := range md.Keys() {
+		if len(k) == 3 && k[0] == "project" && k[1] == "urls" {
+			p.URLs = append(p.URLs, [2]string{k[2], t.URLs[k[2]]})
 		}
 	}
 	if p.Name != "" && !nameRE.MatchString(p.Name) {
@@ -159,39 +144,6 @@ func projectFrom(t *tomlTable) (*Project, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-func persons(v any) ([]Person, error) {
-	if v == nil {
-		return nil, nil
-	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, errors.New("must be an array of tables")
-	}
-	var out []Person
-	for _, e := range arr {
-		t, ok := e.(*tomlTable)
-		if !ok {
-			return nil, errors.New("must be an array of tables")
-		}
-		var p Person
-		for _, k := range t.keys {
-			s, ok := t.vals[k].(string)
-			switch {
-			case !ok:
-				return nil, fmt.Errorf("%s must be a string", k)
-			case k == "name":
-				p.Name = s
-			case k == "email":
-				p.Email = s
-			default:
-				return nil, fmt.Errorf("unknown key %q", k)
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // metadata renders the core metadata (METADATA) for version v.

@@ -1,4 +1,4 @@
-package plugin
+package plugintest
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ var hookCases = []struct {
 // input.
 func runHook(t *testing.T, env []string, stdin string) (stdout, stderr string, code int) {
 	t.Helper()
-	root, err := filepath.Abs(".")
+	root, err := filepath.Abs(pluginDir)
 	if err != nil {
 		t.Fatal(err)
 	}

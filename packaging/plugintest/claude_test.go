@@ -1,4 +1,4 @@
-package plugin
+package plugintest
 
 // The plugin as a newcomer meets it, in the real Claude Code CLI (pinned in
 // interop/package.json, installed by make interop-deps): validate, add the checkout as
@@ -158,7 +158,7 @@ func devWheelhouse(t *testing.T, root, dir string) string {
 }
 
 func TestClaudeCodePlugin(t *testing.T) {
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func serverVersions(t *testing.T, home string) []string {
 // showed it, up to the plugin's root and the version in it.
 func readmeShows(t *testing.T, lines ...string) {
 	t.Helper()
-	text := string(readFile(t, "../README.md"))
+	text := string(readFile(t, readmeFile))
 	_, section, ok := strings.Cut(text, "\n### The Claude Code plugin\n")
 	if !ok {
 		t.Fatal("README.md has no ### The Claude Code plugin section")

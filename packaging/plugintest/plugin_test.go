@@ -1,4 +1,4 @@
-package plugin
+package plugintest
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,18 +77,32 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The plugin's files, relative to this package's directory.
+// The repository's root and the plugin's directory, relative to this package's
+// directory.
 const (
-	launcherFile    = "scripts/repl-mcp-launch.sh"
-	manifestFile    = ".claude-plugin/plugin.json"
-	mcpFile         = ".mcp.json"
-	hooksFile       = "hooks/hooks.json"
-	hookScript      = "hooks/nudge-python-repl.sh"
-	skillFile       = "skills/python-repl/SKILL.md"
-	marketplaceFile = "../.claude-plugin/marketplace.json"
-	pyprojectFile   = "../pyproject.toml"
-	serverName      = "python-repl"
+	repoRoot        = "../.."
+	pluginDir       = repoRoot + "/plugin"
+	marketplaceFile = repoRoot + "/.claude-plugin/marketplace.json"
+	pyprojectFile   = repoRoot + "/pyproject.toml"
+	readmeFile      = repoRoot + "/README.md"
 )
+
+// The plugin's files, relative to its directory (pluginPath makes them paths here), as
+// ${CLAUDE_PLUGIN_ROOT}/... names them.
+const (
+	launcherFile = "scripts/repl-mcp-launch.sh"
+	manifestFile = ".claude-plugin/plugin.json"
+	mcpFile      = ".mcp.json"
+	hooksFile    = "hooks/hooks.json"
+	hookScript   = "hooks/nudge-python-repl.sh"
+	skillFile    = "skills/python-repl/SKILL.md"
+)
+
+// serverName is the plugin's name and its MCP server's.
+const serverName = "python-repl"
+
+// pluginPath is the path from this package's directory of the plugin's file rel.
+func pluginPath(rel string) string { return filepath.Join(pluginDir, filepath.FromSlash(rel)) }
 
 // manifest is the part of plugin.json the tests read.
 type manifest struct {
@@ -115,7 +130,7 @@ func readServers(t *testing.T) map[string]mcpServer {
 	var f struct {
 		MCPServers map[string]mcpServer `json:"mcpServers"`
 	}
-	readJSON(t, mcpFile, &f)
+	readJSON(t, pluginPath(mcpFile), &f)
 	return f.MCPServers
 }
 
@@ -155,14 +170,14 @@ func readJSON(t *testing.T, path string, v any) {
 func readManifest(t *testing.T) manifest {
 	t.Helper()
 	var m manifest
-	readJSON(t, manifestFile, &m)
+	readJSON(t, pluginPath(manifestFile), &m)
 	return m
 }
 
 // launcherVersions reads the version= and wheel_version= lines of the launcher.
 func launcherVersions(t *testing.T) (version, wheelVersion string) {
 	t.Helper()
-	text := string(readFile(t, launcherFile))
+	text := string(readFile(t, pluginPath(launcherFile)))
 	get := func(name string) string {
 		m := regexp.MustCompile(`(?m)^` + name + `=([0-9A-Za-z.+!_-]+)$`).FindStringSubmatch(text)
 		if m == nil {
@@ -232,7 +247,7 @@ func TestManifest(t *testing.T) {
 	if srv.Type != "stdio" || srv.Command != "sh" || !slices.Equal(srv.Args, want) {
 		t.Errorf("%s: %s is %+v; want type stdio, command sh, args %q", mcpFile, serverName, srv, want)
 	}
-	if info, err := os.Stat(launcherFile); err != nil || info.Mode()&0o111 == 0 {
+	if info, err := os.Stat(pluginPath(launcherFile)); err != nil || info.Mode()&0o111 == 0 {
 		t.Errorf("%s must exist and be executable (%v)", launcherFile, err)
 	}
 }
@@ -265,8 +280,8 @@ func TestMarketplace(t *testing.T) {
 	if !strings.HasPrefix(p.Source, "./") {
 		t.Fatalf("%s: source %q must start with ./", marketplaceFile, p.Source)
 	}
-	dir := filepath.Join("..", filepath.FromSlash(p.Source))
-	same, err := sameFile(dir, ".")
+	dir := filepath.Join(repoRoot, filepath.FromSlash(p.Source))
+	same, err := sameFile(dir, pluginDir)
 	if err != nil || !same {
 		t.Errorf("%s: source %q is not the plugin directory (%v)", marketplaceFile, p.Source, err)
 	}
@@ -297,7 +312,7 @@ func hookCommand(t *testing.T) string {
 			Hooks   []handler `json:"hooks"`
 		} `json:"hooks"`
 	}
-	readJSON(t, hooksFile, &h)
+	readJSON(t, pluginPath(hooksFile), &h)
 	post := h.Hooks["PostToolUse"]
 	if len(h.Hooks) != 1 || len(post) != 1 || post[0].Matcher != "Bash" || len(post[0].Hooks) != 1 {
 		t.Fatalf("%s: want one PostToolUse entry matching Bash with one hook, have %+v", hooksFile, h.Hooks)
@@ -309,9 +324,32 @@ func hookCommand(t *testing.T) string {
 	return hk.Command
 }
 
+// TestPluginHoldsOnlyItsFiles: Claude Code copies the whole plugin directory into its
+// cache, so it holds the plugin's files and nothing else: no Go package, no tests (they
+// live here), no stray file.
+func TestPluginHoldsOnlyItsFiles(t *testing.T) {
+	want := []string{launcherFile, manifestFile, mcpFile, hooksFile, hookScript, skillFile}
+	var have []string
+	err := filepath.WalkDir(pluginDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(pluginDir, path)
+		have = append(have, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		t.Errorf("%s holds %q; want only the plugin's files %q (Go code and tests belong in packaging/plugintest)", pluginDir, have, want)
+	}
+}
+
 func TestHooksFile(t *testing.T) {
 	hookCommand(t)
-	if _, err := os.Stat(hookScript); err != nil {
+	if _, err := os.Stat(pluginPath(hookScript)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -319,7 +357,7 @@ func TestHooksFile(t *testing.T) {
 // TestSkill: the skill has its frontmatter, names every tool the server registers, and
 // covers the topics an agent needs (docs/contract.md §10.5 as this implementation has them).
 func TestSkill(t *testing.T) {
-	text := string(readFile(t, skillFile))
+	text := string(readFile(t, pluginPath(skillFile)))
 	front, body, ok := strings.Cut(strings.TrimPrefix(text, "---\n"), "\n---\n")
 	if !strings.HasPrefix(text, "---\n") || !ok {
 		t.Fatalf("%s: no --- frontmatter --- block", skillFile)
@@ -334,9 +372,9 @@ func TestSkill(t *testing.T) {
 	if fields["name"] != serverName || len(fields["description"]) < 40 {
 		t.Errorf("%s: frontmatter name %q, description %q; want %q and a real description", skillFile, fields["name"], fields["description"], serverName)
 	}
-	tools, err := filepath.Glob("../server/tool_*.go")
+	tools, err := filepath.Glob(repoRoot + "/server/tool_*.go")
 	if err != nil || len(tools) == 0 {
-		t.Fatalf("no ../server/tool_*.go files (%v)", err)
+		t.Fatalf("no %s/server/tool_*.go files (%v)", repoRoot, err)
 	}
 	for _, f := range tools {
 		if strings.HasSuffix(f, "_test.go") {
@@ -434,7 +472,7 @@ func lookPath(t *testing.T, name string) string {
 // checks that it does), how to get uv, and that make wheelhouse needs the package
 // index once and then serves offline machines.
 func TestReadmeLocalCheckout(t *testing.T) {
-	text := string(readFile(t, "../README.md"))
+	text := string(readFile(t, readmeFile))
 	_, section, ok := strings.Cut(text, "\n### The Claude Code plugin\n")
 	if !ok {
 		t.Fatal("README.md has no ### The Claude Code plugin section")
@@ -459,7 +497,7 @@ func TestReadmeLocalCheckout(t *testing.T) {
 // TestReadmeInstall: the README's Install section names exactly the wheels the launcher
 // fetches, of the launcher's release.
 func TestReadmeInstall(t *testing.T) {
-	text := string(readFile(t, "../README.md"))
+	text := string(readFile(t, readmeFile))
 	_, section, ok := strings.Cut(text, "\n## Install\n")
 	if !ok {
 		t.Fatal("README.md has no ## Install section")

@@ -1,4 +1,4 @@
-package plugin
+package plugintest
 
 import (
 	"encoding/json"
@@ -93,7 +93,7 @@ func shells(t *testing.T) []string {
 // launcherPath is the launcher's absolute path: the tests run it from elsewhere.
 func launcherPath(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(launcherFile)
+	p, err := filepath.Abs(pluginPath(launcherFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestLauncherWithoutUvx(t *testing.T) {
 // and --transport stdio.
 func TestManifestLaunch(t *testing.T) {
 	version, _ := launcherVersions(t)
-	root, err := filepath.Abs(".")
+	root, err := filepath.Abs(pluginDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,8 @@ func TestLauncherOffline(t *testing.T) {
 // TestLauncherOfflineRealUvx: the pinned uvx, pointed at a mirror that refuses the
 // connection, gives the same advice with its own cause.
 func TestLauncherOfflineRealUvx(t *testing.T) {
-	root, err := filepath.Abs("..")
+	tier.Full(t, "it needs the pinned uvx (make interop-deps)")
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestLauncherSnapshot(t *testing.T) {
 // cache private to each case, so nothing is fetched.
 func TestLauncherEndToEnd(t *testing.T) {
 	tier.Full(t, "it needs the pinned uvx and the dependency wheels (make interop-deps)")
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
-// Package plugin holds the Claude Code plugin of repl-mcp, and the tests that keep it
-// honest; it has no Go code of its own.
+// Package plugintest holds the tests that keep repl-mcp's Claude Code plugin honest; it
+// has no code of its own. The plugin itself is ../../plugin, files only: Claude Code
+// copies that whole directory into its cache, so the tests live here, and
+// TestPluginHoldsOnlyItsFiles fails if anything else appears there.
 //
 // The plugin is files: .claude-plugin/plugin.json (metadata), .mcp.json (the
 // python-repl MCP server: sh ${CLAUDE_PLUGIN_ROOT}/scripts/repl-mcp-launch.sh --transport
@@ -9,7 +11,7 @@
 // errors to the client's handshake, which Claude Code shows), hooks/hooks.json with
 // hooks/nudge-python-repl.sh (a PostToolUse reminder after inline Python in Bash), and
 // skills/python-repl/SKILL.md (how to use the tools). The marketplace that lists it is
-// ../.claude-plugin/marketplace.json, at the repository root, where `/plugin marketplace
+// .claude-plugin/marketplace.json, at the repository root, where `/plugin marketplace
 // add iota-uz/repl-mcp` looks for it.
 //
 // The tests run the launcher under stub `uname` and `uvx` commands for every supported
@@ -21,4 +23,4 @@
 // that outlives its test.
 //
 // The plugin's contract is docs/contract.md §10.2 to §10.5.
-package plugin
+package plugintest
