@@ -27,9 +27,10 @@ PACKAGE_DIR = os.path.join(HERE, 'replworker')
 with open(os.path.join(HERE, 'bootstrap.py'), encoding='utf-8') as _file:
     BOOTSTRAP = _file.read()
 
-# The variable that gives a worker the limits it shares with the server (PROTOCOL.md, The
-# process). The Go test that runs this suite sets it (repl.WorkerLimitsEnv), and every
-# WorkerProcess inherits it, as a server's worker gets it.
+# The variable that gives a worker the limits it shares with the server
+# (PROTOCOL.md, The process). The Go test that runs this suite sets it
+# (repl.WorkerLimitsEnv), and every WorkerProcess inherits it, as a server's worker
+# gets it.
 LIMITS_VAR = 'REPL_MCP_WORKER_LIMITS'
 RESULT_WAIT = 20.0  # generous: the suite runs on four interpreters in parallel
 INTERRUPTED = 'Execution interrupted ({}); namespace preserved'

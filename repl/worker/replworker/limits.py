@@ -3,8 +3,8 @@
 The limits the server enforces or relies on too (the frame size, the stream and preview
 budgets, the artifact sizes, the bridge's timeouts: those read with _server_int and
 _server_seconds) are declared once, in Go (repl/workerlimits.go), and reach the worker in
-its environment: REPL_MCP_WORKER_LIMITS, a JSON object by name (PROTOCOL.md, The
-limits). They have no value here. A worker started without that variable, or with a name
+its environment: REPL_MCP_WORKER_LIMITS, a JSON object by name
+(PROTOCOL.md, The limits). They have no value here. A worker started without that variable, or with a name
 missing, one this table does not know or a value of the wrong kind, writes one line about
 it to fd 2 and exits with status 2 before its ready frame. The worker's tests get the
 variable from the Go test that runs them (repl/worker's TestWorkerUnit); main.run()
