@@ -313,6 +313,12 @@ func (b *bench) measureSession(ctx context.Context, m *measurements) {
 		fail(err)
 		return
 	}
+	// python_health too, as a client's first look does: it starts no worker.
+	if _, _, err := s.request(ctx, requestTimeout, "tools/call",
+		map[string]any{"name": "python_health", "arguments": map[string]any{}}); err != nil {
+		fail(err)
+		return
+	}
 	if err := sleep(ctx, idleWait); err != nil {
 		fail(err)
 		return
