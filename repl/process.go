@@ -241,6 +241,7 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 				return
 			}
 			f.Result.Images = taken
+			f.Result.noBarrier = f.Barrier != nil && !*f.Barrier
 			p.results <- resultFrame{id: f.ID, result: f.Result}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))

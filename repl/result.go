@@ -133,6 +133,9 @@ type workerResult struct {
 	ExitCode                 *int              `json:"exit_code"`
 	Artifact                 json.RawMessage   `json:"artifact"`
 	ArtifactError            *string           `json:"artifact_error"`
+	// noBarrier: the worker wrote no barrier before this result (its frame's
+	// "barrier": false), and the native output is not waited for (native.go).
+	noBarrier bool
 
 	// Images is the metadata the result frame lists; the frame reader puts the bytes
 	// of the run's image frames in (imageCollector.take).

@@ -362,9 +362,11 @@ func (s *Session) overBudgetError(p *process, sampled int64) string {
 }
 
 // complete turns the worker's result into the run's result, with the native output
-// the worker wrote before it.
+// the worker wrote before it: after its barrier, when the worker wrote one.
 func (s *Session) complete(p *process, r *run, wr *workerResult) *Result {
-	p.native.wait(barrierWait)
+	if !wr.noBarrier {
+		p.native.wait(barrierWait)
+	}
 	native, nativeCut := p.native.takeCut()
 	stdoutGap, stdoutCut := wr.Cuts["stdout"]
 	stderrGap, stderrCut := wr.Cuts["stderr"]

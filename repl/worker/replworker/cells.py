@@ -36,7 +36,8 @@ from .messages import (
     INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
     THREADS_INTERRUPTED, THREADS_MORE,
 )
-from .output import STREAMS, NativeOutput, Output, Spool
+from .native import NativeOutput
+from .output import STREAMS, Output, Spool
 from .sinks import Sink, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
 from .nbdata import builtin_repr, pandas_html
@@ -643,8 +644,12 @@ class Worker:
         # From here on a SIGINT can only be for a command still incoming.
         self._interrupts.result_due()
         self._channel.park_reader()  # the main thread reads the next command itself
-        # One write: once the server sees it, it holds every native byte of the run.
-        self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
-        self._channel.send({'type': 'result', 'id': run_id, 'result': result})
+        # One write: once the server sees it, it holds every native byte of the run. Not
+        # written when the pipe holds no byte the server has yet to read, as after a cell
+        # that wrote none: the result says so, and the server does not wait for it.
+        frame = {'type': 'result', 'id': run_id, 'result': result}
+        if not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
+            frame['barrier'] = False
+        self._channel.send(frame)
         if result['state'] == 'cleared':
             exit_now(EXIT_STATE_CLEARED)
