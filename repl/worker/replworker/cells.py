@@ -120,6 +120,10 @@ class CellExecutor(ThreadPoolExecutor):
         with self._jobs_lock:
             self._jobs.pop(job, None)
 
+    def has_jobs(self):
+        """Whether any submitted job is unfinished."""
+        return bool(self._jobs)
+
     def queued(self, run_id):
         """How many jobs `run_id` submitted that no thread has taken yet."""
         with self._jobs_lock:
@@ -485,6 +489,9 @@ class Worker:
         entry for each of its default-executor jobs still queued. Work that is just finishing gets a short grace: asyncio's waitpid thread, say,
         wakes the cell and then needs a moment to exit. At most BACKGROUND_THREAD_NAMES
         names, then how many more."""
+        if not THREADS.started_any(run_id) and not self._executor.has_jobs():
+            return []  # nothing started a thread or submitted a job for the run: none works for it
+        THREADS.forget(run_id)
         deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
         while True:
             # enumerate() drops a thread once its Python code has finished.
