@@ -47,7 +47,10 @@
 // the cells, as the markdown table README.md carries. It starts the Jupyter server
 // jupyter-mcp-server needs (on 127.0.0.1, with a token of its own and its files in the
 // scratch directory), shuts down the kernels each start leaves, and stops it at the
-// end. A peer that cannot run is reported with the reason, never skipped silently.
+// end. A peer that cannot run is reported with the reason, never skipped silently. Then
+// it measures repl-mcp and mcp-python-interpreter again through a plain synchronous
+// Python stdio client (json and pipes, on the bench's interpreter), the client whose own
+// cost dilutes the ratio most, in interleaved rounds, as a second table.
 //
 // With -compare it measures -binary against a baseline binary instead: in each of
 // -rounds rounds, in an order swapped every round, each binary's warm p50 (a warm
