@@ -54,6 +54,9 @@ BASELINE_NAMES = {'__name__': CELL_MODULE, '__builtins__': builtins}
 # `mcp` is reserved too, though not in the baseline: each cell gets a new bridge object.
 RESERVED_NAMES = frozenset({'__file__', '__repl_result__', 'mcp'})
 _CELL_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+# First characters of a line that is no expression statement at column 0: indentation
+# (an error), a comment, and the shell lines of split_commands.
+_NOT_AN_EXPRESSION_START = frozenset(' \t\f#!%')
 
 
 class CellLoop(asyncio.SelectorEventLoop):
@@ -201,11 +204,27 @@ def compile_command(lineno, command, pip, filename):
     return compile(call, filename, 'eval', dont_inherit=True)
 
 
+def _one_line_expression(source, filename):
+    """The code of a cell that is one expression on one line (`df.shape`, `x`), compiled
+    from its text at once, or None. It is the code the parse and compile below make of
+    it (a test holds them equal), without the syntax tree in Python objects between. Any
+    other cell, and one this cannot compile, takes the long way, which gives the errors."""
+    if not source or source[0] in _NOT_AN_EXPRESSION_START or '\n' in source.rstrip('\n') or '\r' in source:
+        return None
+    try:
+        return compile(source, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
+    except Exception:  # SyntaxError (a statement), ValueError (a NUL byte): the long way says which
+        return None
+
+
 def compile_cell(source, filename, commands=False):
     """Code for the leading shell lines (with `commands`, see split_commands), the body and,
     when the cell ends with an expression, for that expression; compiled apart so its value
     is kept as an object (no implicit repr). The body is None when the expression is all
     there is: a cell like `df.shape` is parsed once and compiled once."""
+    tail = _one_line_expression(source, filename)
+    if tail is not None:
+        return [], None, tail
     lines = ()
     if commands:
         lines, source = split_commands(source)
