@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +86,12 @@ func (b *bench) compare(ctx context.Context, baseline string) *compareRounds {
 	cr := &compareRounds{}
 	binaries := [2]string{baseline, b.cfg.Binary}
 	sides := [2]*compareSide{&cr.old, &cr.new}
+	// A cache directory for each binary: two workers of different sources would
+	// otherwise replace each other's compiled code, and every cold start would compile.
+	var envs [2][]string
+	for i, name := range []string{"baseline", "candidate"} {
+		envs[i] = []string{"XDG_CACHE_HOME=" + filepath.Join(b.dir, "cache-"+name)}
+	}
 	imports, err := workerImports()
 	if err != nil {
 		cr.err = err
@@ -98,7 +105,7 @@ func (b *bench) compare(ctx context.Context, baseline string) *compareRounds {
 	defer floor.stop()
 	var warm [2]*mcpServer
 	for i, bin := range binaries {
-		s, err := b.warmSession(ctx, bin)
+		s, err := b.warmSession(ctx, bin, envs[i])
 		if err != nil {
 			cr.err = fmt.Errorf("warm session of %s: %w", bin, err)
 			return cr
@@ -151,7 +158,7 @@ func (b *bench) compare(ctx context.Context, baseline string) *compareRounds {
 			},
 			func() error {
 				for _, i := range order {
-					cold.cfg.Binary = binaries[i]
+					cold.cfg.Binary, cold.serverEnv = binaries[i], envs[i]
 					run, err := cold.coldOnce(ctx)
 					if err != nil {
 						return fmt.Errorf("cold start of %s: %w", binaries[i], err)
@@ -162,7 +169,7 @@ func (b *bench) compare(ctx context.Context, baseline string) *compareRounds {
 			},
 			func() error {
 				for _, i := range order {
-					m, err := b.idleServer(ctx, binaries[i])
+					m, err := b.idleServer(ctx, binaries[i], envs[i])
 					if err != nil {
 						return fmt.Errorf("idle server of %s: %w", binaries[i], err)
 					}
@@ -186,8 +193,8 @@ func (b *bench) compare(ctx context.Context, baseline string) *compareRounds {
 }
 
 // warmSession starts a server of binary and runs its first cell.
-func (b *bench) warmSession(ctx context.Context, binary string) (*mcpServer, error) {
-	s, err := startServer(ctx, b.dir, binary, b.cfg.Python)
+func (b *bench) warmSession(ctx context.Context, binary string, env []string) (*mcpServer, error) {
+	s, err := startServerEnv(ctx, b.dir, binary, b.cfg.Python, env)
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +208,8 @@ func (b *bench) warmSession(ctx context.Context, binary string) (*mcpServer, err
 }
 
 // idleServer starts a server of binary and reads its RSS as the idle figure defines it.
-func (b *bench) idleServer(ctx context.Context, binary string) (memStat, error) {
-	s, err := startServer(ctx, b.dir, binary, b.cfg.Python)
+func (b *bench) idleServer(ctx context.Context, binary string, env []string) (memStat, error) {
+	s, err := startServerEnv(ctx, b.dir, binary, b.cfg.Python, env)
 	if err != nil {
 		return memStat{}, err
 	}

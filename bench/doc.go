@@ -55,7 +55,9 @@
 // With -compare it measures -binary against a baseline binary instead: in each of
 // -rounds rounds, in an order swapped every round, each binary's warm p50 (a warm
 // session of each, kept for the run), a cold start of each and an idle server of each,
-// beside the bare pipe and bare Python floors of the same round. It reports each figure's
+// beside the bare pipe and bare Python floors of the same round; each binary's servers
+// get a cache directory of their own (XDG_CACHE_HOME), or two workers would replace each
+// other's compiled code at every start. It reports each figure's
 // median over the rounds with their range, and the candidate's ratio to the baseline as
 // the median of the per-round ratios: how a change's effect is measured on a noisy machine.
 //
