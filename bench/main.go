@@ -281,7 +281,11 @@ func runPeersReport(ctx context.Context, b *bench, cfg config, env environment, 
 	case pm.floorErr != nil:
 		return fmt.Errorf("could not measure the floor: %w", pm.floorErr)
 	case len(pm.peers[0].warm) == 0:
-		return fmt.Errorf("could not measure repl-mcp: %w", pm.peers[0].warmErr)
+		err := pm.peers[0].warmErr
+		if err == nil {
+			err = context.Cause(ctx) // cut short before its first round
+		}
+		return fmt.Errorf("could not measure repl-mcp: %w", err)
 	}
 	return nil
 }
