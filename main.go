@@ -261,6 +261,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
 		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
+	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
+	// schemas with a fresh 32 KiB buffer) in heap pages the runtime would keep resident
+	// while idle: return them once, beside the first requests (docs/design.md,
+	// Performance targets).
+	go debug.FreeOSMemory()
 	if o.transport == "http" {
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {

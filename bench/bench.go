@@ -56,6 +56,9 @@ type bench struct {
 	dir      string // a scratch working directory for every child, with no .venv
 	progress io.Writer
 	notes    *notes
+	// serverEnv is added to the environment of the servers coldOnce starts (-compare
+	// gives each binary a cache directory of its own).
+	serverEnv []string
 }
 
 // coldRun is one cold start: process start to the first cell's result.
@@ -258,7 +261,7 @@ func wrapf(err error, what string) error {
 
 func (b *bench) coldOnce(ctx context.Context) (coldRun, error) {
 	start := time.Now()
-	s, err := startServer(ctx, b.dir, b.cfg.Binary, b.cfg.Python)
+	s, err := startServerEnv(ctx, b.dir, b.cfg.Binary, b.cfg.Python, b.serverEnv)
 	if err != nil {
 		return coldRun{}, err
 	}
@@ -310,6 +313,12 @@ func (b *bench) measureSession(ctx context.Context, m *measurements) {
 		return
 	}
 	if m.tools, err = s.listTools(ctx); err != nil {
+		fail(err)
+		return
+	}
+	// python_health too, as a client's first look does: it starts no worker.
+	if _, _, err := s.request(ctx, requestTimeout, "tools/call",
+		map[string]any{"name": "python_health", "arguments": map[string]any{}}); err != nil {
 		fail(err)
 		return
 	}

@@ -27,6 +27,7 @@
 //	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts]
 //	go run ./bench -peers -binary ./bin/repl-mcp [-venvs bench] [-rounds 10] [-round-cells 30]
 //	               [-slow-cells 2] [-peer-cold-runs 3] [-out bench/peers-report.txt]
+//	go run ./bench -compare OLD_BINARY -binary ./bin/repl-mcp [-rounds 10] [-round-cells 30]
 //
 // The downstream server of the broker figure is internal/mcpfixture, served by the
 // bench executable itself: run with REPL_MCP_BENCH_FIXTURE=1, it is that fixture over
@@ -46,7 +47,19 @@
 // the cells, as the markdown table README.md carries. It starts the Jupyter server
 // jupyter-mcp-server needs (on 127.0.0.1, with a token of its own and its files in the
 // scratch directory), shuts down the kernels each start leaves, and stops it at the
-// end. A peer that cannot run is reported with the reason, never skipped silently.
+// end. A peer that cannot run is reported with the reason, never skipped silently. Then
+// it measures repl-mcp and mcp-python-interpreter again through a plain synchronous
+// Python stdio client (json and pipes, on the bench's interpreter), the client whose own
+// cost dilutes the ratio most, in interleaved rounds, as a second table.
+//
+// With -compare it measures -binary against a baseline binary instead: in each of
+// -rounds rounds, in an order swapped every round, each binary's warm p50 (a warm
+// session of each, kept for the run), a cold start of each and an idle server of each,
+// beside the bare pipe and bare Python floors of the same round; each binary's servers
+// get a cache directory of their own (XDG_CACHE_HOME), or two workers would replace each
+// other's compiled code at every start. It reports each figure's
+// median over the rounds with their range, and the candidate's ratio to the baseline as
+// the median of the per-round ratios: how a change's effect is measured on a noisy machine.
 //
 // The targets and why they are ratios are in docs/design.md ("Performance targets").
 package main

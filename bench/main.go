@@ -31,7 +31,8 @@ type config struct {
 	Budget   time.Duration
 	Figures  figureSet // the figure groups to measure; empty is all
 
-	PeersMode bool // -peers: the peers figure instead of the targets
+	PeersMode bool   // -peers: the peers figure instead of the targets
+	Compare   string // -compare: a baseline binary measured beside -binary, in interleaved rounds
 	Peers     peerConfig
 }
 
@@ -72,9 +73,10 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	fs.DurationVar(&cfg.Budget, "budget", 115*time.Second, "upper bound on the whole run")
 	fs.BoolVar(&cfg.PeersMode, "peers", false, "measure repl-mcp beside its peers (make bench-peers) instead of the targets")
+	fs.StringVar(&cfg.Compare, "compare", "", "a baseline repl-mcp binary: measure -binary against it in interleaved rounds (-rounds, -round-cells) instead of the targets")
 	fs.StringVar(&cfg.Peers.Venvs, "venvs", "bench", "with -peers: the directory of the peers' venvs (.venv-peers-*)")
-	fs.IntVar(&cfg.Peers.Rounds, "rounds", 10, "with -peers: interleaved rounds")
-	fs.IntVar(&cfg.Peers.RoundCells, "round-cells", 30, "with -peers: cells of each server per round")
+	fs.IntVar(&cfg.Peers.Rounds, "rounds", 10, "with -peers or -compare: interleaved rounds")
+	fs.IntVar(&cfg.Peers.RoundCells, "round-cells", 30, "with -peers or -compare: cells of each server per round")
 	fs.IntVar(&cfg.Peers.SlowCells, "slow-cells", 2, "with -peers: cells per round at jupyter-mcp-server's default interval")
 	fs.IntVar(&cfg.Peers.PeerColdRun, "peer-cold-runs", 3, "with -peers: cold starts of each server")
 	figures := fs.String("figures", "all", "figure groups to measure: all, or a comma list of "+strings.Join(figureGroups, ", "))
@@ -90,6 +92,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return cfg, usageError{errors.New("-cold-runs must be at least 1")}
 	case cfg.Peers.Rounds < 1 || cfg.Peers.RoundCells < 1 || cfg.Peers.SlowCells < 0 || cfg.Peers.PeerColdRun < 1:
 		return cfg, usageError{errors.New("-rounds, -round-cells and -peer-cold-runs must be at least 1, -slow-cells at least 0")}
+	case cfg.PeersMode && cfg.Compare != "":
+		return cfg, usageError{errors.New("-peers and -compare are two different runs")}
 	case cfg.Budget <= 0:
 		return cfg, usageError{errors.New("-budget must be positive")}
 	}
@@ -128,8 +132,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	b := &bench{cfg: cfg, dir: dir, progress: stderr, notes: &notes{}}
-	if cfg.PeersMode {
+	switch {
+	case cfg.PeersMode:
 		return runPeersReport(ctx, b, cfg, env, stdout)
+	case cfg.Compare != "":
+		return runCompare(ctx, b, cfg, env, stdout)
 	}
 	m := b.run(ctx)
 	env.loadEnd = loadText()
@@ -274,7 +281,11 @@ func runPeersReport(ctx context.Context, b *bench, cfg config, env environment, 
 	case pm.floorErr != nil:
 		return fmt.Errorf("could not measure the floor: %w", pm.floorErr)
 	case len(pm.peers[0].warm) == 0:
-		return fmt.Errorf("could not measure repl-mcp: %w", pm.peers[0].warmErr)
+		err := pm.peers[0].warmErr
+		if err == nil {
+			err = context.Cause(ctx) // cut short before its first round
+		}
+		return fmt.Errorf("could not measure repl-mcp: %w", err)
 	}
 	return nil
 }

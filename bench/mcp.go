@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
 	"time"
@@ -27,7 +29,17 @@ type mcpServer struct {
 }
 
 func startServer(ctx context.Context, dir, binary, python string) (*mcpServer, error) {
-	c, err := startChild(ctx, "repl-mcp", dir, binary, "--python", python)
+	return startServerEnv(ctx, dir, binary, python, nil)
+}
+
+// startServerEnv is startServer with env added to the bench's environment.
+func startServerEnv(ctx context.Context, dir, binary, python string, env []string) (*mcpServer, error) {
+	cmd := exec.Command(binary, "--python", python)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	c, err := startPiped(ctx, "repl-mcp", cmd)
 	if err != nil {
 		return nil, err
 	}

@@ -312,6 +312,7 @@ type peersMeasurements struct {
 	jupyterMem  uint64
 	jupyterDesc []string
 	peers       []*peerResult
+	pyClient    []*pyClientResult // repl-mcp and mcp-python-interpreter through the Python client
 }
 
 func (b *bench) runPeers(ctx context.Context) *peersMeasurements {
@@ -420,6 +421,8 @@ func (b *bench) runPeers(ctx context.Context) *peersMeasurements {
 	if pm.jupyter != nil {
 		pm.jupyterMem, pm.jupyterDesc, _ = treeRSS(pm.jupyter.c.pid())
 	}
+	b.say("peers: %d rounds of %d cells on repl-mcp and mcp-python-interpreter through a Python client", pc.Rounds, pc.RoundCells)
+	pm.pyClient = b.measurePyClient(ctx, specs[:2])
 	for _, r := range pm.peers {
 		s := servers[r.spec.name]
 		if s == nil {
@@ -537,6 +540,9 @@ func peersReport(cfg config, env environment, pm *peersMeasurements, notes []str
 		if r.warmErr != nil && len(r.warm) > 0 {
 			fmt.Fprintf(&sb, "- %s stopped early: %s\n", r.spec.name, oneLine(r.warmErr))
 		}
+	}
+	if len(pm.pyClient) > 0 {
+		sb.WriteString(pyClientReport(cfg, pm.pyClient))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(&sb, "- %s\n", n)

@@ -160,7 +160,7 @@ func (r *report) coldRow(cfg config, m *measurements) {
 
 // memoryRows are the server's RSS and the output flood.
 func (r *report) memoryRows(cfg config, m *measurements) {
-	idle := row{figure: "idle server RSS (after initialize, tools/list, 200 ms)", target: "<= " + mib(targetIdleRSS)}
+	idle := row{figure: "idle server RSS (after initialize, tools/list, python_health, 200 ms)", target: "<= " + mib(targetIdleRSS)}
 	if m.idleErr == nil {
 		idle.value, idle.met = mib(m.idle.rss), yesNo(m.idle.rss <= targetIdleRSS)
 	} else {

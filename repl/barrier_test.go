@@ -42,3 +42,33 @@ func TestBarrierSurvivesAClosedFd2(t *testing.T) {
 func pyQuote(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 }
+
+// The worker writes no barrier when the native pipe holds nothing unread (PROTOCOL.md,
+// The barrier): output the server had already read when the cell ended, the worker's
+// own and a child's, is still the run's, in order; output still in the pipe at the end
+// comes after a barrier and is the run's too.
+func TestNativeOutputWithAndWithoutBarrier(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	drained := "import fcntl, os, subprocess, termios, time\n" +
+		"os.write(1, b'native early\\n')\n" +
+		"subprocess.run(['echo', 'child early'], check=True)\n" +
+		"deadline = time.monotonic() + 10\n" +
+		"while fcntl.ioctl(1, termios.FIONREAD, bytes(4)) != bytes(4) and time.monotonic() < deadline:\n" +
+		"    time.sleep(0.005)\n" +
+		"print('python')\n"
+	for i := 0; i < 3; i++ {
+		res := s.Execute(t.Context(), ExecRequest{Code: drained})
+		if !res.Success || res.Stdout != "python\n" || res.Stderr != "native early\nchild early\n" {
+			t.Fatalf("run %d, drained before the result: %+v", i, res)
+		}
+		res = s.Execute(t.Context(), ExecRequest{Code: "os.write(2, b'native late\\n')\nsubprocess.run(['echo', 'child late'], check=True)\nprint('python')"})
+		if !res.Success || res.Stdout != "python\n" || res.Stderr != "native late\nchild late\n" {
+			t.Fatalf("run %d, written just before the result: %+v", i, res)
+		}
+		res = s.Execute(t.Context(), ExecRequest{Code: "print('python only')"})
+		if !res.Success || res.Stdout != "python only\n" || res.Stderr != "" {
+			t.Fatalf("run %d, no native output: %+v", i, res)
+		}
+	}
+}

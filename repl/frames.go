@@ -28,8 +28,9 @@ type inFrame struct {
 	Stream string `json:"stream"`
 	Text   string `json:"text"`
 
-	// result
-	Result *workerResult `json:"result"`
+	// result; Barrier is false when the worker wrote no barrier before it (absent: it did)
+	Result  *workerResult `json:"result"`
+	Barrier *bool         `json:"barrier"`
 
 	// job: a detached process group (pid is its leader) "started" or "finished"
 	Action string `json:"action"`

@@ -2,9 +2,10 @@ package repl
 
 import (
 	"bytes"
-	"io"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -12,7 +13,8 @@ import (
 // bytes that never pass through Python's sys.stdout. It keeps each run's as a
 // terminal shows them (a progress bar redrawn with \r keeps its last state), at most
 // LiveLimit bytes, the head and the tail of a longer output, as the worker keeps a
-// cell's streams; and it strips the barrier the worker writes before each result.
+// cell's streams; and it strips the barrier the worker writes before a result when
+// the pipe still held bytes the server had not read.
 type nativeOutput struct {
 	mu      sync.Mutex
 	text    *terminalText
@@ -27,24 +29,44 @@ func newNativeOutput() *nativeOutput {
 	return &nativeOutput{eof: make(chan struct{}), text: newTerminalText(LiveLimit, streamHead)}
 }
 
-// drain reads r until EOF. The owner of the worker waits for it.
-func (n *nativeOutput) drain(r io.Reader) {
+// drain reads f until EOF. The owner of the worker waits for it.
+//
+// Each read from the pipe and the keeping of what it read happen under n.mu. The worker
+// skips its barrier when the kernel's pipe holds no byte (worker/PROTOCOL.md, The
+// barrier): every byte it wrote was then taken by a read that has either been kept or is
+// being kept under the lock take waits for, so a result with no barrier finds them all.
+func (n *nativeOutput) drain(f *os.File) {
 	defer close(n.eof)
 	chunk := make([]byte, 32<<10)
-	for {
-		k, err := r.Read(chunk)
-		if k > 0 {
-			n.add(chunk[:k])
-		}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for done := false; !done; {
+		err := rc.Read(func(fd uintptr) bool {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			k, err := syscall.Read(int(fd), chunk)
+			for err == syscall.EINTR {
+				k, err = syscall.Read(int(fd), chunk)
+			}
+			if err == syscall.EAGAIN {
+				return false // wait until the pipe is readable
+			}
+			if k > 0 {
+				n.addLocked(chunk[:k])
+			}
+			done = k <= 0 // EOF, or an error: the pipe is gone
+			return true
+		})
 		if err != nil {
-			return
+			return // closed by the owner
 		}
 	}
 }
 
-func (n *nativeOutput) add(p []byte) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+// addLocked keeps what drain read; the caller holds n.mu.
+func (n *nativeOutput) addLocked(p []byte) {
 	data := append(n.pending, p...)
 	n.pending = nil
 	if n.barrier == nil {

@@ -242,6 +242,7 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 				return
 			}
 			res.Images = taken
+			res.noBarrier = f.Barrier != nil && !*f.Barrier
 			p.results <- resultFrame{id: f.ID, result: res}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))

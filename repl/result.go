@@ -113,6 +113,9 @@ type Result struct {
 	// kept is what the text form kept of the result's complete text (KeepText),
 	// shared with every copy From makes; nil for a result no session identified.
 	kept *keptText
+	// noBarrier: the worker wrote no barrier before this result (its frame's
+	// "barrier": false), and the native output is not waited for (native.go).
+	noBarrier bool
 }
 
 // workerResult is the result of a worker's result frame (worker/PROTOCOL.md, "The

@@ -362,9 +362,11 @@ func (s *Session) overBudgetError(p *process, sampled int64) string {
 }
 
 // complete makes the worker's result the run's result, with the native output the
-// worker wrote before it joining stderr.
+// worker wrote before it joining stderr: after its barrier, when the worker wrote one.
 func (s *Session) complete(p *process, r *run, res *Result) *Result {
-	p.native.wait(barrierWait)
+	if !res.noBarrier {
+		p.native.wait(barrierWait)
+	}
 	native, nativeCut := p.native.takeCut()
 	stderr := CutText{res.Stderr, res.stderrGaps}.Join(native)
 	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps

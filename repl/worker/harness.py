@@ -209,6 +209,10 @@ class WorkerProcess:
         self.jobs = []  # job frames, which may come at any time
         self.images = []  # image frames collect() read, in order
         self.open_fds = {event_r, native_r}
+        # While set, the native pipe is left unread: what a cell writes there is still in
+        # the pipe when it ends, so the worker must write its barrier.
+        self.hold_native = False
+        self.barrier_written = None  # whether the last result came after its barrier
         self.ready = None
         try:
             if wait_ready:
@@ -224,7 +228,8 @@ class WorkerProcess:
         if not self.open_fds:
             time.sleep(max(min(timeout, 0.05), 0))
             return False
-        readable, _, _ = select.select(list(self.open_fds), [], [], max(timeout, 0))
+        fds = [fd for fd in self.open_fds if not (self.hold_native and fd == self.native_fd)]
+        readable, _, _ = select.select(fds, [], [], max(timeout, 0))
         for fd in readable:
             data = os.read(fd, 1 << 20)
             if not data:
@@ -275,6 +280,7 @@ class WorkerProcess:
             self.jobs.append(frame)
 
     def drain_native(self, timeout=0.2):
+        self.hold_native = False
         deadline = time.monotonic() + timeout
         while self._poll(deadline - time.monotonic()):
             pass
@@ -311,6 +317,7 @@ class WorkerProcess:
             elif frame['type'] == 'image':
                 self.images.append(frame)
             elif frame['type'] == 'result':
+                self.barrier_written = frame.get('barrier', True)
                 return frame['result'], outputs
             else:
                 raise AssertionError(f'unexpected frame {frame}')

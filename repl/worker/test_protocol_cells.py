@@ -427,14 +427,40 @@ class OutputBoundTests(WorkerTestCase):
 
     def test_barrier_written_to_fd2_before_result(self):
         barrier = 'barrier-' + uuid.uuid4().hex
+        self.worker.hold_native = True  # the bytes are still in the pipe when the cell ends
         run_id = self.worker.start('import os\nos.write(2, b"native-before")', barrier=barrier)
         result, _ = self.worker.collect(run_id)
         self.assert_ok(result)
+        self.assertTrue(self.worker.barrier_written)
         # The barrier was written before the result frame, so it is already in the pipe.
         native = self.worker.drain_native(0)
         marker = b'\x1e' + barrier.encode() + b'\x1e'
         self.assertIn(marker, native)
         self.assertLess(native.index(b'native-before'), native.index(marker))
+
+    def test_no_barrier_when_the_pipe_holds_nothing_unread(self):
+        # Nothing written: nothing to wait for.
+        barrier = 'barrier-' + uuid.uuid4().hex
+        self.assert_ok(self.worker.run('print("python only")\n1', barrier=barrier))
+        self.assertFalse(self.worker.barrier_written)
+        self.assertNotIn(barrier.encode(), self.worker.drain_native(0))
+        # Written, by the worker and by a child, and read by the server before the cell
+        # ended: the reader already holds it all, so again no barrier.
+        barrier = 'barrier-' + uuid.uuid4().hex
+        code = (
+            'import fcntl, os, subprocess, termios, time\n'
+            'os.write(1, b"native-early\\n")\n'
+            'subprocess.run(["echo", "child-early"], check=True)\n'
+            'deadline = time.monotonic() + 10\n'
+            'while fcntl.ioctl(1, termios.FIONREAD, bytes(4)) != bytes(4) and time.monotonic() < deadline:\n'
+            '    time.sleep(0.01)\n'
+        )
+        self.assert_ok(self.worker.run(code, barrier=barrier))
+        native = self.worker.drain_native(0)
+        if sys.platform == 'linux':
+            self.assertFalse(self.worker.barrier_written)
+            self.assertNotIn(barrier.encode(), native)
+        self.assertIn(b'native-early\nchild-early\n', native)
 
 
 class StreamSurfaceTests(WorkerTestCase):
@@ -546,6 +572,7 @@ class NativeOutputTests(WorkerTestCase):
     def run_with_barrier(self, code):
         """(result, native bytes once the result is in): the barrier is there by then."""
         barrier = 'barrier-' + uuid.uuid4().hex
+        self.worker.hold_native = True  # what the cell writes natively is unread when it ends
         result = self.worker.run(code, barrier=barrier)
         self.assert_ok(result)
         return result, self.worker.drain_native(0), b'\x1e' + barrier.encode() + b'\x1e'
@@ -560,8 +587,10 @@ class NativeOutputTests(WorkerTestCase):
             self.assertIn(marker, native)  # the server need not wait it out
             self.assertLess(native.index(f'native-{i}'.encode()), native.index(marker))
         self.assertEqual(self.worker.value(f'os.close(1)\nf1 = open({took1!r}, "w", buffering=1)\nf1.fileno()'), 1)
-        _, native, marker = self.run_with_barrier('print("to a file", file=f1)\nprint("captured")')
+        _, native, marker = self.run_with_barrier(
+            'print("to a file", file=f1)\nprint("captured")\nimport sys\nos.write(sys.stderr.fileno(), b"native")')
         self.assertIn(marker, native)
+        self.assertLess(native.index(b'native'), native.index(marker))
         # Every descriptor still the pipe (the worker's own copy) now goes to a file too.
         closed = self.worker.value(
             'import os\nclosed = []\n'
@@ -575,6 +604,7 @@ class NativeOutputTests(WorkerTestCase):
         result, native, marker = self.run_with_barrier('print("still answered")')
         self.assertEqual(result['stdout'], 'still answered\n')
         self.assertNotIn(marker, native)  # skipped: nothing of the worker's is the pipe any more
+        self.assertFalse(self.worker.barrier_written)  # and the result says so
         self.assert_ok(self.worker.run('f1.close()\nf2.close()'))
         for path in (took2, took1, took_copy):
             with open(path, 'rb') as file:

@@ -2,12 +2,14 @@
 the saved-file and cell-compiling steps, called directly. Outside a cell every bridge call
 is refused before any rpc (there is no channel here to send one on)."""
 
+import ast
 import inspect
 import math
 import os
 import platform
 import tempfile
 import threading
+import types
 import unittest
 import uuid
 from concurrent import futures
@@ -261,6 +263,33 @@ class CompileCellTests(unittest.TestCase):
         self.assertEqual([lines, body, eval(tail, {})], [[], None, 2])
         lines, body, tail = cells.compile_cell('!echo hi\nx', '<repl:c>', commands=True)
         self.assertEqual([len(lines), body], [1, None])
+
+    def test_a_one_line_expression_compiles_as_the_long_way_does(self):
+        # Compiled from its text at once: the same code object the parse and compile of
+        # the long way make, positions and flags included.
+        def long_way(source):
+            module = ast.parse(source, '<repl:c>', 'exec')
+            expression = ast.Expression(module.body.pop().value)
+            return compile(expression, '<repl:c>', 'eval', cells._CELL_FLAGS, dont_inherit=True)
+
+        def shape(code):
+            consts = tuple(shape(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+            positions = list(code.co_positions()) if hasattr(code, 'co_positions') else None  # 3.11+
+            return (code.co_code, consts, code.co_names, code.co_flags, code.co_filename, list(code.co_lines()), positions)
+
+        for source in ('1 + 1', 'df.shape', 'await asyncio.sleep(0)', 'f(x=1)  # comment', '"text"\n\n',
+                       'lambda y: [i for i in range(y)]', 'f"{x!r:>4}"', 'a if b else c'):
+            fast = cells._one_line_expression(source, '<repl:c>')
+            self.assertIsNotNone(fast, source)
+            self.assertEqual(shape(fast), shape(long_way(source)), source)
+            self.assertEqual(cells.compile_cell(source, '<repl:c>', commands=True)[:2], ([], None), source)
+        # Everything else takes the long way, which gives its result or its error.
+        for source in ('x = 1', '1;', '(1,\n 2)', 'x\r\ny', ' 1', '# c\n1', '!ls', '%pip list', 'x = (', '1\x00', ''):
+            self.assertIsNone(cells._one_line_expression(source, '<repl:c>'), source)
+        with self.assertRaises(IndentationError):
+            cells.compile_cell(' 1', '<repl:c>')
+        with self.assertRaises(SyntaxError):
+            cells.compile_cell('x = (', '<repl:c>')
 
     def test_leading_shell_lines(self):
         source = '# setup\n!echo hi\n\n  %pip install -q x\n!  ls  \nimport os\n!not a command here'

@@ -11,14 +11,14 @@ import threading
 import types
 import unittest
 
-from replworker import messages, output, sinks
+from replworker import messages, native, output, sinks
 from replworker.limits import (
     ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, LINE_CHARS, LIVE_PENDING_CHARS, SPOOL_HEAD, STREAM_BUDGET,
     STREAM_HEAD, STREAM_MARKER,
 )
 
 
-NATIVE = output.NativeOutput()  # this process's fd 1 and 2
+NATIVE = native.NativeOutput()  # this process's fd 1 and 2
 
 
 def sink(stream='stdout', cell=None):

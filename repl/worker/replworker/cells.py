@@ -36,7 +36,8 @@ from .messages import (
     INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
     THREADS_INTERRUPTED, THREADS_MORE,
 )
-from .output import STREAMS, NativeOutput, Output, Spool
+from .native import NativeOutput
+from .output import STREAMS, Output, Spool
 from .sinks import Sink, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
 from .nbdata import builtin_repr, pandas_html
@@ -53,6 +54,9 @@ BASELINE_NAMES = {'__name__': CELL_MODULE, '__builtins__': builtins}
 # `mcp` is reserved too, though not in the baseline: each cell gets a new bridge object.
 RESERVED_NAMES = frozenset({'__file__', '__repl_result__', 'mcp'})
 _CELL_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+# First characters of a line that is no expression statement at column 0: indentation
+# (an error), a comment, and the shell lines of split_commands.
+_NOT_AN_EXPRESSION_START = frozenset(' \t\f#!%')
 
 
 class CellLoop(asyncio.SelectorEventLoop):
@@ -118,6 +122,10 @@ class CellExecutor(ThreadPoolExecutor):
     def _finished(self, job):
         with self._jobs_lock:
             self._jobs.pop(job, None)
+
+    def has_jobs(self):
+        """Whether any submitted job is unfinished."""
+        return bool(self._jobs)
 
     def queued(self, run_id):
         """How many jobs `run_id` submitted that no thread has taken yet."""
@@ -196,11 +204,27 @@ def compile_command(lineno, command, pip, filename):
     return compile(call, filename, 'eval', dont_inherit=True)
 
 
+def _one_line_expression(source, filename):
+    """The code of a cell that is one expression on one line (`df.shape`, `x`), compiled
+    from its text at once, or None. It is the code the parse and compile below make of
+    it (a test holds them equal), without the syntax tree in Python objects between. Any
+    other cell, and one this cannot compile, takes the long way, which gives the errors."""
+    if not source or source[0] in _NOT_AN_EXPRESSION_START or '\n' in source.rstrip('\n') or '\r' in source:
+        return None
+    try:
+        return compile(source, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
+    except Exception:  # SyntaxError (a statement), ValueError (a NUL byte): the long way says which
+        return None
+
+
 def compile_cell(source, filename, commands=False):
     """Code for the leading shell lines (with `commands`, see split_commands), the body and,
     when the cell ends with an expression, for that expression; compiled apart so its value
     is kept as an object (no implicit repr). The body is None when the expression is all
     there is: a cell like `df.shape` is parsed once and compiled once."""
+    tail = _one_line_expression(source, filename)
+    if tail is not None:
+        return [], None, tail
     lines = ()
     if commands:
         lines, source = split_commands(source)
@@ -484,6 +508,9 @@ class Worker:
         entry for each of its default-executor jobs still queued. Work that is just finishing gets a short grace: asyncio's waitpid thread, say,
         wakes the cell and then needs a moment to exit. At most BACKGROUND_THREAD_NAMES
         names, then how many more."""
+        if not THREADS.started_any(run_id) and not self._executor.has_jobs():
+            return []  # nothing started a thread or submitted a job for the run: none works for it
+        THREADS.forget(run_id)
         deadline = time.monotonic() + BACKGROUND_EXIT_GRACE
         while True:
             # enumerate() drops a thread once its Python code has finished.
@@ -643,8 +670,12 @@ class Worker:
         # From here on a SIGINT can only be for a command still incoming.
         self._interrupts.result_due()
         self._channel.park_reader()  # the main thread reads the next command itself
-        # One write: once the server sees it, it holds every native byte of the run.
-        self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e')
-        self._channel.send({'type': 'result', 'id': run_id, 'result': result})
+        # One write: once the server sees it, it holds every native byte of the run. Not
+        # written when the pipe holds no byte the server has yet to read, as after a cell
+        # that wrote none: the result says so, and the server does not wait for it.
+        frame = {'type': 'result', 'id': run_id, 'result': result}
+        if not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
+            frame['barrier'] = False
+        self._channel.send(frame)
         if result['state'] == 'cleared':
             exit_now(EXIT_STATE_CLEARED)

@@ -2,12 +2,11 @@
 each stream kept as a terminal would show it (a line rewritten with \\r shows its last
 state) and bounded to its head and its tail; the complete text of a stream that passed
 its bound, spooled to an unlinked file for its artifact; live `output` frames; what
-threads of earlier cells print, kept apart for the next result; and the native-output
-pipe on fd 1 and fd 2, which the worker writes its barrier to and knows by identity."""
+and what threads of earlier cells print, kept apart for the next result. The
+native-output pipe on fd 1 and fd 2 is native.py's."""
 
 import codecs
 import collections
-import fcntl
 import os
 import re
 import threading
@@ -619,76 +618,3 @@ INTERRUPTIBLE_CODE = tuple(function.__code__ for function in (
     StreamText._to_spool, StreamText._keep_tail, Spool.write, Spool.flush, Spool._place, Spool.__init__,
     utf8_len, utf8_prefix, utf8_suffix, _private_file, type(THREADS).current_run,
 ))
-
-
-def _identity(fd):
-    """(st_dev, st_ino) of what `fd` refers to, or None when it is not open."""
-    try:
-        st = os.fstat(fd)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _private_copy(fd):
-    """A duplicate of `fd` above the standard descriptors, closed on exec (no child gets it)."""
-    try:
-        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    except OSError:
-        return None
-
-
-class NativeOutput:
-    """fd 1 and fd 2 as the worker found them at start (the native-output pipe), known by
-    identity. A cell may close either and open a file that takes its number: the worker
-    then never writes there. It checks a descriptor's identity before each write of its
-    own, and keeps a private duplicate of the pipe so that its barrier still reaches the
-    server when the cell has closed both. A duplicate that stopped being the pipe (the
-    cell closed its number too) is forgotten, never closed: the number is someone else's."""
-
-    def __init__(self):
-        self._start = {fd: _identity(fd) for fd in (1, 2)}
-        self._copies = {}  # identity -> private duplicate
-        for fd, identity in self._start.items():
-            if identity is not None and identity not in self._copies:
-                copy = _private_copy(fd)
-                if copy is not None:
-                    self._copies[identity] = copy
-
-    def descriptor(self, fd):
-        """A descriptor that is still what `fd` (1 or 2) was at start: `fd` itself while it
-        is, else the private duplicate; None when there is none."""
-        identity = self._start.get(fd)
-        if identity is None:
-            return None
-        if _identity(fd) == identity:
-            return fd
-        return self._find(identity)
-
-    def mark(self, data):
-        """Write `data` (the run's barrier) in one write to what fd 2 was at start; skipped
-        when no descriptor is that any more (the server's wait for it is bounded)."""
-        identity = self._start[2]
-        fd = self._find(identity) if identity is not None else None
-        if fd is None:
-            return
-        try:
-            os.write(fd, data)
-        except OSError:
-            pass  # the server's bounded barrier wait covers this
-
-    def _find(self, identity):
-        """The private duplicate of `identity`, else fd 2 or 1 if one still is it (the
-        duplicate is then made again from it); None when none is."""
-        copy = self._copies.get(identity)
-        if copy is not None:
-            if _identity(copy) == identity:
-                return copy
-            del self._copies[identity]
-        for fd in (2, 1):
-            if _identity(fd) == identity:
-                copy = _private_copy(fd)
-                if copy is not None:
-                    self._copies[identity] = copy
-                return fd
-        return None

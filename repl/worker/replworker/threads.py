@@ -32,20 +32,26 @@ class _Threads:
         self._jobs_lock = threading.Lock()
         self._local = threading.local()  # .run: the run the calling thread's job works for
         self._main = threading.main_thread()
+        # Runs whose code (or whose threads') started a thread or submitted a pool job:
+        # only these can have threads working for them when they end (started_any).
+        self._starters = set()
         self.active = None  # run id of the cell the main thread runs now; None between cells
 
     def install(self):
         """Wrap threading.Thread.start and ThreadPoolExecutor.submit (once, at the start)."""
         plain_start, plain_submit = threading.Thread.start, ThreadPoolExecutor.submit
-        origins, current_run, run_job = self._origins, self.current_run, self.run_job
+        origins, starters, current_run, run_job = self._origins, self._starters, self.current_run, self.run_job
 
         def start(thread):
             # Recorded before the thread exists: its first print already knows its run.
-            origins[thread] = current_run()
+            origins[thread] = run = current_run()
+            starters.add(run)
             return plain_start(thread)
 
         def submit(executor, fn, /, *args, **kwargs):
-            return plain_submit(executor, run_job, current_run(), fn, args, kwargs)
+            run = current_run()
+            starters.add(run)
+            return plain_submit(executor, run_job, run, fn, args, kwargs)
 
         for wrapper, plain in ((start, plain_start), (submit, plain_submit)):
             wrapper.__doc__, wrapper.__name__, wrapper.__qualname__ = plain.__doc__, plain.__name__, plain.__qualname__
@@ -80,6 +86,16 @@ class _Threads:
                 self._local.run = outer
                 with self._jobs_lock:
                     self._jobs[thread] = outer
+
+    def started_any(self, run_id):
+        """Whether code working for `run_id` started a thread or submitted a pool job since
+        forget(run_id): if not, no thread works for it."""
+        return run_id in self._starters
+
+    def forget(self, run_id):
+        """The run has ended and its threads were looked for: a thread it left that starts
+        another records it again."""
+        self._starters.discard(run_id)
 
     def working_for(self, run_id, idle_pooled=()):
         """The live threads working for `run_id`, in start order: those running its pool
