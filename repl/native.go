@@ -32,9 +32,10 @@ func newNativeOutput() *nativeOutput {
 // drain reads f until EOF. The owner of the worker waits for it.
 //
 // Each read from the pipe and the keeping of what it read happen under n.mu. The worker
-// skips its barrier when the kernel's pipe holds no byte (worker/PROTOCOL.md, The
-// barrier): every byte it wrote was then taken by a read that has either been kept or is
-// being kept under the lock take waits for, so a result with no barrier finds them all.
+// skips its barrier when the kernel's pipe holds no byte
+// (worker/PROTOCOL.md, The barrier): every byte it wrote was then taken by a read that
+// has either been kept or is being kept under the lock take waits for, so a result with
+// no barrier finds them all.
 func (n *nativeOutput) drain(f *os.File) {
 	defer close(n.eof)
 	chunk := make([]byte, 32<<10)
