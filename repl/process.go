@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,13 +25,27 @@ type Ready struct {
 	Pid              int    `json:"pid"`
 }
 
-// spawnSpec is what a worker is started from.
-type spawnSpec struct {
+// launch is everything that makes a worker's environment: two workers started from
+// equal launches are interchangeable until one of them has run a cell. The spare
+// pool keys on it (spare.go).
+type launch struct {
 	python string
 	dir    string
-	env    []string
-	exe    string // the repl-mcp binary, for the guardian
-	cache  string // the code cache directory; "" for none
+	env    []string // the server's environment, before workerEnv adds the worker's own
+	exe    string   // the repl-mcp binary, for the guardian
+	cache  string   // the code cache directory; "" for none
+}
+
+// key is the launch as one comparable string: every field, NUL-separated (no field
+// can hold a NUL, so no two launches share a key).
+func (l launch) key() string {
+	parts := append([]string{l.python, l.dir, l.exe, l.cache}, l.env...)
+	return strings.Join(parts, "\x00")
+}
+
+// spawnSpec is what a worker is started from: its launch, and who hears it first.
+type spawnSpec struct {
+	launch
 	logger *slog.Logger
 	events workerEvents
 }
@@ -44,16 +59,19 @@ type workerEvents interface {
 }
 
 // process is one live Python worker: its guardian, its pipes and the goroutines that
-// read them. All fields but the channels are fixed after spawn.
+// read them. All fields but the channels and owner are fixed after spawn.
 type process struct {
 	proc    *guardian.Process
 	ready   Ready
+	started time.Time // when spawn began
 	toWork  *os.File
 	fromR   *os.File // frames from the worker
 	nativeR *os.File // the worker's fd 1 and 2
 	native  *nativeOutput
 	results chan resultFrame
-	logger  *slog.Logger
+	// owner is who hears the worker's frames and logs its failures: the session
+	// that started it, or, for a spare, the pool until a session claims it (bind).
+	owner atomic.Pointer[owner]
 
 	writeMu sync.Mutex
 
@@ -70,6 +88,19 @@ type process struct {
 	stopped  chan struct{} // closed when stop has reaped everything
 }
 
+// owner is a worker's listener and logger, swapped whole when a spare is claimed.
+type owner struct {
+	events workerEvents
+	logger *slog.Logger
+}
+
+// bind makes events and logger hear the worker from its next frame on.
+func (p *process) bind(events workerEvents, logger *slog.Logger) {
+	p.owner.Store(&owner{events: events, logger: logger})
+}
+
+func (p *process) logger() *slog.Logger { return p.owner.Load().logger }
+
 type resultFrame struct {
 	id     string
 	result *workerResult
@@ -83,6 +114,7 @@ func spawn(spec spawnSpec) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
 	}
+	started := time.Now()
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
 		Args:    workerArgs(),
@@ -94,17 +126,18 @@ func spawn(spec spawnSpec) (*process, error) {
 	}
 	p := &process{
 		proc:     gp.Process,
+		started:  started,
 		toWork:   gp.Extra[0],
 		fromR:    gp.Extra[1],
 		nativeR:  gp.Output,
 		native:   newNativeOutput(),
 		results:  make(chan resultFrame, 4),
 		jobs:     map[int]bool{},
-		logger:   spec.logger,
 		dead:     make(chan struct{}),
 		stopping: make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
+	p.bind(spec.events, spec.logger)
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
 	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR) }()
@@ -129,7 +162,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		return nil, err
 	}
 	p.ready = ready
-	go func() { defer p.readerWG.Done(); p.readFrames(frames, spec.events) }()
+	go func() { defer p.readerWG.Done(); p.readFrames(frames) }()
 	return p, nil
 }
 
@@ -205,10 +238,10 @@ func (p *process) startupOutput() string {
 	return ": " + cutUTF8(out, 2000)
 }
 
-// readFrames dispatches frames until the channel closes or breaks the protocol. A
-// run's images are collected here and handed to its result; a run that never sends
-// one drops them.
-func (p *process) readFrames(frames *frameReader, events workerEvents) {
+// readFrames dispatches frames, to the worker's owner at the time, until the channel
+// closes or breaks the protocol. A run's images are collected here and handed to its
+// result; a run that never sends one drops them.
+func (p *process) readFrames(frames *frameReader) {
 	var images imageCollector
 	for {
 		f, err := frames.next()
@@ -218,11 +251,11 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 		}
 		switch f.Type {
 		case "output":
-			events.onOutput(f.ID, f.Stream, f.Text)
+			p.owner.Load().events.onOutput(f.ID, f.Stream, f.Text)
 		case "rpc":
-			events.onRPC(p, f)
+			p.owner.Load().events.onRPC(p, f)
 		case "rpc_cancel":
-			events.onRPCCancel(f)
+			p.owner.Load().events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
 		case "image":
@@ -285,7 +318,7 @@ func (p *process) die(err error) {
 	p.deadOnce.Do(func() {
 		if err != nil && !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
 			p.deathErr = err
-			p.logger.Warn("worker protocol failure", "pid", p.ready.Pid, "err", err)
+			p.logger().Warn("worker protocol failure", "pid", p.ready.Pid, "err", err)
 			p.proc.Kill() // the supervisor stops and reaps it when it sees the death
 		}
 		close(p.dead)

@@ -218,26 +218,35 @@ func (s *Session) stopWorker(p *process, after workerState) {
 	s.mu.Unlock()
 }
 
-// spawn starts a worker for this session's environment. A project .venv is checked
-// at every start, not only when the session was made: the default session's is
-// never checked before (the server starts and answers health with a broken one), and
-// one that broke meanwhile, or was repaired, is told apart before a cryptic exec
-// failure.
+// spawn gives this session a new worker: the spare of its launch when one waits
+// (spare.go), else one started now. A project .venv is checked at every start, not
+// only when the session was made: the default session's is never checked before (the
+// server starts and answers health with a broken one), and one that broke
+// meanwhile, or was repaired, is told apart before a cryptic exec failure. The
+// session's first worker makes its launch keep a spare from then on.
 func (s *Session) spawn() (*process, error) {
 	if s.env.source == SourceProjectVenv {
 		if err := checkVenv(s.env.python, s.env.venvFix); err != nil {
 			return nil, err
 		}
 	}
-	return spawn(spawnSpec{
-		python: s.env.python,
-		dir:    s.env.project,
-		env:    s.cfg.Env,
-		exe:    s.cfg.Executable,
-		cache:  s.cfg.CodeCache,
-		logger: s.logger,
-		events: s,
-	})
+	p := s.spares.take(s.launch)
+	if p != nil {
+		p.bind(s, s.logger)
+	} else {
+		var err error
+		if p, err = spawn(spawnSpec{launch: s.launch, logger: s.logger, events: s}); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	join := !s.joined
+	s.joined = true
+	s.mu.Unlock()
+	if join {
+		s.spares.join(s.launch)
+	}
+	return p, nil
 }
 
 // onOutput routes a live output frame to the run it belongs to.
