@@ -87,7 +87,7 @@ func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
 	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
-	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
+	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	l := s.Limits
 	rss := "no RSS budget"
@@ -153,6 +153,14 @@ func workerState(h repl.Health) string {
 		state += ", run " + *h.ActiveRun + " active"
 	}
 	return state
+}
+
+// spareText says that a spare worker waits, and what memory it holds.
+func spareText(sp repl.SpareState) string {
+	if !sp.Ready {
+		return ""
+	}
+	return fmt.Sprintf("; a spare worker waits for a reset or a new session (pid %d, %s MiB)", sp.Pid, count(int(sp.RSSBytes>>20)))
 }
 
 // pythonText is a session's interpreter: what runs, else what was chosen and why.

@@ -44,6 +44,8 @@ const sessionHealthProperties = `{
       "code_bytes": {"type": "integer"}, "frame_bytes": {"type": "integer"}, "timeout_seconds": {"type": "integer"},
       "history_runs": {"type": "integer"}, "stream_bytes": {"type": "integer"}, "worker_rss_mib": {"type": "integer"}}},
     "memory_limit": {"type": "string"},
+    "spare": {"type": "object", "description": "the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)",
+      "properties": {"enabled": {"type": "boolean"}, "ready": {"type": "boolean"}, "pid": {"type": "integer"}, "rss_bytes": {"type": "integer"}}},
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
 // sessionListSchema is python_session_list's answer, and python_health's sessions.
