@@ -83,9 +83,10 @@ type process struct {
 	deathErr error         // why, when it was not a plain EOF
 	readerWG sync.WaitGroup
 
-	stopOnce sync.Once
-	stopping chan struct{} // closed when stop begins
-	stopped  chan struct{} // closed when stop has reaped everything
+	haltOnce sync.Once
+	reapOnce sync.Once
+	stopping chan struct{} // closed when halt begins
+	stopped  chan struct{} // closed when reap has reaped everything
 }
 
 // owner is a worker's listener and logger, swapped whole when a spare is claimed.
@@ -357,22 +358,37 @@ func (p *process) interrupt() {
 	_ = p.proc.Signal(syscall.SIGINT)
 }
 
-// stop is the one way a worker is stopped. It kills the worker's detached job
-// groups, hangs up the protocol channel and the guardian's control socket (the
-// guardian then SIGKILLs the worker's whole process group), SIGKILLs the group
-// itself if the guardian has not gone within workerStopGrace, reaps the guardian,
-// lets the readers drain the pipes (cut off after barrierWait when a descendant
-// that escaped the group keeps them open), and closes the server's ends. It is
-// idempotent and safe from any goroutine but the worker's own readers; every
-// caller returns once the worker is reaped.
+// stop is the one way a worker is stopped: halt, then reap. It is idempotent and
+// safe from any goroutine but the worker's own readers; every caller returns once
+// the worker is reaped.
 func (p *process) stop() {
-	p.stopOnce.Do(func() {
+	p.halt()
+	p.reap()
+}
+
+// halt ends the worker at once, the first half of stop: it SIGKILLs the worker's
+// detached job groups and its own group, and hangs up the protocol channel and the
+// guardian's control socket (the guardian then kills the group too, and exits). Once
+// it returns no code of the worker's runs any more; what is left is the kernel
+// tearing the processes down, which reap waits for. Idempotent.
+func (p *process) halt() {
+	p.haltOnce.Do(func() {
 		close(p.stopping)
 		p.killJobs()
+		_ = p.proc.Signal(syscall.SIGKILL)
 		p.proc.Close()
 		// Not under writeMu: a write blocked on a worker that no longer reads ends
 		// with the close (the frame no longer matters).
 		p.toWork.Close()
+	})
+}
+
+// reap is stop's second half, after halt: it reaps the guardian (SIGKILLing both
+// groups if the guardian has not gone within workerStopGrace), lets the readers drain
+// the pipes (cut off after barrierWait when a descendant that escaped the group keeps
+// them open), and closes the server's ends.
+func (p *process) reap() {
+	p.reapOnce.Do(func() {
 		p.proc.Stop(workerStopGrace)
 		done := make(chan struct{})
 		go func() { p.readerWG.Wait(); close(done) }()

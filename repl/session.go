@@ -62,6 +62,7 @@ type Session struct {
 
 	rpcs     sync.WaitGroup // rpcs of cell code being served
 	watchers sync.WaitGroup // one per worker: notices an idle worker's death
+	reaping  sync.WaitGroup // workers a reset halted, being reaped
 
 	mu sync.Mutex
 	// state, proc and generation are the persistent worker's life (state.go):
@@ -411,6 +412,7 @@ func (s *Session) Close(grace time.Duration) {
 		s.mu.Unlock()
 	}
 	s.watchers.Wait()
+	s.reaping.Wait()
 	s.mu.Lock()
 	joined := s.joined
 	s.mu.Unlock()

@@ -79,9 +79,7 @@ func TestResetTakesTheSpare(t *testing.T) {
 	if second != spare || gen != 2 {
 		t.Fatalf("after reset: worker %d generation %d; want the spare %d, generation 2", second, gen, spare)
 	}
-	if processAlive(first) {
-		t.Fatalf("the reset left the old worker %d running", first)
-	}
+	testwait.Until(t, 10*time.Second, "the old worker to be gone", func() bool { return !processAlive(first) })
 	if h := s.Health(); h.Python.Pid != spare || h.Generation != 2 {
 		t.Fatalf("health after reset: %+v generation %d", h.Python, h.Generation)
 	}

@@ -96,11 +96,11 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Res
 	if state == workerReady && (r.req.Reset || !s.proc.alive()) {
 		p := s.proc
 		s.mu.Unlock()
-		after := workerStopped // a reset is the caller's own choice
-		if !r.req.Reset {
-			after = workerDead // died idle before its watcher caught up
+		if r.req.Reset {
+			s.resetWorker(p) // the caller's own choice
+		} else {
+			s.stopWorker(p, workerDead) // died idle before its watcher caught up
 		}
-		s.stopWorker(p, after)
 		if state, ok = s.settled(ctx.Done()); !ok {
 			return beforeDispatch()
 		}
@@ -197,6 +197,23 @@ func (s *Session) watch(p *process) {
 // lost); any other worker (a fresh-mode one, or one already replaced) is simply
 // stopped. It returns once p is reaped.
 func (s *Session) stopWorker(p *process, after workerState) {
+	s.retire(p, after, p.stop)
+}
+
+// resetWorker stops the session's worker p for a reset as stopWorker does, except
+// that it returns once p is halted (no code of it runs any more) and leaves the
+// reaping to a goroutine Close waits for: the reset's cell, on the spare, then does
+// not wait for the kernel to free the old worker's memory.
+func (s *Session) resetWorker(p *process) {
+	s.retire(p, workerStopped, func() {
+		p.halt()
+		s.reaping.Go(p.reap)
+	})
+}
+
+// retire moves the session's worker p through stopping to after around stop, or
+// just stops p when it is not the session's worker (any more).
+func (s *Session) retire(p *process, after workerState, stop func()) {
 	s.mu.Lock()
 	for s.proc == p && s.state == workerStopping {
 		// Another goroutine is stopping it: wait for the outcome.
@@ -207,11 +224,11 @@ func (s *Session) stopWorker(p *process, after workerState) {
 	}
 	if s.proc != p || !s.setState(workerStopping) {
 		s.mu.Unlock()
-		p.stop()
+		stop()
 		return
 	}
 	s.mu.Unlock()
-	p.stop()
+	stop()
 	s.mu.Lock()
 	s.proc = nil
 	s.setState(after)
