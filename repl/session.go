@@ -404,12 +404,8 @@ func (s *Session) Close(grace time.Duration) {
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.SessionClosed(s.id)
 	}
-	if state, _ := s.settled(nil); state == workerReady {
-		p := s.proc
-		s.mu.Unlock()
-		s.stopWorker(p, workerStopped)
-	} else {
-		s.mu.Unlock()
+	if w, _ := s.settled(nil); w.state == workerReady {
+		s.stopWorker(w.proc, workerStopped)
 	}
 	s.watchers.Wait()
 	s.reaping.Wait()

@@ -51,15 +51,13 @@ func (s *Session) guard(r *run) *Result {
 	if want == nil {
 		return nil
 	}
-	state, _ := s.settled(nil)
-	gen, p := s.generation, s.proc
-	if state == workerReady && !p.alive() {
+	w, _ := s.settled(nil)
+	if w.state == workerReady && !w.proc.alive() {
 		// Died idle, before its watcher has caught up: the same as dead.
-		s.mu.Unlock()
-		s.stopWorker(p, workerDead)
-		state, _ = s.settled(nil)
+		s.stopWorker(w.proc, workerDead)
+		w, _ = s.settled(nil)
 	}
-	s.mu.Unlock()
+	state, gen := w.state, w.generation
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
 		return nil
 	}
@@ -85,50 +83,39 @@ func (s *Session) guard(r *run) *Result {
 
 // claimWorker returns the session's worker for r, now busy: the live one, or a new
 // one after a reset, a loss, or on the first run. fresh reports a new worker.
-func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Result) {
-	beforeDispatch := func() (*process, bool, *Result) {
-		return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
-	}
-	state, ok := s.settled(ctx.Done())
-	if !ok {
-		return beforeDispatch()
-	}
-	if state == workerReady && (r.req.Reset || !s.proc.alive()) {
-		p := s.proc
-		s.mu.Unlock()
-		if r.req.Reset {
-			s.resetWorker(p) // the caller's own choice
-		} else {
-			s.stopWorker(p, workerDead) // died idle before its watcher caught up
+func (s *Session) claimWorker(ctx context.Context, r *run) (p *process, fresh bool, res *Result) {
+	for {
+		w, ok := s.settled(ctx.Done())
+		if !ok {
+			return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 		}
-		if state, ok = s.settled(ctx.Done()); !ok {
-			return beforeDispatch()
+		switch {
+		case w.state == workerReady && r.req.Reset && !fresh:
+			s.resetWorker(w.proc) // the caller's own choice
+		case w.state == workerReady && !w.proc.alive():
+			s.stopWorker(w.proc, workerDead) // died idle before its watcher caught up
+		case w.state == workerReady:
+			if s.takeWorker(w.proc) {
+				return w.proc, fresh, nil
+			}
+			// Its watcher found it dead meanwhile: look again.
+		case fresh:
+			// The new worker died at once, and was stopped.
+			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+		case w.state == workerStopped || w.state == workerDead:
+			if ctx.Err() != nil {
+				return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+			}
+			if res := s.startWorker(r); res != nil {
+				return nil, false, res
+			}
+			fresh = true
+		default:
+			// Busy: only the slot's holder claims a worker, and that is this run,
+			// so the supervisor is broken.
+			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
 		}
 	}
-	fresh := false
-	if state == workerStopped || state == workerDead {
-		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return beforeDispatch()
-		}
-		if res := s.startWorker(r); res != nil {
-			return nil, false, res
-		}
-		fresh = true
-		if state, ok = s.settled(ctx.Done()); !ok {
-			return beforeDispatch()
-		}
-	}
-	if state != workerReady {
-		// The new worker died at once (and its watcher stopped it), or the
-		// supervisor is broken (busy: only the slot's holder claims, and that is us).
-		s.mu.Unlock()
-		return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
-	}
-	p := s.proc
-	s.setState(workerBusy)
-	s.mu.Unlock()
-	return p, fresh, nil
 }
 
 // startWorker starts the session's worker: stopped or dead, then starting, then
@@ -192,8 +179,8 @@ func (s *Session) watch(p *process) {
 	}
 }
 
-// stopWorker stops p, the one way a worker is stopped: the session's own worker
-// goes through stopping to after (stopped on purpose, dead when its variables are
+// stopWorker stops p and returns once it is reaped: the session's own worker goes
+// through stopping to after (stopped on purpose, dead when its variables are
 // lost); any other worker (a fresh-mode one, or one already replaced) is simply
 // stopped. It returns once p is reaped.
 func (s *Session) stopWorker(p *process, after workerState) {
