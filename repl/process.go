@@ -23,6 +23,8 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
+	// siteDirs are the directories on the worker's sys.path at its start (stale).
+	siteDirs []string
 }
 
 // launch is everything that makes a worker's environment: two workers started from
@@ -225,7 +227,7 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		case f.Pid <= 0:
 			return Ready{}, errors.New(msgNoPid)
 		}
-		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid}, nil
+		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid, siteDirs: f.SiteDirs}, nil
 	}
 }
 
@@ -402,6 +404,21 @@ func (p *process) reap() {
 		close(p.stopped)
 	})
 	<-p.stopped
+}
+
+// stale reports whether a directory on the worker's sys.path at its start (the
+// site-packages its start read .pth files from, the standard library) has changed
+// since the worker started, or is gone: a worker started now could see other
+// modules than this one. Modification times are compared with a second's margin,
+// as a file system may keep them coarsely.
+func (p *process) stale() bool {
+	for _, dir := range p.ready.siteDirs {
+		info, err := os.Stat(dir)
+		if err != nil || info.ModTime().After(p.started.Add(-time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether the protocol channel is still open.

@@ -103,16 +103,18 @@ func (sp *spares) leave(l launch) {
 	}
 }
 
-// take hands over l's spare, alive, or returns nil, and starts the next one. The
-// caller owns the worker from then on and binds it to its session.
+// take hands over l's spare, alive and current, or returns nil, and starts the
+// next one. The caller owns the worker from then on and binds it to its session. A
+// spare that died, or whose start is stale (a package installed since: process.stale),
+// is stopped in the background instead.
 func (sp *spares) take(l launch) *process {
 	if sp.off {
 		return nil
 	}
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	slot := sp.launches[l.key()]
 	if slot == nil || slot.spare == nil {
-		sp.mu.Unlock()
 		return nil
 	}
 	s := slot.spare
@@ -120,19 +122,24 @@ func (sp *spares) take(l launch) *process {
 	close(s.taken)
 	// A worker killed a moment ago may not have closed its channel yet: ask the
 	// kernel too.
-	alive := s.p.alive() && !exited(s.p.ready.Pid)
-	if !alive {
-		// Died before its watcher caught up: no spare for a while.
-		slot.retryAt = time.Now().Add(retryAfter)
+	dead := !s.p.alive() || exited(s.p.ready.Pid)
+	stale := !dead && s.p.stale()
+	if dead {
+		slot.retryAt = time.Now().Add(retryAfter) // no spare for a while
 	}
 	sp.fillLocked(slot)
-	sp.mu.Unlock()
-	if !alive {
-		sp.logger.Warn("spare worker died while waiting", "pid", s.p.ready.Pid, "status", s.p.proc.ExitStatus().String())
-		s.p.stop()
-		return nil
+	if !dead && !stale {
+		return s.p
 	}
-	return s.p
+	if dead {
+		sp.logger.Warn("spare worker died while waiting", "pid", s.p.ready.Pid, "status", s.p.proc.ExitStatus().String())
+	}
+	sp.goroutine.Add(1)
+	go func() {
+		defer sp.goroutine.Done()
+		s.p.stop()
+	}()
+	return nil
 }
 
 // fillLocked starts a goroutine that starts slot's next spare, unless it has one,
@@ -237,7 +244,7 @@ func (sp *spares) probeInfo(l launch) *ProbeInfo {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	slot := sp.launches[l.key()]
-	if slot == nil || slot.spare == nil || !slot.spare.p.alive() {
+	if slot == nil || slot.spare == nil || !slot.spare.p.alive() || slot.spare.p.stale() {
 		return nil
 	}
 	r := slot.spare.p.ready

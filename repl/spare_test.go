@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/testproc"
 	"github.com/iota-uz/repl-mcp/internal/testwait"
 )
 
@@ -185,6 +186,50 @@ func TestDeadSpareIsNotHandedOut(t *testing.T) {
 		t.Fatalf("after killing the spare %d: worker %d generation %d", spare, got, gen)
 	}
 	testwait.Until(t, 10*time.Second, "the pool to drop the dead spare", func() bool { return s.Health().Spare.Pid != spare })
+}
+
+// TestStaleSpareIsNotHandedOut: a spare that started before a .pth file appeared in
+// its site-packages (an editable install, say) would not see what that file adds; the
+// reset after it starts a worker of its own, which does.
+func TestStaleSpareIsNotHandedOut(t *testing.T) {
+	venv := filepath.Join(t.TempDir(), "venv")
+	if _, stderr, err := testproc.Run(t.Context(), "", nil, realPython(t), "-m", "venv", "--without-pip", venv); err != nil {
+		t.Fatalf("make a venv: %v: %s", err, stderr)
+	}
+	sites, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if len(sites) != 1 {
+		t.Fatalf("site-packages of the venv: %v", sites)
+	}
+	// The venv was just made: date its directories back, or every spare is stale.
+	past := time.Now().Add(-time.Hour)
+	for _, dir := range []string{sites[0], filepath.Dir(sites[0]), venv} {
+		if err := os.Chtimes(dir, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newTestManager(t, filepath.Join(venv, "bin", "python"))
+	s := m.Default()
+	first, _ := workerPid(t, s, ExecRequest{})
+	spare := waitForSpare(t, s, first)
+	if got, _ := workerPid(t, s, ExecRequest{Reset: true}); got != spare {
+		t.Fatalf("reset ran on %d, not on the current spare %d", got, spare)
+	}
+	stale := waitForSpare(t, s, first, spare)
+	modules := t.TempDir()
+	if err := os.WriteFile(filepath.Join(modules, "stalemod.py"), []byte("VALUE = 42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sites[0], "extra.pth"), []byte(modules+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := s.Execute(t.Context(), ExecRequest{Reset: true, Code: "import os, stalemod; (os.getpid(), stalemod.VALUE)"})
+	if !res.Success {
+		t.Fatalf("the worker after the install does not see it: %+v", res)
+	}
+	if strings.Contains(string(res.Value), strconv.Itoa(stale)) {
+		t.Fatalf("the stale spare %d was handed out: %s", stale, res.Value)
+	}
+	testwait.Until(t, 10*time.Second, "the stale spare to be stopped", func() bool { return !processAlive(stale) })
 }
 
 // TestCloseStopsSpares: closing a session keeps the spare its launch still has
