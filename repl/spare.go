@@ -18,8 +18,8 @@ import (
 // which stops the spare; an idle server therefore starts no Python. take hands the
 // spare to a session, which owns it from then on (its generation starts there), and
 // starts a refill in the background. A spare that dies while it waits is noticed by
-// its watcher, stopped and replaced after retryAfter. A refill that fails is logged
-// and tried again only after retryAfter, at the next join or take. close stops every
+// its watcher and stopped; a refill that fails is logged; either way the launch gets
+// no spare for retryAfter, after which the next join or take starts one. close stops every
 // spare and waits for every goroutine of the pool.
 type spares struct {
 	off    bool // --no-spare-worker
@@ -47,6 +47,10 @@ type spareSlot struct {
 type spare struct {
 	p     *process
 	taken chan struct{}
+
+	rssMu    sync.Mutex
+	rssBytes int64 // as last read, at rssAt
+	rssAt    time.Time
 }
 
 // retryAfter is how long a launch whose spare failed to start, or died waiting,
@@ -222,18 +226,31 @@ func (sp *spares) state(l launch) SpareState {
 		return SpareState{}
 	}
 	sp.mu.Lock()
-	pid := 0
+	var s *spare
 	if slot := sp.launches[l.key()]; slot != nil && slot.spare != nil && slot.spare.p.alive() {
-		pid = slot.spare.p.ready.Pid
+		s = slot.spare
 	}
 	sp.mu.Unlock()
-	st := SpareState{Enabled: true}
-	if pid > 0 {
-		st.Ready, st.Pid = true, pid
-		st.RSSBytes, _ = residentBytes(pid)
+	if s == nil {
+		return SpareState{Enabled: true}
 	}
-	return st
+	return SpareState{Enabled: true, Ready: true, Pid: s.p.ready.Pid, RSSBytes: s.rss()}
 }
+
+// rss is the spare's resident memory, read at most once per rssMaxAge: where there
+// is no /proc, reading it runs ps, and a session list asks once per session.
+func (s *spare) rss() int64 {
+	s.rssMu.Lock()
+	defer s.rssMu.Unlock()
+	if now := time.Now(); now.Sub(s.rssAt) >= rssMaxAge {
+		if rss, err := residentBytes(s.p.ready.Pid); err == nil {
+			s.rssBytes, s.rssAt = rss, now
+		}
+	}
+	return s.rssBytes
+}
+
+const rssMaxAge = time.Second
 
 // probeInfo is what l's waiting spare said of its interpreter in its handshake, as
 // a probe says it; nil when no live spare waits.
