@@ -20,7 +20,8 @@
 // its group and jobs, hang up its guardian), then reap. A session's worker leaves only
 // through Session.retire, as stopWorker (which returns once it is reaped) or, for a
 // reset, resetWorker (which returns once it is halted and reaps it in the background),
-// moving through the states of state.go's table.
+// moving through the states of state.go's table; a fresh run's worker is halted and
+// reaped in the background when its run ends (dropWorker).
 //
 // What it promises is docs/contract.md §4 (the execution result and truthful state),
 // §5 (the worker as users see it) and §6 (sessions); docs/design.md ("The supervisor")

@@ -192,10 +192,13 @@ func (s *Session) stopWorker(p *process, after workerState) {
 // reaping to a goroutine Close waits for: the reset's cell, on the spare, then does
 // not wait for the kernel to free the old worker's memory.
 func (s *Session) resetWorker(p *process) {
-	s.retire(p, workerStopped, func() {
-		p.halt()
-		s.reaping.Go(p.reap)
-	})
+	s.retire(p, workerStopped, func() { s.dropWorker(p) })
+}
+
+// dropWorker halts p and reaps it on a goroutine the session's Close waits for.
+func (s *Session) dropWorker(p *process) {
+	p.halt()
+	s.reaping.Go(p.reap)
 }
 
 // retire moves the session's worker p through stopping to after around stop, or
@@ -263,8 +266,9 @@ func (s *Session) onOutput(runID, stream, text string) {
 	}
 }
 
-// dispatchFresh runs a file in a worker of its own, stopped afterwards. Whatever
-// happens to that worker, the persistent namespace is untouched.
+// dispatchFresh runs a file in a worker of its own (the spare when one waits),
+// halted afterwards and reaped in the background. Whatever happens to that worker,
+// the persistent namespace is untouched.
 func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
 	s.mu.Lock()
 	gen := s.generation
@@ -275,7 +279,7 @@ func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
 		res.Generation = gen
 		return res
 	}
-	defer p.stop()
+	defer s.dropWorker(p) // its result does not wait for the reap
 	res := s.runOn(ctx, r, p, gen)
 	res.State = StatePreserved
 	res.ExecutionMode = "fresh"
