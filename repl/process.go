@@ -50,6 +50,9 @@ type spawnSpec struct {
 	launch
 	logger *slog.Logger
 	events workerEvents
+	// abort, when it closes, gives up a start still waiting for the handshake (a
+	// spare's, when the pool closes); nil never does.
+	abort <-chan struct{}
 }
 
 // workerEvents receives what a worker says outside results: live output and bridge
@@ -151,7 +154,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		sent <- sendSource(p.toWork)
 	}()
 	frames := newFrameReader(p.fromR)
-	ready, err := p.handshake(frames)
+	ready, err := p.handshake(frames, spec.abort)
 	if err != nil {
 		p.proc.Kill()
 	}
@@ -186,8 +189,12 @@ func workerEnv(base []string, cache string) []string {
 	return env
 }
 
-// handshake waits for the ready frame, at most handshakeTimeout.
-func (p *process) handshake(frames *frameReader) (Ready, error) {
+// errSpawnAborted is a start given up through spawnSpec.abort.
+var errSpawnAborted = errors.New("worker start given up")
+
+// handshake waits for the ready frame, at most handshakeTimeout, and not once abort
+// has closed.
+func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, error) {
 	type first struct {
 		f   inFrame
 		err error
@@ -204,6 +211,10 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		p.proc.Kill()
 		<-got
 		return Ready{}, errors.New(msgStartupTimeout + p.startupOutput())
+	case <-abort:
+		p.proc.Kill()
+		<-got
+		return Ready{}, errSpawnAborted
 	case g := <-got:
 		if g.err != nil {
 			// Let the guardian report how the child ended before it is torn down.

@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -27,6 +28,7 @@ type spares struct {
 
 	mu        sync.Mutex
 	closed    bool
+	closing   chan struct{}         // closed by close: fills give up their starts
 	launches  map[string]*spareSlot // by launch.key()
 	goroutine sync.WaitGroup        // fills and watchers
 }
@@ -58,7 +60,7 @@ type spare struct {
 const retryAfter = 30 * time.Second
 
 func newSpares(off bool, logger *slog.Logger) *spares {
-	return &spares{off: off, logger: logger, launches: map[string]*spareSlot{}}
+	return &spares{off: off, logger: logger, launches: map[string]*spareSlot{}, closing: make(chan struct{})}
 }
 
 // join counts one more session of l that has started a worker, and fills its spare
@@ -163,9 +165,13 @@ func (sp *spares) fillLocked(slot *spareSlot) {
 // fill starts a spare for slot and puts it in place, or stops it if the slot no
 // longer wants it (the pool closed, or the last session left meanwhile).
 func (sp *spares) fill(slot *spareSlot) {
-	p, err := spawn(spawnSpec{launch: slot.launch, logger: sp.logger, events: unclaimed{}})
+	p, err := spawn(spawnSpec{launch: slot.launch, logger: sp.logger, events: unclaimed{}, abort: sp.closing})
 	sp.mu.Lock()
 	slot.filling = false
+	if errors.Is(err, errSpawnAborted) {
+		sp.mu.Unlock()
+		return
+	}
 	if err != nil {
 		slot.retryAt = time.Now().Add(retryAfter)
 		sp.mu.Unlock()
@@ -273,9 +279,12 @@ func (sp *spares) probeInfo(l launch) *ProbeInfo {
 }
 
 // close stops every spare and waits for the pool's goroutines; a fill still
-// starting one stops it as it finishes. Nothing is started afterwards.
+// starting one gives its start up. Nothing is started afterwards.
 func (sp *spares) close() {
 	sp.mu.Lock()
+	if !sp.closed {
+		close(sp.closing)
+	}
 	sp.closed = true
 	var waiting []*spare
 	for key, slot := range sp.launches {

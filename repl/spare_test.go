@@ -263,6 +263,34 @@ func TestCloseStopsSpares(t *testing.T) {
 	}
 }
 
+// TestCloseGivesUpAFillInProgress: a server that stops while its spare is still
+// starting does not wait for that start, and leaves nothing of it behind.
+func TestCloseGivesUpAFillInProgress(t *testing.T) {
+	dir := t.TempDir()
+	// The first start is the session's and is quick; the second, the spare's, hangs
+	// before its handshake.
+	python := fakePython(t, `if [ -e `+dir+`/started ]; then echo $$ > `+dir+`/slow.tmp; mv `+dir+`/slow.tmp `+dir+`/slow; exec sleep 60; fi
+touch `+dir+`/started; exec `+realPython(t)+` "$@"`)
+	m := NewManager(t.Context(), Config{Python: python, Project: t.TempDir(), Env: os.Environ()})
+	defer m.Close(time.Second)
+	workerPid(t, m.Default(), ExecRequest{})
+	var slow int
+	testwait.Until(t, 20*time.Second, "the spare's start to hang", func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "slow"))
+		slow, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && slow > 0
+	})
+	start := time.Now()
+	m.Close(time.Second)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("close waited %v for a spare's start", took)
+	}
+	testwait.Until(t, 10*time.Second, "the hung start to be gone", func() bool { return !processAlive(slow) })
+	if kids := children(t); len(kids) != 0 {
+		t.Fatalf("the closed manager left processes: %v", kids)
+	}
+}
+
 // TestNoSpareWorker: with the spare off, health says so and a reset's worker is a
 // new one started for it.
 func TestNoSpareWorker(t *testing.T) {
