@@ -83,7 +83,8 @@ func (s *Session) guard(r *run) *Result {
 
 // claimWorker returns the session's worker for r, now busy: the live one, or a new
 // one after a reset, a loss, or on the first run. fresh reports a new worker.
-func (s *Session) claimWorker(ctx context.Context, r *run) (p *process, fresh bool, res *Result) {
+func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Result) {
+	fresh := false
 	for {
 		w, ok := s.settled(ctx.Done())
 		if !ok {
@@ -182,7 +183,7 @@ func (s *Session) watch(p *process) {
 // stopWorker stops p and returns once it is reaped: the session's own worker goes
 // through stopping to after (stopped on purpose, dead when its variables are
 // lost); any other worker (a fresh-mode one, or one already replaced) is simply
-// stopped. It returns once p is reaped.
+// stopped.
 func (s *Session) stopWorker(p *process, after workerState) {
 	s.retire(p, after, p.stop)
 }
