@@ -23,7 +23,7 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
-	// siteDirs are the directories on the worker's sys.path at its start (stale).
+	// siteDirs are the directories on the worker's sys.path at its start (process.stale).
 	siteDirs []string
 }
 
