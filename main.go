@@ -73,7 +73,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -93,6 +93,7 @@ type options struct {
 	resultFormat server.ResultFormat
 	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
 	notebookDir  string
+	noSpare      bool
 	showVersion  bool
 	doctor       bool
 }
@@ -121,6 +122,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		o.yieldAfter = &d
 		return err
 	})
+	fs.BoolVar(&o.noSpare, "no-spare-worker", false, "keep no pre-started spare worker: by default, once a session has started Python, one more worker per interpreter and project waits (its memory shows in python_health) so that a reset, a crash recovery or a new session's first cell starts in milliseconds")
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -460,13 +462,14 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		cache = filepath.Join(dir, "repl-mcp")
 	}
 	return repl.Config{
-		Python:       python,
-		PythonSource: chosenBy,
-		Project:      project,
-		Env:          scrubEnv(os.Environ()),
-		MaxMemoryMiB: o.maxMemoryMiB,
-		CodeCache:    cache,
-		Version:      buildVersion(),
-		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Python:        python,
+		PythonSource:  chosenBy,
+		Project:       project,
+		Env:           scrubEnv(os.Environ()),
+		MaxMemoryMiB:  o.maxMemoryMiB,
+		CodeCache:     cache,
+		NoSpareWorker: o.noSpare,
+		Version:       buildVersion(),
+		Logger:        slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil
 }

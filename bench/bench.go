@@ -120,6 +120,8 @@ type measurements struct {
 	broker brokerFigure
 
 	artifacts artifactFigure
+
+	spare spareFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -165,6 +167,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.artifacts = b.measureArtifacts(ctx)
 	} else {
 		m.artifacts.err = errSkipped
+	}
+	if b.cfg.Figures.has("spare") {
+		b.say("spare: %d rounds each of reset=True and python_session_open, each with a trivial cell, beside a warm cell", spareRounds)
+		m.spare = b.measureSpare(ctx)
+	} else {
+		m.spare.err = errSkipped
 	}
 	return m
 }

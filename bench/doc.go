@@ -24,7 +24,7 @@
 // Usage:
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
-//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts]
+//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts,spare]
 //	go run ./bench -peers -binary ./bin/repl-mcp [-venvs bench] [-rounds 10] [-round-cells 30]
 //	               [-slow-cells 2] [-peer-cold-runs 3] [-out bench/peers-report.txt]
 //	go run ./bench -compare OLD_BINARY -binary ./bin/repl-mcp [-rounds 10] [-round-cells 30]
@@ -32,6 +32,10 @@
 // The downstream server of the broker figure is internal/mcpfixture, served by the
 // bench executable itself: run with REPL_MCP_BENCH_FIXTURE=1, it is that fixture over
 // stdio and nothing else.
+//
+// The spare figures (bench/spare.go) are `reset=True` and python_session_open, each
+// followed by a trivial cell, timed once the server reports a spare worker ready,
+// beside a warm cell timed between them.
 //
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm

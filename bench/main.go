@@ -166,7 +166,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // the cold starts beside bare Python starts; broker is a cell's mcp.call against a
 // direct go-sdk call; artifacts is a 16 MiB artifact uploaded from a cell and read
 // back in ranges, against the same bytes through a file.
-var figureGroups = []string{"warm", "cold", "broker", "artifacts"}
+// spare is reset and new-session cells on the spare worker (bench/spare.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

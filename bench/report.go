@@ -83,6 +83,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("direct go-sdk call to the fixture", m.broker.directErr)
 	r.missing("broker call from a cell", m.broker.cellErr)
 	r.missing("artifact upload and read", m.artifacts.failure())
+	r.missing("spare worker rounds", m.spare.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -98,6 +99,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("artifacts") {
 		r.artifactRows(m.artifacts)
+	}
+	if cfg.Figures.has("spare") {
+		r.spareRows(m.spare)
 	}
 	r.details = details(cfg, m)
 	return r

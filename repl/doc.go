@@ -2,8 +2,10 @@
 // supervisor of each session's worker, and the worker wire protocol.
 //
 // A [Manager] holds the sessions of one server lifetime (the default session always
-// exists). Each [Session] supervises at most one Python worker, started lazily on the
-// first execution through package guardian, and at most one active run. The session
+// exists) and a pool of spare workers, one per interpreter and project in use. Each
+// [Session] supervises at most one Python worker, started lazily on the first
+// execution through package guardian (or taken from the pool), and at most one active
+// run. The session
 // enforces deadlines, interrupts (SIGINT to the worker's process group, a 2 s grace,
 // then SIGKILL), crash recovery, result bounding, a 64-entry result history and the
 // generation counter that tells a caller whether Python state survived.
@@ -14,8 +16,13 @@
 // them to the Services main gives it (package cellops). It does not own processes either: package guardian
 // starts and kills them. Who stops what: the Manager's Close closes every session; a
 // session's Close cancels its run, waits for its rpcs, ends its Services and stops its
-// worker; a worker is stopped only by Session.stopWorker (state.go's table says when),
-// which hangs up its guardian and reaps it.
+// worker and its launch's claim on a spare; the Manager's pool (spare.go) starts and
+// stops the spare workers. A process is stopped only by process.stop: halt (SIGKILL to
+// its group and jobs, hang up its guardian), then reap. A session's worker leaves only
+// through Session.retire, as stopWorker (which returns once it is reaped) or, for a
+// reset, resetWorker (which returns once it is halted and reaps it in the background),
+// moving through the states of state.go's table; a fresh run's worker is halted and
+// reaped in the background when its run ends (dropWorker).
 //
 // What it promises is docs/contract.md §4 (the execution result and truthful state),
 // §5 (the worker as users see it) and §6 (sessions); docs/design.md ("The supervisor")

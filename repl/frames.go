@@ -19,10 +19,11 @@ type inFrame struct {
 	ID   string `json:"id"`
 
 	// ready
-	Protocol         int    `json:"protocol"`
-	Pid              int    `json:"pid"`
-	PythonVersion    string `json:"python_version"`
-	PythonExecutable string `json:"python_executable"`
+	Protocol         int      `json:"protocol"`
+	Pid              int      `json:"pid"`
+	PythonVersion    string   `json:"python_version"`
+	PythonExecutable string   `json:"python_executable"`
+	SiteDirs         []string `json:"site_dirs"`
 
 	// output
 	Stream string `json:"stream"`

@@ -19,6 +19,9 @@ type Health struct {
 	Environment      Environment  `json:"environment"`
 	Limits           Limits       `json:"limits"`
 	MemoryLimit      string       `json:"memory_limit"`
+	// Spare is the pre-started worker waiting for this session's launch (shared by
+	// every session of the same interpreter, project and environment).
+	Spare SpareState `json:"spare"`
 }
 
 // PythonState is the last worker's handshake and whether that worker still runs.
@@ -52,6 +55,7 @@ type Limits struct {
 
 // Health describes the session without starting anything.
 func (s *Session) Health() Health {
+	spare := s.spares.state(s.launch)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := Health{
@@ -80,6 +84,7 @@ func (s *Session) Health() Health {
 			WorkerRSSMiB:   s.cfg.MaxMemoryMiB,
 		},
 		MemoryLimit: memoryLimitText(s.cfg.MaxMemoryMiB),
+		Spare:       spare,
 	}
 	if p := s.env.probe; p != nil {
 		h.Environment.Version, h.Environment.ActualPythonExecutable, h.Environment.VersionInfo = p.Version, p.Executable, p

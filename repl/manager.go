@@ -35,7 +35,15 @@ type Config struct {
 	Services Services
 	// Recorder keeps every finished cell for the session's notebook; nil keeps none.
 	Recorder Recorder
-	Logger   *slog.Logger
+	// NoSpareWorker turns the spare worker off (--no-spare-worker): every reset,
+	// recovery and new session then waits for a worker's cold start.
+	NoSpareWorker bool
+	Logger        *slog.Logger
+}
+
+// launch is what the workers of a session in env start from.
+func (cfg *Config) launch(env sessionEnv) launch {
+	return launch{python: env.python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache}
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.
@@ -47,6 +55,7 @@ type Manager struct {
 	serverID string
 	lifetime context.Context
 	opening  chan struct{} // one token per open in progress
+	spares   *spares       // the pre-started workers, one per launch in use
 	// probeTimeout bounds an interpreter probe; tests shorten it.
 	probeTimeout time.Duration
 
@@ -62,7 +71,8 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), probeTimeout: probeTimeout, sessions: map[string]*Session{}}
-	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, defaultEnvironment(&m.cfg))
+	m.spares = newSpares(cfg.NoSpareWorker, cfg.Logger)
+	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, defaultEnvironment(&m.cfg), m.spares)
 	m.sessions[m.def.id] = m.def
 	return m
 }
@@ -108,7 +118,8 @@ func (m *Manager) List() []Health {
 	return out
 }
 
-// Close closes every session at once, giving active runs grace to stop.
+// Close closes every session at once, giving active runs grace to stop, then stops
+// the spare workers.
 func (m *Manager) Close(grace time.Duration) {
 	m.mu.Lock()
 	sessions := make([]*Session, 0, len(m.sessions))
@@ -121,4 +132,5 @@ func (m *Manager) Close(grace time.Duration) {
 		wg.Go(func() { s.Close(grace) })
 	}
 	wg.Wait()
+	m.spares.close()
 }

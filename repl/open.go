@@ -31,6 +31,9 @@ type OpenRequest struct {
 
 // Open validates the project and interpreter, probes the interpreter, and publishes
 // a new lazy session. Nothing is published when any step fails or ctx ends first.
+// A spare worker waiting for the same launch answers for the probe: it is that
+// interpreter, running in that project, past a handshake that checks more than the
+// probe does.
 func (m *Manager) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if n := len(req.Name); n < 1 || n > maxNameBytes {
 		return nil, errors.New(msgBadName)
@@ -45,11 +48,11 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := probe(ctx, m.probeTimeout, env.python, env.project, m.cfg.Env, m.cfg.Executable)
-	if err != nil {
-		return nil, err
+	if env.probe = m.spares.probeInfo(m.cfg.launch(env)); env.probe == nil {
+		if env.probe, err = probe(ctx, m.probeTimeout, env.python, env.project, m.cfg.Env, m.cfg.Executable); err != nil {
+			return nil, err
+		}
 	}
-	env.probe = info
 	return m.publish(ctx, req.Name, env)
 }
 
@@ -166,7 +169,7 @@ func (m *Manager) publish(ctx context.Context, name string, env sessionEnv) (*Se
 	if len(m.sessions) >= MaxSessions {
 		return nil, errors.New(msgSessionLimit)
 	}
-	s := newSession(m.lifetime, name, m.serverID, &m.cfg, env)
+	s := newSession(m.lifetime, name, m.serverID, &m.cfg, env, m.spares)
 	m.sessions[s.id] = s
 	return s, nil
 }

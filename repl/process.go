@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,17 +23,36 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
+	// siteDirs are the directories on the worker's sys.path at its start (process.stale).
+	siteDirs []string
 }
 
-// spawnSpec is what a worker is started from.
-type spawnSpec struct {
+// launch is everything that makes a worker's environment: two workers started from
+// equal launches are interchangeable until one of them has run a cell. The spare
+// pool keys on it (spare.go).
+type launch struct {
 	python string
 	dir    string
-	env    []string
-	exe    string // the repl-mcp binary, for the guardian
-	cache  string // the code cache directory; "" for none
+	env    []string // the server's environment, before workerEnv adds the worker's own
+	exe    string   // the repl-mcp binary, for the guardian
+	cache  string   // the code cache directory; "" for none
+}
+
+// key is the launch as one comparable string: every field, NUL-separated (no field
+// can hold a NUL, so no two launches share a key).
+func (l launch) key() string {
+	parts := append([]string{l.python, l.dir, l.exe, l.cache}, l.env...)
+	return strings.Join(parts, "\x00")
+}
+
+// spawnSpec is what a worker is started from: its launch, and who hears it first.
+type spawnSpec struct {
+	launch
 	logger *slog.Logger
 	events workerEvents
+	// abort, when it closes, gives up a start still waiting for the handshake (a
+	// spare's, when the pool closes); nil never does.
+	abort <-chan struct{}
 }
 
 // workerEvents receives what a worker says outside results: live output and bridge
@@ -44,16 +64,19 @@ type workerEvents interface {
 }
 
 // process is one live Python worker: its guardian, its pipes and the goroutines that
-// read them. All fields but the channels are fixed after spawn.
+// read them. All fields but the channels and owner are fixed after spawn.
 type process struct {
 	proc    *guardian.Process
 	ready   Ready
+	started time.Time // when spawn began
 	toWork  *os.File
 	fromR   *os.File // frames from the worker
 	nativeR *os.File // the worker's fd 1 and 2
 	native  *nativeOutput
 	results chan resultFrame
-	logger  *slog.Logger
+	// owner is who hears the worker's frames and logs its failures: the session
+	// that started it, or, for a spare, the pool until a session claims it (bind).
+	owner atomic.Pointer[owner]
 
 	writeMu sync.Mutex
 
@@ -65,10 +88,24 @@ type process struct {
 	deathErr error         // why, when it was not a plain EOF
 	readerWG sync.WaitGroup
 
-	stopOnce sync.Once
-	stopping chan struct{} // closed when stop begins
-	stopped  chan struct{} // closed when stop has reaped everything
+	haltOnce sync.Once
+	reapOnce sync.Once
+	stopping chan struct{} // closed when halt begins
+	stopped  chan struct{} // closed when reap has reaped everything
 }
+
+// owner is a worker's listener and logger, swapped whole when a spare is claimed.
+type owner struct {
+	events workerEvents
+	logger *slog.Logger
+}
+
+// bind makes events and logger hear the worker from its next frame on.
+func (p *process) bind(events workerEvents, logger *slog.Logger) {
+	p.owner.Store(&owner{events: events, logger: logger})
+}
+
+func (p *process) logger() *slog.Logger { return p.owner.Load().logger }
 
 type resultFrame struct {
 	id     string
@@ -83,6 +120,7 @@ func spawn(spec spawnSpec) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
 	}
+	started := time.Now()
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
 		Args:    workerArgs(),
@@ -94,17 +132,18 @@ func spawn(spec spawnSpec) (*process, error) {
 	}
 	p := &process{
 		proc:     gp.Process,
+		started:  started,
 		toWork:   gp.Extra[0],
 		fromR:    gp.Extra[1],
 		nativeR:  gp.Output,
 		native:   newNativeOutput(),
 		results:  make(chan resultFrame, 4),
 		jobs:     map[int]bool{},
-		logger:   spec.logger,
 		dead:     make(chan struct{}),
 		stopping: make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
+	p.bind(spec.events, spec.logger)
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
 	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR) }()
@@ -115,7 +154,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		sent <- sendSource(p.toWork)
 	}()
 	frames := newFrameReader(p.fromR)
-	ready, err := p.handshake(frames)
+	ready, err := p.handshake(frames, spec.abort)
 	if err != nil {
 		p.proc.Kill()
 	}
@@ -129,7 +168,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		return nil, err
 	}
 	p.ready = ready
-	go func() { defer p.readerWG.Done(); p.readFrames(frames, spec.events) }()
+	go func() { defer p.readerWG.Done(); p.readFrames(frames) }()
 	return p, nil
 }
 
@@ -150,8 +189,12 @@ func workerEnv(base []string, cache string) []string {
 	return env
 }
 
-// handshake waits for the ready frame, at most handshakeTimeout.
-func (p *process) handshake(frames *frameReader) (Ready, error) {
+// errSpawnAborted is a start given up through spawnSpec.abort.
+var errSpawnAborted = errors.New("worker start given up")
+
+// handshake waits for the ready frame, at most handshakeTimeout, and not once abort
+// has closed.
+func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, error) {
 	type first struct {
 		f   inFrame
 		err error
@@ -168,6 +211,10 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		p.proc.Kill()
 		<-got
 		return Ready{}, errors.New(msgStartupTimeout + p.startupOutput())
+	case <-abort:
+		p.proc.Kill()
+		<-got
+		return Ready{}, errSpawnAborted
 	case g := <-got:
 		if g.err != nil {
 			// Let the guardian report how the child ended before it is torn down.
@@ -191,7 +238,7 @@ func (p *process) handshake(frames *frameReader) (Ready, error) {
 		case f.Pid <= 0:
 			return Ready{}, errors.New(msgNoPid)
 		}
-		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid}, nil
+		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid, siteDirs: f.SiteDirs}, nil
 	}
 }
 
@@ -205,10 +252,10 @@ func (p *process) startupOutput() string {
 	return ": " + cutUTF8(out, 2000)
 }
 
-// readFrames dispatches frames until the channel closes or breaks the protocol. A
-// run's images are collected here and handed to its result; a run that never sends
-// one drops them.
-func (p *process) readFrames(frames *frameReader, events workerEvents) {
+// readFrames dispatches frames, to the worker's owner at the time, until the channel
+// closes or breaks the protocol. A run's images are collected here and handed to its
+// result; a run that never sends one drops them.
+func (p *process) readFrames(frames *frameReader) {
 	var images imageCollector
 	for {
 		f, err := frames.next()
@@ -218,11 +265,11 @@ func (p *process) readFrames(frames *frameReader, events workerEvents) {
 		}
 		switch f.Type {
 		case "output":
-			events.onOutput(f.ID, f.Stream, f.Text)
+			p.owner.Load().events.onOutput(f.ID, f.Stream, f.Text)
 		case "rpc":
-			events.onRPC(p, f)
+			p.owner.Load().events.onRPC(p, f)
 		case "rpc_cancel":
-			events.onRPCCancel(f)
+			p.owner.Load().events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
 		case "image":
@@ -287,7 +334,7 @@ func (p *process) die(err error) {
 	p.deadOnce.Do(func() {
 		if err != nil && !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
 			p.deathErr = err
-			p.logger.Warn("worker protocol failure", "pid", p.ready.Pid, "err", err)
+			p.logger().Warn("worker protocol failure", "pid", p.ready.Pid, "err", err)
 			p.proc.Kill() // the supervisor stops and reaps it when it sees the death
 		}
 		close(p.dead)
@@ -326,22 +373,37 @@ func (p *process) interrupt() {
 	_ = p.proc.Signal(syscall.SIGINT)
 }
 
-// stop is the one way a worker is stopped. It kills the worker's detached job
-// groups, hangs up the protocol channel and the guardian's control socket (the
-// guardian then SIGKILLs the worker's whole process group), SIGKILLs the group
-// itself if the guardian has not gone within workerStopGrace, reaps the guardian,
-// lets the readers drain the pipes (cut off after barrierWait when a descendant
-// that escaped the group keeps them open), and closes the server's ends. It is
-// idempotent and safe from any goroutine but the worker's own readers; every
-// caller returns once the worker is reaped.
+// stop is the one way a worker is stopped: halt, then reap. It is idempotent and
+// safe from any goroutine but the worker's own readers; every caller returns once
+// the worker is reaped.
 func (p *process) stop() {
-	p.stopOnce.Do(func() {
+	p.halt()
+	p.reap()
+}
+
+// halt ends the worker at once, the first half of stop: it SIGKILLs the worker's
+// detached job groups and its own group, and hangs up the protocol channel and the
+// guardian's control socket (the guardian then kills the group too, and exits). Once
+// it returns no code of the worker's runs any more; what is left is the kernel
+// tearing the processes down, which reap waits for. Idempotent.
+func (p *process) halt() {
+	p.haltOnce.Do(func() {
 		close(p.stopping)
 		p.killJobs()
+		_ = p.proc.Signal(syscall.SIGKILL)
 		p.proc.Close()
 		// Not under writeMu: a write blocked on a worker that no longer reads ends
 		// with the close (the frame no longer matters).
 		p.toWork.Close()
+	})
+}
+
+// reap is stop's second half, after halt: it reaps the guardian (SIGKILLing both
+// groups if the guardian has not gone within workerStopGrace), lets the readers drain
+// the pipes (cut off after barrierWait when a descendant that escaped the group keeps
+// them open), and closes the server's ends.
+func (p *process) reap() {
+	p.reapOnce.Do(func() {
 		p.proc.Stop(workerStopGrace)
 		done := make(chan struct{})
 		go func() { p.readerWG.Wait(); close(done) }()
@@ -355,6 +417,21 @@ func (p *process) stop() {
 		close(p.stopped)
 	})
 	<-p.stopped
+}
+
+// stale reports whether a directory on the worker's sys.path at its start (the
+// site-packages its start read .pth files from, the standard library) has changed
+// since the worker started, or is gone: a worker started now could see other
+// modules than this one. Modification times are compared with a second's margin,
+// as a file system may keep them coarsely.
+func (p *process) stale() bool {
+	for _, dir := range p.ready.siteDirs {
+		info, err := os.Stat(dir)
+		if err != nil || info.ModTime().After(p.started.Add(-time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether the protocol channel is still open.

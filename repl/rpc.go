@@ -74,7 +74,7 @@ func (s *Session) onRPC(p *process, f inFrame) {
 		// The call leaves the run's count before its reply goes out: the worker queues
 		// calls beyond the bound and sends the next one as soon as it reads this reply,
 		// so the slot must already be free when it arrives.
-		r.finishRPC(f.ID)
+		r.endRPC(f.ID)
 		if abandoned {
 			// The cell gave up on this call or its run ended: nobody waits for the
 			// reply, and a late frame could be mistaken for the next cell's traffic.
@@ -97,7 +97,7 @@ func (s *Session) onRPCCancel(f inFrame) {
 	r := s.active
 	s.mu.Unlock()
 	if r != nil && r.id == f.RunID {
-		r.cancelRPC(f.ID)
+		r.endRPC(f.ID)
 	}
 }
 

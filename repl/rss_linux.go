@@ -24,3 +24,15 @@ func residentBytes(pid int) (int64, error) {
 	}
 	return pages * int64(os.Getpagesize()), nil
 }
+
+// exited reports a process that has ended, reaped or not: a zombie's channel to us
+// may still look open for a moment after it died.
+func exited(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) == 0 || fields[0] == "Z" || fields[0] == "X"
+}

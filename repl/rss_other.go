@@ -3,9 +3,11 @@
 package repl
 
 import (
+	"errors"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // residentBytes asks ps for a process's resident set size: macOS has no /proc, and
@@ -20,4 +22,9 @@ func residentBytes(pid int) (int64, error) {
 		return 0, err
 	}
 	return kib * 1024, nil
+}
+
+// exited reports a process that is gone; a zombie is not told apart here.
+func exited(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

@@ -140,20 +140,12 @@ func (r *run) admitRPC(id string) (context.Context, bool) {
 	return ctx, true
 }
 
-// cancelRPC cancels a call the worker gave up on, which leaves the run's count at
-// once: the worker frees its slot as it sends rpc_cancel and may fill it with its
-// very next frame, which this reader handles after this one. The call's goroutine
-// still ends by itself, promptly, since its context is done.
-func (r *run) cancelRPC(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cancel, ok := r.rpcs[id]; ok {
-		cancel()
-		delete(r.rpcs, id)
-	}
-}
-
-func (r *run) finishRPC(id string) {
+// endRPC ends one call: the worker gave up on it (rpc_cancel), or it was served and
+// its reply is about to go out. Either way it leaves the run's count at once, since
+// the worker frees the call's slot as it sends rpc_cancel or reads the reply and may
+// fill it with its very next frame, which the reader handles after this one. A call
+// still being served ends by itself, promptly, since its context is done.
+func (r *run) endRPC(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cancel, ok := r.rpcs[id]; ok {

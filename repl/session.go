@@ -49,6 +49,8 @@ type Session struct {
 	serverID string
 	cfg      *Config
 	env      sessionEnv
+	launch   launch  // what its workers start from
+	spares   *spares // the manager's pool: spawn takes from it
 	logger   *slog.Logger
 
 	// lifetime ends when the session closes; runs still going then are abandoned.
@@ -60,6 +62,7 @@ type Session struct {
 
 	rpcs     sync.WaitGroup // rpcs of cell code being served
 	watchers sync.WaitGroup // one per worker: notices an idle worker's death
+	reaping  sync.WaitGroup // workers a reset halted, being reaped
 
 	mu sync.Mutex
 	// state, proc and generation are the persistent worker's life (state.go):
@@ -72,6 +75,9 @@ type Session struct {
 	active     *run
 	history    []*Result // oldest first, at most HistoryRuns
 	closed     bool
+	// joined: the session has started a worker, so its launch keeps a spare
+	// (spares.join) until it closes.
+	joined bool
 }
 
 // sessionEnv is where a session runs and with which interpreter.
@@ -84,7 +90,7 @@ type sessionEnv struct {
 	probe    *ProbeInfo // nil until probed (the default session is not probed)
 }
 
-func newSession(ctx context.Context, name, serverID string, cfg *Config, env sessionEnv) *Session {
+func newSession(ctx context.Context, name, serverID string, cfg *Config, env sessionEnv, pool *spares) *Session {
 	lifetime, stop := context.WithCancel(ctx)
 	s := &Session{
 		id:           newUUID(),
@@ -92,6 +98,8 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 		serverID:     serverID,
 		cfg:          cfg,
 		env:          env,
+		launch:       cfg.launch(env),
+		spares:       pool,
 		lifetime:     lifetime,
 		stopLifetime: stop,
 		slot:         make(chan struct{}, 1),
@@ -399,14 +407,17 @@ func (s *Session) Close(grace time.Duration) {
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.SessionClosed(s.id)
 	}
-	if state, _ := s.settled(nil); state == workerReady {
-		p := s.proc
-		s.mu.Unlock()
-		s.stopWorker(p, workerStopped)
-	} else {
-		s.mu.Unlock()
+	if w, _ := s.settled(nil); w.state == workerReady {
+		s.stopWorker(w.proc, workerStopped)
 	}
 	s.watchers.Wait()
+	s.reaping.Wait()
+	s.mu.Lock()
+	joined := s.joined
+	s.mu.Unlock()
+	if joined {
+		s.spares.leave(s.launch)
+	}
 }
 
 // Inspect returns the session's metadata and, when namespace is set, the bounded

@@ -5,20 +5,22 @@ package repl
 // the state only through setState, which refuses a move this table does not allow:
 //
 //	stopped, dead -> starting        a run needs a worker
-//	starting      -> ready           the handshake succeeded: generation+1
+//	starting      -> ready           a worker is ready (a spare claimed, or one
+//	                                 started past its handshake): generation+1
 //	starting      -> stopped, dead   the start failed (dead when an earlier
 //	                                 generation's variables were lost)
 //	ready         -> busy            a run takes the worker
 //	busy          -> ready           the run ended with its variables preserved
 //	ready, busy   -> stopping        a reset, the session closing, a crash, a kill
 //	                                 past the interrupt grace, the memory budget
-//	stopping      -> stopped         stopped on purpose (reset, close)
+//	stopping      -> stopped         stopped on purpose (reset, close); a reset's
+//	                                 worker is halted by then, reaped in the background
 //	stopping      -> dead            its variables are lost
 //
 // A run holds the session's slot for its whole life, so only that run's goroutine
 // starts a worker or moves it between ready and busy; the only other mover is the
-// watcher that notices an idle worker's death. Stopping a worker, for any reason, is
-// Session.stopWorker and nothing else.
+// watcher that notices an idle worker's death. Stopping the session's worker, for any
+// reason, is Session.retire (stopWorker, resetWorker) and nothing else.
 type workerState int
 
 const (
@@ -88,9 +90,19 @@ func (s *Session) setState(next workerState) bool {
 	return true
 }
 
-// settled waits until no start or stop is in progress and returns the state then,
-// with s.mu held. It returns false, without the lock, if done closes first.
-func (s *Session) settled(done <-chan struct{}) (workerState, bool) {
+// workerView is the session's worker as one moment saw it: its state, process and
+// generation, read together under s.mu.
+type workerView struct {
+	state      workerState
+	proc       *process
+	generation uint64
+}
+
+// settled waits until no start or stop is in progress and returns the worker then;
+// false if done closes first. It returns without s.mu, so what it saw may change at
+// once: a caller that acts on it does so through a move that re-checks under s.mu
+// (takeWorker, setState, retire, which only stops a process no longer the session's).
+func (s *Session) settled(done <-chan struct{}) (workerView, bool) {
 	s.mu.Lock()
 	for s.state == workerStarting || s.state == workerStopping {
 		changed := s.changed
@@ -98,9 +110,19 @@ func (s *Session) settled(done <-chan struct{}) (workerState, bool) {
 		select {
 		case <-changed:
 		case <-done:
-			return 0, false
+			return workerView{}, false
 		}
 		s.mu.Lock()
 	}
-	return s.state, true
+	w := workerView{state: s.state, proc: s.proc, generation: s.generation}
+	s.mu.Unlock()
+	return w, true
+}
+
+// takeWorker moves the session's worker p from ready to busy for the run that holds
+// the slot, unless p is no longer the session's ready worker.
+func (s *Session) takeWorker(p *process) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc == p && s.state == workerReady && s.setState(workerBusy)
 }

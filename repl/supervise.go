@@ -51,15 +51,13 @@ func (s *Session) guard(r *run) *Result {
 	if want == nil {
 		return nil
 	}
-	state, _ := s.settled(nil)
-	gen, p := s.generation, s.proc
-	if state == workerReady && !p.alive() {
+	w, _ := s.settled(nil)
+	if w.state == workerReady && !w.proc.alive() {
 		// Died idle, before its watcher has caught up: the same as dead.
-		s.mu.Unlock()
-		s.stopWorker(p, workerDead)
-		state, _ = s.settled(nil)
+		s.stopWorker(w.proc, workerDead)
+		w, _ = s.settled(nil)
 	}
-	s.mu.Unlock()
+	state, gen := w.state, w.generation
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
 		return nil
 	}
@@ -86,49 +84,39 @@ func (s *Session) guard(r *run) *Result {
 // claimWorker returns the session's worker for r, now busy: the live one, or a new
 // one after a reset, a loss, or on the first run. fresh reports a new worker.
 func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Result) {
-	beforeDispatch := func() (*process, bool, *Result) {
-		return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
-	}
-	state, ok := s.settled(ctx.Done())
-	if !ok {
-		return beforeDispatch()
-	}
-	if state == workerReady && (r.req.Reset || !s.proc.alive()) {
-		p := s.proc
-		s.mu.Unlock()
-		after := workerStopped // a reset is the caller's own choice
-		if !r.req.Reset {
-			after = workerDead // died idle before its watcher caught up
-		}
-		s.stopWorker(p, after)
-		if state, ok = s.settled(ctx.Done()); !ok {
-			return beforeDispatch()
-		}
-	}
 	fresh := false
-	if state == workerStopped || state == workerDead {
-		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return beforeDispatch()
+	for {
+		w, ok := s.settled(ctx.Done())
+		if !ok {
+			return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 		}
-		if res := s.startWorker(r); res != nil {
-			return nil, false, res
-		}
-		fresh = true
-		if state, ok = s.settled(ctx.Done()); !ok {
-			return beforeDispatch()
+		switch {
+		case w.state == workerReady && r.req.Reset && !fresh:
+			s.resetWorker(w.proc) // the caller's own choice
+		case w.state == workerReady && !w.proc.alive():
+			s.stopWorker(w.proc, workerDead) // died idle before its watcher caught up
+		case w.state == workerReady:
+			if s.takeWorker(w.proc) {
+				return w.proc, fresh, nil
+			}
+			// Its watcher found it dead meanwhile: look again.
+		case fresh:
+			// The new worker died at once, and was stopped.
+			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+		case w.state == workerStopped || w.state == workerDead:
+			if ctx.Err() != nil {
+				return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+			}
+			if res := s.startWorker(r); res != nil {
+				return nil, false, res
+			}
+			fresh = true
+		default:
+			// Busy: only the slot's holder claims a worker, and that is this run,
+			// so the supervisor is broken.
+			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
 		}
 	}
-	if state != workerReady {
-		// The new worker died at once (and its watcher stopped it), or the
-		// supervisor is broken (busy: only the slot's holder claims, and that is us).
-		s.mu.Unlock()
-		return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
-	}
-	p := s.proc
-	s.setState(workerBusy)
-	s.mu.Unlock()
-	return p, fresh, nil
 }
 
 // startWorker starts the session's worker: stopped or dead, then starting, then
@@ -192,11 +180,31 @@ func (s *Session) watch(p *process) {
 	}
 }
 
-// stopWorker stops p, the one way a worker is stopped: the session's own worker
-// goes through stopping to after (stopped on purpose, dead when its variables are
+// stopWorker stops p and returns once it is reaped: the session's own worker goes
+// through stopping to after (stopped on purpose, dead when its variables are
 // lost); any other worker (a fresh-mode one, or one already replaced) is simply
-// stopped. It returns once p is reaped.
+// stopped.
 func (s *Session) stopWorker(p *process, after workerState) {
+	s.retire(p, after, p.stop)
+}
+
+// resetWorker stops the session's worker p for a reset as stopWorker does, except
+// that it returns once p is halted (no code of it runs any more) and leaves the
+// reaping to a goroutine Close waits for: the reset's cell, on the spare, then does
+// not wait for the kernel to free the old worker's memory.
+func (s *Session) resetWorker(p *process) {
+	s.retire(p, workerStopped, func() { s.dropWorker(p) })
+}
+
+// dropWorker halts p and reaps it on a goroutine the session's Close waits for.
+func (s *Session) dropWorker(p *process) {
+	p.halt()
+	s.reaping.Go(p.reap)
+}
+
+// retire moves the session's worker p through stopping to after around stop, or
+// just stops p when it is not the session's worker (any more).
+func (s *Session) retire(p *process, after workerState, stop func()) {
 	s.mu.Lock()
 	for s.proc == p && s.state == workerStopping {
 		// Another goroutine is stopping it: wait for the outcome.
@@ -207,37 +215,46 @@ func (s *Session) stopWorker(p *process, after workerState) {
 	}
 	if s.proc != p || !s.setState(workerStopping) {
 		s.mu.Unlock()
-		p.stop()
+		stop()
 		return
 	}
 	s.mu.Unlock()
-	p.stop()
+	stop()
 	s.mu.Lock()
 	s.proc = nil
 	s.setState(after)
 	s.mu.Unlock()
 }
 
-// spawn starts a worker for this session's environment. A project .venv is checked
-// at every start, not only when the session was made: the default session's is
-// never checked before (the server starts and answers health with a broken one), and
-// one that broke meanwhile, or was repaired, is told apart before a cryptic exec
-// failure.
+// spawn gives this session a new worker: the spare of its launch when one waits
+// (spare.go), else one started now. A project .venv is checked at every start, not
+// only when the session was made: the default session's is never checked before (the
+// server starts and answers health with a broken one), and one that broke
+// meanwhile, or was repaired, is told apart before a cryptic exec failure. The
+// session's first worker makes its launch keep a spare from then on.
 func (s *Session) spawn() (*process, error) {
 	if s.env.source == SourceProjectVenv {
 		if err := checkVenv(s.env.python, s.env.venvFix); err != nil {
 			return nil, err
 		}
 	}
-	return spawn(spawnSpec{
-		python: s.env.python,
-		dir:    s.env.project,
-		env:    s.cfg.Env,
-		exe:    s.cfg.Executable,
-		cache:  s.cfg.CodeCache,
-		logger: s.logger,
-		events: s,
-	})
+	p := s.spares.take(s.launch)
+	if p != nil {
+		p.bind(s, s.logger)
+	} else {
+		var err error
+		if p, err = spawn(spawnSpec{launch: s.launch, logger: s.logger, events: s}); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	join := !s.joined
+	s.joined = true
+	s.mu.Unlock()
+	if join {
+		s.spares.join(s.launch)
+	}
+	return p, nil
 }
 
 // onOutput routes a live output frame to the run it belongs to.
@@ -250,8 +267,9 @@ func (s *Session) onOutput(runID, stream, text string) {
 	}
 }
 
-// dispatchFresh runs a file in a worker of its own, stopped afterwards. Whatever
-// happens to that worker, the persistent namespace is untouched.
+// dispatchFresh runs a file in a worker of its own (the spare when one waits),
+// halted afterwards and reaped in the background. Whatever happens to that worker,
+// the persistent namespace is untouched.
 func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
 	s.mu.Lock()
 	gen := s.generation
@@ -262,7 +280,7 @@ func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
 		res.Generation = gen
 		return res
 	}
-	defer p.stop()
+	defer s.dropWorker(p) // its result does not wait for the reap
 	res := s.runOn(ctx, r, p, gen)
 	res.State = StatePreserved
 	res.ExecutionMode = "fresh"

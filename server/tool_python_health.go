@@ -46,6 +46,8 @@ const sessionHealthProperties = `{
       "code_bytes": {"type": "integer"}, "frame_bytes": {"type": "integer"}, "timeout_seconds": {"type": "integer"},
       "history_runs": {"type": "integer"}, "stream_bytes": {"type": "integer"}, "worker_rss_mib": {"type": "integer"}}},
     "memory_limit": {"type": "string"},
+    "spare": {"type": "object", "description": "the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)",
+      "properties": {"enabled": {"type": "boolean"}, "ready": {"type": "boolean"}, "pid": {"type": "integer"}, "rss_bytes": {"type": "integer"}}},
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
 // sessionListSchema is python_session_list's answer, and python_health's sessions.
@@ -107,7 +109,7 @@ func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
 	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
-	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s.\n", s.SessionID, s.Generation, workerState(s))
+	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	l := s.Limits
 	rss := "no RSS budget"
@@ -154,4 +156,12 @@ func brokerText(h broker.Health) string {
 		text += " Registry error: " + cutFooter(*h.ConfigurationError, messageShown)
 	}
 	return text
+}
+
+// spareText says that a spare worker waits, and what memory it holds.
+func spareText(sp repl.SpareState) string {
+	if !sp.Ready {
+		return ""
+	}
+	return fmt.Sprintf("; a spare worker waits for a reset or a new session (pid %d, %s MiB)", sp.Pid, count(int(sp.RSSBytes>>20)))
 }

@@ -22,6 +22,11 @@ class StartupTests(WorkerTestCase):
         self.assertEqual(ready['pid'], self.worker.proc.pid)
         self.assertEqual(ready['python_version'], '%d.%d.%d' % sys.version_info[:3])
         self.assertEqual(os.path.realpath(ready['python_executable']), os.path.realpath(sys.executable))
+        # The directories the start read, for the server's spare: existing, the standard
+        # library's among them, the project's not.
+        self.assertIn(os.path.dirname(os.__file__), ready['site_dirs'])
+        self.assertTrue(all(os.path.isdir(d) for d in ready['site_dirs']), ready['site_dirs'])
+        self.assertNotIn(os.path.realpath(self.dir), [os.path.realpath(d) for d in ready['site_dirs']])
 
     def test_startup_environment(self):
         code = (

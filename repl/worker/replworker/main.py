@@ -43,6 +43,9 @@ def _serve(path0):
     IMAGES.start(channel)
     install_matplotlib_hook()
     sys.argv = ['']
+    # What the interpreter's start read (.pth files, site-packages): a spare worker
+    # that waited is not handed out once one of these has changed since it started.
+    site_dirs = [path for path in sys.path if path and os.path.isdir(path)]
     if path0 is not None:
         sys.path.insert(0, path0)
     channel.send({
@@ -51,6 +54,7 @@ def _serve(path0):
         'pid': os.getpid(),
         'python_version': python_version(),
         'python_executable': sys.executable,
+        'site_dirs': site_dirs,
     })
     channel.start_reader()
     worker.serve()
