@@ -251,6 +251,7 @@ func TestDeadServersRecordsAreSwept(t *testing.T) {
 	}
 	defer live.Close()
 	live.CellFinished(finished(1, 1, "x = 1", "", nil))
+	live.Flush() // the record is written after CellFinished returns
 	dead := filepath.Join(records, "dead-server")
 	os.MkdirAll(filepath.Join(dead, "some-session"), 0o700)
 	os.WriteFile(filepath.Join(dead, "some-session", "000000001.json"), []byte("{}"), 0o600)
