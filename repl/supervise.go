@@ -12,7 +12,7 @@ import (
 // The supervisor: how a run gets a worker from the session's lifecycle
 // (lifecycle.go), what it waits for there, and when the worker is stopped because
 // the run ended badly. Every function here runs on the goroutine of the run that
-// holds the session's slot.
+// holds the session's slot, except onOutput, which the worker's frame reader calls.
 
 // dispatch checks the generation guard, makes sure a worker runs, sends the cell and
 // waits for its outcome.
