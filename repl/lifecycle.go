@@ -15,7 +15,7 @@ import (
 // (watch), and stops it. It also starts and drops the session's fresh workers, which
 // live outside the table.
 //
-// A worker stops one way, whoever asks: process.stop, halt then reap. stop returns
+// A worker stops one way, whoever asks: halt, then reap (process.stop). stop returns
 // once the worker is reaped; reset and drop return once it is halted and reap it on a
 // goroutine close waits for. The session's own worker leaves the table only through
 // retire, which moves it through stopping.
