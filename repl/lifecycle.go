@@ -8,12 +8,12 @@ import (
 
 // lifecycle is a session's worker over its successive lives, and the one place that
 // starts and stops its process (go-plugin's Client is the model: one value with one
-// mutex that owns the process from start to stop).
-// It starts the worker (the launch's spare when one waits, else a new one), moves it
-// through the states of state.go's table together with its generation, lets a caller
-// wait until no start or stop is in progress (settled), notices an idle worker's death
-// (watch), and stops it. It also starts and drops the session's fresh workers, which
-// live outside the table.
+// mutex that owns the process from start to stop). It starts the worker (the launch's
+// spare when one waits, else a new one), moves it through the states of state.go's
+// table together with its generation, lets a caller wait until no start or stop is in
+// progress (settled), notices an idle worker's death (watch), and stops it. It also
+// starts and drops the session's fresh workers, which live outside the table. The
+// Session holds one (Session.worker); nothing else starts or stops its workers.
 //
 // A worker stops one way, whoever asks: halt, then reap (process.stop). stop returns
 // once the worker is reaped; reset and drop return once it is halted and reap it on a
