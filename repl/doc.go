@@ -17,12 +17,15 @@
 // starts and kills them. Who stops what: the Manager's Close closes every session; a
 // session's Close cancels its run, waits for its rpcs, ends its Services and stops its
 // worker and its launch's claim on a spare; the Manager's pool (spare.go) starts and
-// stops the spare workers. A process is stopped only by process.stop: halt (SIGKILL to
-// its group and jobs, hang up its guardian), then reap. A session's worker leaves only
-// through Session.retire, as stopWorker (which returns once it is reaped) or, for a
-// reset, resetWorker (which returns once it is halted and reaps it in the background),
-// moving through the states of state.go's table; a fresh run's worker is halted and
-// reaped in the background when its run ends (dropWorker).
+// stops the spare workers. A session's workers are started and stopped by its
+// lifecycle (lifecycle.go) and nothing else: it takes the spare or spawns one, moves
+// the persistent worker through the states of state.go's table with its generation,
+// and stops it. A process is stopped one way: halt (SIGKILL to its group and jobs,
+// hang up its guardian), then reap; process.stop does both in turn. The session's
+// worker leaves only through lifecycle.retire, as stop (which returns once it is
+// reaped) or, for a reset, reset (which returns once it is halted and reaps it in the
+// background); a fresh run's worker is halted and reaped in the background when its
+// run ends (drop).
 //
 // What it promises is docs/contract.md §4 (the execution result and truthful state),
 // §5 (the worker as users see it) and §6 (sessions); docs/design.md ("The supervisor")

@@ -55,7 +55,8 @@ type Limits struct {
 
 // Health describes the session without starting anything.
 func (s *Session) Health() Health {
-	spare := s.spares.state(s.launch)
+	spare := s.worker.spare()
+	w := s.worker.view()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := Health{
@@ -64,7 +65,7 @@ func (s *Session) Health() Health {
 		Name:             s.name,
 		Project:          s.env.project,
 		Closed:           s.closed,
-		Generation:       s.generation,
+		Generation:       w.generation,
 		Version:          s.cfg.Version,
 		Runtime:          "go-supervisor/cpython-worker",
 		ExecutionMode:    "trusted-local; full filesystem access; not a security sandbox",
@@ -90,12 +91,12 @@ func (s *Session) Health() Health {
 		h.Environment.Version, h.Environment.ActualPythonExecutable, h.Environment.VersionInfo = p.Version, p.Executable, p
 		h.Environment.Validated = true
 	}
-	if s.lastReady != nil {
-		running := (s.state == workerReady || s.state == workerBusy) && s.proc.alive()
-		h.Python = &PythonState{Ready: *s.lastReady, Running: running}
+	if w.lastReady != nil {
+		running := (w.state == workerReady || w.state == workerBusy) && w.proc.alive()
+		h.Python = &PythonState{Ready: *w.lastReady, Running: running}
 		h.Environment.Validated = true
-		h.Environment.Version = s.lastReady.PythonVersion
-		h.Environment.ActualPythonExecutable = s.lastReady.PythonExecutable
+		h.Environment.Version = w.lastReady.PythonVersion
+		h.Environment.ActualPythonExecutable = w.lastReady.PythonExecutable
 		h.Environment.RuntimeStatus = "stopped"
 		if running {
 			h.Environment.RuntimeStatus = "running"

@@ -373,9 +373,10 @@ func (p *process) interrupt() {
 	_ = p.proc.Signal(syscall.SIGINT)
 }
 
-// stop is the one way a worker is stopped: halt, then reap. It is idempotent and
-// safe from any goroutine but the worker's own readers; every caller returns once
-// the worker is reaped.
+// stop stops the worker the one way there is, halt then reap, and returns once it is
+// reaped. It is idempotent and safe from any goroutine but the worker's own readers.
+// A caller that must not wait for the reap (lifecycle.reset, lifecycle.drop) calls
+// halt and runs reap on a goroutine it waits for later.
 func (p *process) stop() {
 	p.halt()
 	p.reap()

@@ -64,9 +64,7 @@ func (s *Session) record(r *run, res *Result) {
 		res.HTML, res.Displays = "", nil
 		return
 	}
-	s.mu.Lock()
-	python := s.lastReady
-	s.mu.Unlock()
+	python := s.worker.view().lastReady
 	s.cfg.Recorder.CellFinished(FinishedCell{
 		SessionID: s.id, SessionName: s.name, Started: r.started,
 		Code: r.req.Code, SourcePath: r.req.SourcePath, Argv: r.req.Argv,

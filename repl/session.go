@@ -49,9 +49,10 @@ type Session struct {
 	serverID string
 	cfg      *Config
 	env      sessionEnv
-	launch   launch  // what its workers start from
-	spares   *spares // the manager's pool: spawn takes from it
 	logger   *slog.Logger
+	// worker is the session's worker over its lives: it starts, stops and
+	// supervises the state of every worker the session has (lifecycle.go).
+	worker *lifecycle
 
 	// lifetime ends when the session closes; runs still going then are abandoned.
 	lifetime     context.Context
@@ -60,24 +61,12 @@ type Session struct {
 
 	slot chan struct{} // holds a token while a run owns the session
 
-	rpcs     sync.WaitGroup // rpcs of cell code being served
-	watchers sync.WaitGroup // one per worker: notices an idle worker's death
-	reaping  sync.WaitGroup // workers a reset halted, being reaped
+	rpcs sync.WaitGroup // rpcs of cell code being served
 
-	mu sync.Mutex
-	// state, proc and generation are the persistent worker's life (state.go):
-	// proc is set exactly in ready and busy.
-	state      workerState
-	changed    chan struct{} // closed and replaced at every state change
-	proc       *process
-	generation uint64
-	lastReady  *Ready
-	active     *run
-	history    []*Result // oldest first, at most HistoryRuns
-	closed     bool
-	// joined: the session has started a worker, so its launch keeps a spare
-	// (spares.join) until it closes.
-	joined bool
+	mu      sync.Mutex
+	active  *run
+	history []*Result // oldest first, at most HistoryRuns
+	closed  bool
 }
 
 // sessionEnv is where a session runs and with which interpreter.
@@ -98,14 +87,12 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 		serverID:     serverID,
 		cfg:          cfg,
 		env:          env,
-		launch:       cfg.launch(env),
-		spares:       pool,
 		lifetime:     lifetime,
 		stopLifetime: stop,
 		slot:         make(chan struct{}, 1),
-		changed:      make(chan struct{}),
 	}
 	s.logger = cfg.Logger.With("session", s.id)
+	s.worker = newLifecycle(cfg.launch(env), env, pool, s, s.logger)
 	if cfg.Services != nil {
 		cfg.Services.SessionOpened(s.id, env.project)
 	}
@@ -158,10 +145,8 @@ func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 		defer s.release(r)
 		s.execute(s.lifetime, r)
 	}()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return &StartInfo{
-		ServerID: s.serverID, SessionID: s.id, Generation: s.generation,
+		ServerID: s.serverID, SessionID: s.id, Generation: s.worker.currentGeneration(),
 		RunID: r.id, Status: RunStarting, PollTool: "python_run", CancelTool: "python_cancel",
 	}, nil
 }
@@ -240,9 +225,7 @@ func (s *Session) identify(res *Result, r *run) {
 	res.SessionID = s.id
 	res.ElapsedMS = msSince(r.started)
 	if res.Generation == 0 {
-		s.mu.Lock()
-		res.Generation = s.generation
-		s.mu.Unlock()
+		res.Generation = s.worker.currentGeneration()
 	}
 	limit := PreviewLimit
 	if r.req.inventory {
@@ -407,17 +390,7 @@ func (s *Session) Close(grace time.Duration) {
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.SessionClosed(s.id)
 	}
-	if w, _ := s.settled(nil); w.state == workerReady {
-		s.stopWorker(w.proc, workerStopped)
-	}
-	s.watchers.Wait()
-	s.reaping.Wait()
-	s.mu.Lock()
-	joined := s.joined
-	s.mu.Unlock()
-	if joined {
-		s.spares.leave(s.launch)
-	}
+	s.worker.close()
 }
 
 // Inspect returns the session's metadata and, when namespace is set, the bounded

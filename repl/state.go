@@ -1,8 +1,9 @@
 package repl
 
-// workerState is where a session's persistent worker is in its life. The session's
-// state, its proc and its generation change together, under the session's lock, and
-// the state only through setState, which refuses a move this table does not allow:
+// workerState is where a session's persistent worker is in its life. Its lifecycle
+// (lifecycle.go) changes the state, the process and the generation together, under
+// its lock, and the state only through setState, which refuses a move this table
+// does not allow:
 //
 //	stopped, dead -> starting        a run needs a worker
 //	starting      -> ready           a worker is ready (a spare claimed, or one
@@ -20,7 +21,7 @@ package repl
 // A run holds the session's slot for its whole life, so only that run's goroutine
 // starts a worker or moves it between ready and busy; the only other mover is the
 // watcher that notices an idle worker's death. Stopping the session's worker, for any
-// reason, is Session.retire (stopWorker, resetWorker) and nothing else.
+// reason, is lifecycle.retire (stop, reset) and nothing else.
 type workerState int
 
 const (
@@ -74,55 +75,4 @@ func (s workerState) allows(next workerState) bool {
 		return next == workerStopped || next == workerDead
 	}
 	return false
-}
-
-// setState moves the worker to next and wakes whoever waits for a change. A move
-// the life does not allow is a bug in the supervisor: it is refused and logged,
-// never applied. s.mu is held.
-func (s *Session) setState(next workerState) bool {
-	if !s.state.allows(next) {
-		s.logger.Error("refused worker state change", "from", s.state, "to", next)
-		return false
-	}
-	s.state = next
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return true
-}
-
-// workerView is the session's worker as one moment saw it: its state, process and
-// generation, read together under s.mu.
-type workerView struct {
-	state      workerState
-	proc       *process
-	generation uint64
-}
-
-// settled waits until no start or stop is in progress and returns the worker then;
-// false if done closes first. It returns without s.mu, so what it saw may change at
-// once: a caller that acts on it does so through a move that re-checks under s.mu
-// (takeWorker, setState, retire, which only stops a process no longer the session's).
-func (s *Session) settled(done <-chan struct{}) (workerView, bool) {
-	s.mu.Lock()
-	for s.state == workerStarting || s.state == workerStopping {
-		changed := s.changed
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-done:
-			return workerView{}, false
-		}
-		s.mu.Lock()
-	}
-	w := workerView{state: s.state, proc: s.proc, generation: s.generation}
-	s.mu.Unlock()
-	return w, true
-}
-
-// takeWorker moves the session's worker p from ready to busy for the run that holds
-// the slot, unless p is no longer the session's ready worker.
-func (s *Session) takeWorker(p *process) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc == p && s.state == workerReady && s.setState(workerBusy)
 }

@@ -2,16 +2,17 @@ package repl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The supervisor: how a run gets a worker, what it waits for there, and how the
-// worker is stopped when the run ends badly. Every function here runs on the
-// goroutine of the run that holds the session's slot, except watch and
-// stopWorker, which any goroutine may call.
+// The supervisor: how a run gets a worker from the session's lifecycle
+// (lifecycle.go), what it waits for there, and when the worker is stopped because
+// the run ended badly. Every function here runs on the goroutine of the run that
+// holds the session's slot, except onOutput, which the worker's frame reader calls.
 
 // dispatch checks the generation guard, makes sure a worker runs, sends the cell and
 // waits for its outcome.
@@ -22,19 +23,12 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 	if r.req.Fresh {
 		return s.dispatchFresh(ctx, r)
 	}
-	p, fresh, res := s.claimWorker(ctx, r)
+	w, fresh, res := s.claimWorker(ctx, r)
 	if res != nil {
 		return res
 	}
-	s.mu.Lock()
-	gen := s.generation
-	s.mu.Unlock()
-	res = s.runOn(ctx, r, p, gen)
-	s.mu.Lock()
-	if s.proc == p && s.state == workerBusy {
-		s.setState(workerReady)
-	}
-	s.mu.Unlock()
+	res = s.runOn(ctx, r, w.proc, w.generation)
+	s.worker.idle(w.proc)
 	res.StateReset = &fresh
 	res.ExecutionMode = "persistent"
 	return res
@@ -51,11 +45,11 @@ func (s *Session) guard(r *run) *Result {
 	if want == nil {
 		return nil
 	}
-	w, _ := s.settled(nil)
+	w, _ := s.worker.settled(nil)
 	if w.state == workerReady && !w.proc.alive() {
 		// Died idle, before its watcher has caught up: the same as dead.
-		s.stopWorker(w.proc, workerDead)
-		w, _ = s.settled(nil)
+		s.worker.stop(w.proc, workerDead)
+		w, _ = s.worker.settled(nil)
 	}
 	state, gen := w.state, w.generation
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
@@ -75,186 +69,60 @@ func (s *Session) guard(r *run) *Result {
 	if replaced {
 		res.StateReset = &replaced
 	}
-	s.mu.Lock()
-	res.Generation = s.generation
-	s.mu.Unlock()
+	res.Generation = s.worker.currentGeneration()
 	return res
 }
 
-// claimWorker returns the session's worker for r, now busy: the live one, or a new
-// one after a reset, a loss, or on the first run. fresh reports a new worker.
-func (s *Session) claimWorker(ctx context.Context, r *run) (*process, bool, *Result) {
+// claimWorker returns the session's worker for r, now busy, with its generation:
+// the live one, or a new one after a reset, a loss, or on the first run. fresh
+// reports a new worker.
+func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *Result) {
 	fresh := false
 	for {
-		w, ok := s.settled(ctx.Done())
+		w, ok := s.worker.settled(ctx.Done())
 		if !ok {
-			return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+			return workerView{}, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 		}
 		switch {
 		case w.state == workerReady && r.req.Reset && !fresh:
-			s.resetWorker(w.proc) // the caller's own choice
+			s.worker.reset(w.proc) // the caller's own choice
 		case w.state == workerReady && !w.proc.alive():
-			s.stopWorker(w.proc, workerDead) // died idle before its watcher caught up
+			s.worker.stop(w.proc, workerDead) // died idle before its watcher caught up
 		case w.state == workerReady:
-			if s.takeWorker(w.proc) {
-				return w.proc, fresh, nil
+			if s.worker.take(w.proc) {
+				return w, fresh, nil
 			}
 			// Its watcher found it dead meanwhile: look again.
 		case fresh:
 			// The new worker died at once, and was stopped.
-			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+			return workerView{}, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
 		case w.state == workerStopped || w.state == workerDead:
 			if ctx.Err() != nil {
-				return nil, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+				return workerView{}, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 			}
 			if res := s.startWorker(r); res != nil {
-				return nil, false, res
+				return workerView{}, false, res
 			}
 			fresh = true
 		default:
 			// Busy: only the slot's holder claims a worker, and that is this run,
 			// so the supervisor is broken.
-			return nil, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+			return workerView{}, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
 		}
 	}
 }
 
-// startWorker starts the session's worker: stopped or dead, then starting, then
-// ready with the next generation. A start that fails leaves no worker, and says
-// that no Python state exists.
+// startWorker starts the session's worker for r. A start that fails leaves no
+// worker, and says that no Python state exists.
 func (s *Session) startWorker(r *run) *Result {
-	s.mu.Lock()
-	before := s.state
-	if !s.setState(workerStarting) {
-		s.mu.Unlock()
+	switch err := s.worker.start(); {
+	case err == nil:
+		return nil
+	case errors.Is(err, errStartRefused):
 		return failure(r.id, msgCrashed, StateCleared)
-	}
-	s.mu.Unlock()
-	p, err := s.spawn()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		s.setState(before)
+	default:
 		return failure(r.id, err.Error()+msgNoState, StateCleared)
 	}
-	s.proc = p
-	s.generation++
-	ready := p.ready
-	s.lastReady = &ready
-	s.setState(workerReady)
-	s.watchers.Add(1)
-	go s.watch(p)
-	return nil
-}
-
-// watch notices the death of an idle worker (a thread that called os._exit after
-// its cell, an outside kill) and stops it, so that the session reports it dead
-// and the next run knows its variables are gone. A busy worker's death is its
-// run's to handle; watch waits for the run to end and looks again.
-func (s *Session) watch(p *process) {
-	defer s.watchers.Done()
-	select {
-	case <-p.dead:
-	case <-p.proc.Exited():
-	case <-p.stopping:
-		return
-	}
-	for {
-		s.mu.Lock()
-		if s.proc != p {
-			s.mu.Unlock()
-			return
-		}
-		if s.state == workerReady {
-			s.mu.Unlock()
-			s.stopWorker(p, workerDead)
-			return
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-p.stopped:
-			return
-		}
-	}
-}
-
-// stopWorker stops p and returns once it is reaped: the session's own worker goes
-// through stopping to after (stopped on purpose, dead when its variables are
-// lost); any other worker (a fresh-mode one, or one already replaced) is simply
-// stopped.
-func (s *Session) stopWorker(p *process, after workerState) {
-	s.retire(p, after, p.stop)
-}
-
-// resetWorker stops the session's worker p for a reset as stopWorker does, except
-// that it returns once p is halted (no code of it runs any more) and leaves the
-// reaping to a goroutine Close waits for: the reset's cell, on the spare, then does
-// not wait for the kernel to free the old worker's memory.
-func (s *Session) resetWorker(p *process) {
-	s.retire(p, workerStopped, func() { s.dropWorker(p) })
-}
-
-// dropWorker halts p and reaps it on a goroutine the session's Close waits for.
-func (s *Session) dropWorker(p *process) {
-	p.halt()
-	s.reaping.Go(p.reap)
-}
-
-// retire moves the session's worker p through stopping to after around stop, or
-// just stops p when it is not the session's worker (any more).
-func (s *Session) retire(p *process, after workerState, stop func()) {
-	s.mu.Lock()
-	for s.proc == p && s.state == workerStopping {
-		// Another goroutine is stopping it: wait for the outcome.
-		changed := s.changed
-		s.mu.Unlock()
-		<-changed
-		s.mu.Lock()
-	}
-	if s.proc != p || !s.setState(workerStopping) {
-		s.mu.Unlock()
-		stop()
-		return
-	}
-	s.mu.Unlock()
-	stop()
-	s.mu.Lock()
-	s.proc = nil
-	s.setState(after)
-	s.mu.Unlock()
-}
-
-// spawn gives this session a new worker: the spare of its launch when one waits
-// (spare.go), else one started now. A project .venv is checked at every start, not
-// only when the session was made: the default session's is never checked before (the
-// server starts and answers health with a broken one), and one that broke
-// meanwhile, or was repaired, is told apart before a cryptic exec failure. The
-// session's first worker makes its launch keep a spare from then on.
-func (s *Session) spawn() (*process, error) {
-	if s.env.source == SourceProjectVenv {
-		if err := checkVenv(s.env.python, s.env.venvFix); err != nil {
-			return nil, err
-		}
-	}
-	p := s.spares.take(s.launch)
-	if p != nil {
-		p.bind(s, s.logger)
-	} else {
-		var err error
-		if p, err = spawn(spawnSpec{launch: s.launch, logger: s.logger, events: s}); err != nil {
-			return nil, err
-		}
-	}
-	s.mu.Lock()
-	join := !s.joined
-	s.joined = true
-	s.mu.Unlock()
-	if join {
-		s.spares.join(s.launch)
-	}
-	return p, nil
 }
 
 // onOutput routes a live output frame to the run it belongs to.
@@ -271,16 +139,14 @@ func (s *Session) onOutput(runID, stream, text string) {
 // halted afterwards and reaped in the background. Whatever happens to that worker,
 // the persistent namespace is untouched.
 func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
-	s.mu.Lock()
-	gen := s.generation
-	s.mu.Unlock()
-	p, err := s.spawn()
+	gen := s.worker.currentGeneration()
+	p, err := s.worker.startFresh()
 	if err != nil {
 		res := failure(r.id, err.Error(), StatePreserved)
 		res.Generation = gen
 		return res
 	}
-	defer s.dropWorker(p) // its result does not wait for the reap
+	defer s.worker.drop(p) // its result does not wait for the reap
 	res := s.runOn(ctx, r, p, gen)
 	res.State = StatePreserved
 	res.ExecutionMode = "fresh"
@@ -393,7 +259,7 @@ func (s *Session) complete(p *process, r *run, res *Result) *Result {
 	}
 	if res.State == StateCleared {
 		// The worker ended its own state and exits; do not hand it another cell.
-		s.stopWorker(p, workerDead)
+		s.worker.stop(p, workerDead)
 	}
 	return res
 }
@@ -503,7 +369,7 @@ func (s *Session) crashed(p *process, r *run, reason string) *Result {
 // lost stops a worker whose variables can no longer be trusted and reports the run
 // with whatever output it produced.
 func (s *Session) lost(p *process, r *run, msg string) *Result {
-	s.stopWorker(p, workerDead)
+	s.worker.stop(p, workerDead)
 	res := failure(r.id, msg, StateCleared)
 	r.mu.Lock()
 	// The newest output says most about how the run ended.
