@@ -112,6 +112,9 @@ type httpLimits struct {
 	bodyTimeout time.Duration
 	maxSessions int
 	sessionIdle time.Duration
+	// swept, if set, is called after each sweep of the idle reaper with the time it
+	// judged idleness at: a test waits for a sweep instead of sleeping past one.
+	swept func(at time.Time)
 }
 
 func (l httpLimits) withDefaults() httpLimits {
@@ -291,7 +294,7 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 		bodyTimeout: limits.bodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
 		ids:         newHTTPIDs(),
-		sessions:    newMCPSessions(s.mcp, limits.maxSessions, limits.sessionIdle, s.logger),
+		sessions:    newMCPSessions(s.mcp, limits, s.logger),
 		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: maxHTTPBody,

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -419,10 +420,18 @@ func TestHTTPIdleSessionsClosed(t *testing.T) {
 	// Long enough that a loaded machine opens the connected client's GET stream
 	// well within it.
 	const idle = time.Second
-	url, srv := startHTTPServer(t, HTTPConfig{Token: token, limits: httpLimits{sessionIdle: idle}})
+	var sweptMu sync.Mutex
+	var lastSweep time.Time
+	swept := func(at time.Time) {
+		sweptMu.Lock()
+		defer sweptMu.Unlock()
+		lastSweep = at
+	}
+	url, srv := startHTTPServer(t, HTTPConfig{Token: token, limits: httpLimits{sessionIdle: idle, swept: swept}})
 	abandoned := openSession(t, url, token)
 	begin := time.Now()
 	connected := connect(t, url, "2025-11-25", token) // holds its standalone GET stream
+	connectedIdleFrom := time.Now()                   // its last request has been answered
 	busy := openSession(t, url, token)
 	called := make(chan error, 1)
 	go func() {
@@ -458,7 +467,12 @@ func TestHTTPIdleSessionsClosed(t *testing.T) {
 	if status, _, _, err := rawPost(t, t.Context(), url, busy, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); err != nil || status != http.StatusOK {
 		t.Fatalf("the session after its long call: status %d, %v", status, err)
 	}
-	// The connected client, idle for longer still, is served.
-	time.Sleep(time.Until(begin.Add(3 * idle)))
+	// The connected client is served after a sweep that found it idle for longer than
+	// the timeout.
+	testwait.Until(t, 10*time.Second, "a sweep past the connected client's idle timeout", func() bool {
+		sweptMu.Lock()
+		defer sweptMu.Unlock()
+		return lastSweep.Sub(connectedIdleFrom) > idle
+	})
 	callTool(t, connected, "python_health", map[string]any{})
 }

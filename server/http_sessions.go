@@ -37,6 +37,7 @@ type mcpSessions struct {
 	max    int
 	idle   time.Duration
 	logger *slog.Logger
+	swept  func(at time.Time) // httpLimits.swept
 
 	mu       sync.Mutex
 	m        map[string]*sessionUse
@@ -54,8 +55,9 @@ type sessionUse struct {
 // busy reports something in flight: a call running, or a POST awaiting its reply.
 func (u *sessionUse) busy() bool { return u.calls > 0 || u.posts > 0 }
 
-func newMCPSessions(server *mcp.Server, max int, idle time.Duration, logger *slog.Logger) *mcpSessions {
-	return &mcpSessions{server: server, max: max, idle: idle, logger: logger, m: map[string]*sessionUse{}}
+func newMCPSessions(server *mcp.Server, limits httpLimits, logger *slog.Logger) *mcpSessions {
+	return &mcpSessions{server: server, max: limits.maxSessions, idle: limits.sessionIdle, swept: limits.swept,
+		logger: logger, m: map[string]*sessionUse{}}
 }
 
 // stateful returns the session of a stateful MCP session's request; stateless
@@ -206,8 +208,9 @@ func (t *mcpSessions) reap(ctx context.Context) {
 		var idle []*mcp.ServerSession
 		t.mu.Lock()
 		t.reconcile()
+		now := time.Now()
 		for id, u := range t.m {
-			if !u.busy() && u.streams == 0 && time.Since(u.lastUsed) >= t.idle {
+			if !u.busy() && u.streams == 0 && now.Sub(u.lastUsed) >= t.idle {
 				delete(t.m, id)
 				idle = append(idle, u.ss)
 			}
@@ -215,6 +218,9 @@ func (t *mcpSessions) reap(ctx context.Context) {
 		t.mu.Unlock()
 		for _, ss := range idle {
 			ss.Close()
+		}
+		if t.swept != nil {
+			t.swept(now)
 		}
 	}
 }
