@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,9 +43,19 @@ type Config struct {
 	Logger        *slog.Logger
 }
 
-// launch is what the workers of a session in env start from.
+// launch is what the workers of a session in env start from. An interpreter named
+// by a bare command name (the default session's "python3") is the file PATH finds,
+// as spawn would: a session opened on the same interpreter names it by that path
+// (resolveInterpreter), and both must be one launch to share a spare. A name PATH
+// does not find stays as it is, for spawn to report.
 func (cfg *Config) launch(env sessionEnv) launch {
-	return launch{python: env.python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache}
+	python := env.python
+	if !strings.ContainsRune(python, filepath.Separator) {
+		if found, err := exec.LookPath(python); err == nil {
+			python = found
+		}
+	}
+	return launch{python: python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache}
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.

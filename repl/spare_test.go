@@ -142,6 +142,27 @@ func TestNewSessionTakesTheSpare(t *testing.T) {
 	}
 }
 
+// TestNewSessionTakesTheSpareOfAPathName: a server whose interpreter is a command
+// name PATH finds (python3, the usual default) and a session opened on the file it
+// finds are one launch: the session's first cell takes the spare.
+func TestNewSessionTakesTheSpareOfAPathName(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.Symlink(realPython(t), filepath.Join(bin, "python3-spare")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	m := newTestManager(t, "python3-spare")
+	first, _ := workerPid(t, m.Default(), ExecRequest{})
+	spare := waitForSpare(t, m.Default(), first)
+	opened, err := m.Open(t.Context(), OpenRequest{Name: "second", Project: m.cfg.Project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, gen := workerPid(t, opened, ExecRequest{}); got != spare || gen != 1 {
+		t.Fatalf("new session: worker %d generation %d; want the spare %d, generation 1", got, gen, spare)
+	}
+}
+
 // TestSpareNeverCrossesLaunches: a session on another interpreter path, or in
 // another project, starts its own worker and leaves the spare waiting.
 func TestSpareNeverCrossesLaunches(t *testing.T) {
