@@ -137,7 +137,9 @@ func workerRoundTrip(ctx context.Context, c *child, seq int, code string) (time.
 	}
 }
 
-func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
+// measureWorker times the worker alone: warm-up round trips, then N timed ones, each
+// beside one run of beside (the floor's round trip), before it and after it in turn.
+func (b *bench) measureWorker(ctx context.Context, beside func()) ([]time.Duration, error) {
 	c, err := startWorker(ctx, b.cfg.Binary, b.dir, b.cfg.Python)
 	if err != nil {
 		return nil, err
@@ -151,12 +153,19 @@ func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
 	}()
 	samples := make([]time.Duration, 0, b.cfg.N)
 	for i := 0; i < floorWarmup+b.cfg.N; i++ {
+		timed := i >= floorWarmup
+		if timed && i%2 == 0 {
+			beside()
+		}
 		took, err := workerRoundTrip(ctx, c, i, trivialCode)
 		if err != nil {
 			return nil, err
 		}
-		if i >= floorWarmup {
+		if timed {
 			samples = append(samples, took)
+			if i%2 == 1 {
+				beside()
+			}
 		}
 	}
 	return samples, nil
