@@ -398,8 +398,9 @@ func (b *bench) measureSession(ctx context.Context, m *measurements, beside func
 	}
 }
 
-// warmCells runs the warm-up cell, then N timed cells, each beside one run of beside
-// (the floor's round trip), before it and after it in turn.
+// warmCells runs the warm-up cell, then N timed cells, each followed by one run of
+// beside (the floor's round trip): cell and floor alternate, so that neither runs twice
+// in a row, hot from its own previous round trip.
 func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements, beside func()) error {
 	r, took, err := s.execute(ctx, trivialCode, cellTimeout)
 	if err != nil {
@@ -411,9 +412,6 @@ func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements, be
 	m.warmup = took
 	m.afterWarmup, _ = readMem(s.pid())
 	for i := 0; i < b.cfg.N; i++ {
-		if i%2 == 0 {
-			beside()
-		}
 		r, took, err := s.execute(ctx, trivialCode, cellTimeout)
 		if err == nil {
 			err = checkTrivial(r)
@@ -423,9 +421,7 @@ func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements, be
 		}
 		m.warm = append(m.warm, took)
 		m.warmServer = append(m.warmServer, r.Structured.ElapsedMs)
-		if i%2 == 1 {
-			beside()
-		}
+		beside()
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func workerRoundTrip(ctx context.Context, c *child, seq int, code string) (time.
 }
 
 // measureWorker times the worker alone: warm-up round trips, then N timed ones, each
-// beside one run of beside (the floor's round trip), before it and after it in turn.
+// followed by one run of beside (the floor's round trip), as warmCells does.
 func (b *bench) measureWorker(ctx context.Context, beside func()) ([]time.Duration, error) {
 	c, err := startWorker(ctx, b.cfg.Binary, b.dir, b.cfg.Python)
 	if err != nil {
@@ -153,19 +153,13 @@ func (b *bench) measureWorker(ctx context.Context, beside func()) ([]time.Durati
 	}()
 	samples := make([]time.Duration, 0, b.cfg.N)
 	for i := 0; i < floorWarmup+b.cfg.N; i++ {
-		timed := i >= floorWarmup
-		if timed && i%2 == 0 {
-			beside()
-		}
 		took, err := workerRoundTrip(ctx, c, i, trivialCode)
 		if err != nil {
 			return nil, err
 		}
-		if timed {
+		if i >= floorWarmup {
 			samples = append(samples, took)
-			if i%2 == 1 {
-				beside()
-			}
+			beside()
 		}
 	}
 	return samples, nil
