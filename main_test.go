@@ -155,3 +155,30 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s exited with status %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
 }
+
+// TestAfterFirstWrite: the start-up garbage is released once, only after the first
+// reply has been written, and the writes pass through unchanged.
+func TestAfterFirstWrite(t *testing.T) {
+	var out strings.Builder
+	ran := make(chan struct{}, 3)
+	w := &afterFirstWrite{Writer: &out, then: func() { ran <- struct{}{} }}
+	select {
+	case <-ran:
+		t.Fatal("ran before any write")
+	default:
+	}
+	for _, line := range []string{"a\n", "b\n", "c\n"} {
+		if n, err := w.Write([]byte(line)); n != len(line) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", line, n, err)
+		}
+	}
+	<-ran // bounded by the test's deadline
+	select {
+	case <-ran:
+		t.Error("ran more than once")
+	default:
+	}
+	if out.String() != "a\nb\nc\n" {
+		t.Errorf("written %q", out.String())
+	}
+}

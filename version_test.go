@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -23,7 +24,7 @@ func TestVersionMatchesPyproject(t *testing.T) {
 	if releaseVersion != p.Version {
 		t.Errorf("main.go's releaseVersion is %q, pyproject.toml's version is %q: change both together", releaseVersion, p.Version)
 	}
-	if v, err := wheel.PEP440(releaseVersion); err != nil || v != releaseVersion {
+	if v, err := pep440.Normalize(releaseVersion); err != nil || v != releaseVersion {
 		t.Errorf("releaseVersion %q is not normalized PEP 440 (PEP440 gives %q, %v)", releaseVersion, v, err)
 	}
 }
@@ -39,7 +40,7 @@ func TestUnstampedVersion(t *testing.T) {
 	if got == releaseVersion {
 		t.Errorf("an unstamped, untagged build reports the release %q", got)
 	}
-	if v, err := wheel.PEP440(got); err != nil || v != got {
+	if v, err := pep440.Normalize(got); err != nil || v != got {
 		t.Errorf("buildVersion() = %q is not normalized PEP 440 (%q, %v)", got, v, err)
 	}
 	if _, err := buildversion.Release("v" + got); err == nil {

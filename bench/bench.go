@@ -76,8 +76,13 @@ type floodRun struct {
 
 // measurements are the raw figures of one run; each group has its own error.
 type measurements struct {
-	floor    []time.Duration
-	floorErr error
+	// The bare pipe floor, timed in the same rounds as what it is the floor of: one
+	// round trip after each warm cell (floor), one after each round trip of the worker
+	// alone (floorAlone). A floor measured as a block of its own, seconds apart from
+	// its figure, meets another load on these machines (and a pipe loop that stays hot
+	// in the caches), and made the warm ratio look three times worse than it is.
+	floor, floorAlone []time.Duration
+	floorErr          error
 
 	workerAlone    []time.Duration // the worker over its own protocol, no server
 	workerAloneErr error
@@ -132,11 +137,19 @@ func (b *bench) say(format string, args ...any) {
 // Figures that -figures leaves out carry errSkipped.
 func (b *bench) run(ctx context.Context) *measurements {
 	m := &measurements{}
+	var floor *child // the bare pipe loop, nil when it could not start
 	if b.cfg.Figures.has("warm") {
-		b.say("floor: %d bare pipe round trips to a Python exec loop", b.cfg.N)
-		m.floor, m.floorErr = b.measureFloor(ctx)
-		b.say("worker alone: %d round trips over the worker's own protocol", b.cfg.N)
-		m.workerAlone, m.workerAloneErr = b.measureWorker(ctx)
+		b.say("floor: a Python exec loop on a bare pipe, %d warm-up round trips", floorWarmup)
+		floor, m.floorErr = b.startFloor(ctx)
+		if floor != nil {
+			defer func() {
+				if _, err := floor.stop(); err != nil {
+					b.notes.add("floor: " + err.Error())
+				}
+			}()
+		}
+		b.say("worker alone: %d round trips over the worker's own protocol, each beside a bare pipe round trip", b.cfg.N)
+		m.workerAlone, m.workerAloneErr = b.measureWorker(ctx, b.floorBeside(ctx, floor, m, &m.floorAlone))
 	} else {
 		m.floorErr, m.workerAloneErr = errSkipped, errSkipped
 	}
@@ -147,8 +160,8 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.bareErr, m.importsErr, m.importsExitErr, m.coldErr = errSkipped, errSkipped, errSkipped, errSkipped
 	}
 	if b.cfg.Figures.has("warm") {
-		b.say("warm: idle RSS, %d trivial cells, output flood", b.cfg.N)
-		b.measureSession(ctx, m)
+		b.say("warm: idle RSS, %d trivial cells each beside a bare pipe round trip, output flood", b.cfg.N)
+		b.measureSession(ctx, m, b.floorBeside(ctx, floor, m, &m.floor))
 		b.say("baseline: the flood loop in plain Python to /dev/null")
 		m.floodBase, m.floodBaseErr = b.measureFloodBaseline(ctx)
 	} else {
@@ -208,6 +221,36 @@ func (b *bench) measureFloor(ctx context.Context) ([]time.Duration, error) {
 		}
 	}
 	return samples, nil
+}
+
+// startFloor starts the bare pipe loop and runs its warm-up round trips.
+func (b *bench) startFloor(ctx context.Context) (*child, error) {
+	c, err := startChild(ctx, "python exec loop", b.dir, b.cfg.Python, "-u", "-c", floorLoop)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := floorTrips(ctx, c, floorWarmup); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// floorBeside returns the step a figure's loop runs beside each of its samples: one
+// bare pipe round trip, appended to *samples. The first failure is m.floorErr, and
+// the floor is not timed again; the figure goes on without it.
+func (b *bench) floorBeside(ctx context.Context, floor *child, m *measurements, samples *[]time.Duration) func() {
+	return func() {
+		if floor == nil || m.floorErr != nil {
+			return
+		}
+		took, err := floorTrips(ctx, floor, 1)
+		if err != nil {
+			m.floorErr = fmt.Errorf("bare pipe round trip: %w", err)
+			return
+		}
+		*samples = append(*samples, took...)
+	}
 }
 
 // measureCold interleaves, ColdRuns times, a bare Python start, one with the
@@ -302,7 +345,7 @@ func checkTrivial(r cellResult) error {
 
 // measureSession runs the long session: idle RSS, warm cells, RSS after them, the
 // worker and guardian, then the flood and RSS around it.
-func (b *bench) measureSession(ctx context.Context, m *measurements) {
+func (b *bench) measureSession(ctx context.Context, m *measurements, beside func()) {
 	fail := func(err error) {
 		for _, p := range []*error{&m.idleErr, &m.warmErr, &m.afterCellsErr, &m.workerErr, &m.floodErr, &m.floodMemErr} {
 			if *p == nil {
@@ -336,7 +379,7 @@ func (b *bench) measureSession(ctx context.Context, m *measurements) {
 	}
 	m.idle, m.idleErr = readMem(s.pid())
 
-	m.warmErr = b.warmCells(ctx, s, m)
+	m.warmErr = b.warmCells(ctx, s, m, beside)
 	m.afterCells, m.afterCellsErr = readMem(s.pid())
 	if m.warmErr == nil {
 		m.worker, m.workerErr = s.health(ctx)
@@ -355,7 +398,10 @@ func (b *bench) measureSession(ctx context.Context, m *measurements) {
 	}
 }
 
-func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements) error {
+// warmCells runs the warm-up cell, then N timed cells, each followed by one run of
+// beside (the floor's round trip): cell and floor alternate, so that neither runs twice
+// in a row, hot from its own previous round trip.
+func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements, beside func()) error {
 	r, took, err := s.execute(ctx, trivialCode, cellTimeout)
 	if err != nil {
 		return fmt.Errorf("warm-up cell: %w", err)
@@ -375,6 +421,7 @@ func (b *bench) warmCells(ctx context.Context, s *mcpServer, m *measurements) er
 		}
 		m.warm = append(m.warm, took)
 		m.warmServer = append(m.warmServer, r.Structured.ElapsedMs)
+		beside()
 	}
 	return nil
 }

@@ -7,7 +7,9 @@
 // cell (mcp.call to a stdio MCP server) against a direct go-sdk client call to the
 // same server, and a 16 MiB artifact uploaded from a cell (artifact(data)) and read
 // back whole by the bench client in artifact_read ranges, against the same bytes
-// written to and read from a file in the same cell. It prints a table of figure,
+// written to and read from a file in the same cell. A floor is timed in the same
+// rounds as its figure: one bare pipe round trip beside each warm cell (and each round
+// trip of the worker alone), the bare Python starts beside each cold start. It prints a table of figure,
 // value, baseline, ratio, target and whether the target was met, and writes it to a
 // file when asked.
 //

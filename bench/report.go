@@ -57,7 +57,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 		"python:  " + env.python + " (" + env.pythonVersion + ")",
 		"binary:  " + env.binary + " (" + env.binaryVersion + ")",
 		"load:    " + env.loadStart + " at start, " + env.loadEnd + " at end (1, 5, 15 min)",
-		fmt.Sprintf("samples: %d round trips and warm cells, %d cold starts, up to %d floods, %d broker calls each way after %d warm-up, "+
+		fmt.Sprintf("samples: %d warm cells and round trips of the worker alone, each beside a bare pipe round trip, %d cold starts, up to %d floods, %d broker calls each way after %d warm-up, "+
 			"up to %d artifact uploads and reads", cfg.N, cfg.ColdRuns, floodRuns, brokerCalls, brokerWarmup, artifactRuns),
 	}
 	if len(cfg.Figures) > 0 {
@@ -133,8 +133,8 @@ func (r *report) warmRows(cfg config, m *measurements) {
 		alone.value = notMeasured(m.workerAloneErr)
 	case m.floorErr == nil:
 		alone.value = fmtDur(percentile(m.workerAlone, 50))
-		alone.baseline = fmtDur(percentile(m.floor, 50)) + " bare pipe p50"
-		alone.ratio = fmtRatio(durRatio(percentile(m.workerAlone, 50), percentile(m.floor, 50)))
+		alone.baseline = fmtDur(percentile(m.floorAlone, 50)) + " bare pipe p50"
+		alone.ratio = fmtRatio(durRatio(percentile(m.workerAlone, 50), percentile(m.floorAlone, 50)))
 	default:
 		alone.value = fmtDur(percentile(m.workerAlone, 50))
 	}
@@ -302,8 +302,11 @@ func coldTotals(runs []coldRun) []time.Duration {
 func details(cfg config, m *measurements) []string {
 	var d []string
 	add := func(format string, args ...any) { d = append(d, fmt.Sprintf(format, args...)) }
-	if m.floorErr == nil {
-		add("bare pipe round trip (%d after %d warm-up): %s", len(m.floor), floorWarmup, spread(m.floor))
+	if m.floorErr == nil && len(m.floor) > 0 {
+		add("bare pipe round trip, one beside each warm cell (%d, after %d warm-up): %s", len(m.floor), floorWarmup, spread(m.floor))
+	}
+	if m.floorErr == nil && len(m.floorAlone) > 0 {
+		add("bare pipe round trip, one beside each round trip of the worker alone (%d): %s", len(m.floorAlone), spread(m.floorAlone))
 	}
 	if m.workerAloneErr == nil {
 		add("worker alone, over its wire protocol with no server (%d after %d warm-up): %s", len(m.workerAlone), floorWarmup, spread(m.workerAlone))

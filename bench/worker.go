@@ -137,7 +137,9 @@ func workerRoundTrip(ctx context.Context, c *child, seq int, code string) (time.
 	}
 }
 
-func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
+// measureWorker times the worker alone: warm-up round trips, then N timed ones, each
+// followed by one run of beside (the floor's round trip), as warmCells does.
+func (b *bench) measureWorker(ctx context.Context, beside func()) ([]time.Duration, error) {
 	c, err := startWorker(ctx, b.cfg.Binary, b.dir, b.cfg.Python)
 	if err != nil {
 		return nil, err
@@ -157,6 +159,7 @@ func (b *bench) measureWorker(ctx context.Context) ([]time.Duration, error) {
 		}
 		if i >= floorWarmup {
 			samples = append(samples, took)
+			beside()
 		}
 	}
 	return samples, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,13 +27,13 @@ var replOnlyHelpers = []string{
 	"artifact", "artifact_read", "artifact_save", "artifact_delete", "artifact_forward",
 }
 
-var helperUse = func() map[string]*regexp.Regexp {
+var helperUse = sync.OnceValue(func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
 	for _, name := range replOnlyHelpers {
 		m[name] = regexp.MustCompile(`\b` + name + `\b`)
 	}
 	return m
-}()
+})
 
 // kept is what a notebook is written from: the record's cells in order, read one
 // at a time so that a notebook of 64 MiB of cells is never held whole.
@@ -171,7 +172,7 @@ func aboutText(s session, used []string, dropped int) string {
 func helpersIn(code string) []string {
 	var used []string
 	for _, name := range replOnlyHelpers {
-		if helperUse[name].MatchString(code) {
+		if helperUse()[name].MatchString(code) {
 			used = append(used, name)
 		}
 	}
@@ -309,14 +310,14 @@ func stream(name, text string) map[string]any {
 
 // exceptionLine is the last line of a Python traceback: the exception's type and
 // message.
-var exceptionLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$`)
+var exceptionLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$`) })
 
 // errorName is the exception's name and message, from the traceback's last line;
 // an error that is no traceback (a timeout, a crash) is named by repl-mcp.
 func errorName(text string) (ename, evalue string) {
 	all := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	if strings.Contains(text, "Traceback (most recent call last):") {
-		if m := exceptionLine.FindStringSubmatch(all[len(all)-1]); m != nil {
+		if m := exceptionLine().FindStringSubmatch(all[len(all)-1]); m != nil {
 			return m[1], m[2]
 		}
 	}

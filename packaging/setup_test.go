@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/tier"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
@@ -43,7 +44,7 @@ func newRepo(t *testing.T) *repo {
 		t.Fatalf("reading the project: %v", err)
 	}
 	r.version = r.project.Version
-	if r.pep440, err = wheel.PEP440(r.version); err != nil {
+	if r.pep440, err = pep440.Normalize(r.version); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range r.project.Dependencies {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -48,7 +49,7 @@ func run(args []string, stdout io.Writer) error {
 		if len(args) != 2 {
 			return fmt.Errorf("%w: pep440 takes one version", errUsage)
 		}
-		v, err := wheel.PEP440(args[1])
+		v, err := pep440.Normalize(args[1])
 		if err != nil {
 			return err
 		}

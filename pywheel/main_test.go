@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -106,7 +107,7 @@ func TestVersionCommand(t *testing.T) {
 	if got != p.Version && !strings.HasPrefix(got, p.Version+".dev") {
 		t.Errorf("version printed %q, want %s or %s.dev...", got, p.Version, p.Version)
 	}
-	if v, err := wheel.PEP440(got); err != nil || v != got {
+	if v, err := pep440.Normalize(got); err != nil || v != got {
 		t.Errorf("version printed %q, not normalized PEP 440 (%q, %v)", got, v, err)
 	}
 }

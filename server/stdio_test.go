@@ -187,6 +187,41 @@ func TestEncodeLineMatchesGoSDK(t *testing.T) {
 	}
 }
 
+// TestLargeResultWrittenAsEncoded holds the write of a result without a copy (at least
+// writeAsIs bytes) to the bytes of go-sdk's encoding, as the copy path is above.
+func TestLargeResultWrittenAsEncoded(t *testing.T) {
+	in, stdin := io.Pipe()
+	t.Cleanup(func() { stdin.Close() })
+	out := &lockedBuffer{}
+	conn, err := newStdioTransport(in, out, slog.New(slog.DiscardHandler), nil).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i, size := range []int{10, writeAsIs - 100, writeAsIs, 3 * writeAsIs} {
+		for _, id := range []any{float64(i), "a<b>&c"} {
+			jid, err := jsonrpc.MakeID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, _ := json.Marshal(strings.Repeat("<x> & y ", size/8))
+			resp := &jsonrpc.Response{ID: jid, Result: json.RawMessage(`{"text":` + string(text) + `,"n":1}`)}
+			line, err := jsonrpc.EncodeMessage(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Write(line)
+			want.WriteByte('\n')
+			if err := conn.Write(t.Context(), resp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := out.String(); got != want.String() {
+		t.Errorf("written lines differ from go-sdk's encoding: got %d bytes, want %d", len(got), want.Len())
+	}
+}
+
 // serveRaw serves the lines of input with s until stdin ends, and returns the id,
 // error and progress token of each line written, as raw JSON.
 func serveRaw(t *testing.T, s *mcp.Server, input string) []rawReply {

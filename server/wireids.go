@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 
@@ -63,8 +62,22 @@ var (
 		"discarded and nothing ran. Give each request an id of its own")
 )
 
-// integerLiteral is a JSON number written as an integer (no fraction, no exponent).
-var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+// integerLiteral reports a JSON number written as an integer (no fraction, no
+// exponent): -?(0|[1-9][0-9]*), by hand rather than a regexp compiled at every start.
+func integerLiteral(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // idKey names an id as sent: the text of a string, the literal of a number.
 func idKey(raw json.RawMessage) (string, bool) {
@@ -117,7 +130,7 @@ func naturalID(raw json.RawMessage) jsonrpc.ID {
 		json.Unmarshal(raw, &s)
 		return stringID(s)
 	}
-	if !integerLiteral.Match(raw) {
+	if !integerLiteral(raw) {
 		return jsonrpc.ID{}
 	}
 	// go-sdk decodes the requestId of a notifications/cancelled as a float64: an
@@ -208,7 +221,7 @@ func (w *wireIDs) progressParams(params json.RawMessage) json.RawMessage {
 // literal beyond what a float64 holds exactly. Any other token reaches go-sdk as
 // sent (the handler echoes only strings and integers: see progress.go).
 func needsStandIn(token json.RawMessage) bool {
-	if !integerLiteral.Match(token) {
+	if !integerLiteral(token) {
 		return false
 	}
 	n, err := strconv.ParseInt(string(token), 10, 64)

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func formatOK(format, s string) bool {
 		u, err := url.Parse(s)
 		return err == nil && u.Scheme != ""
 	case "uuid":
-		return uuidRE.MatchString(s)
+		return uuidRE().MatchString(s)
 	case "ipv4":
 		a, err := netip.ParseAddr(s)
 		return err == nil && a.Is4()
@@ -38,4 +39,6 @@ func formatOK(format, s string) bool {
 	return true
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})

@@ -765,10 +765,12 @@ func leftoverName(base, name string) bool {
 		return false
 	}
 	uuid, ok = strings.CutSuffix(uuid, ".new")
-	return ok && uuidPattern.MatchString(uuid)
+	return ok && uuidPattern().MatchString(uuid)
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var uuidPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+})
 
 // removeLeftovers removes the temp files of earlier processes that wrote this
 // journal and were killed before renaming them. The lock is held, so none is

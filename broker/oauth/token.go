@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/internal/safehttp"
@@ -386,11 +387,11 @@ func (e *tokenEndpointError) Error() string {
 	return s
 }
 
-var errorCodeRE = regexp.MustCompile(`^[a-z0-9_.\-]{1,64}$`)
+var errorCodeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_.\-]{1,64}$`) })
 
 // safeErrorCode is an RFC 6749 error code fit to show, or "".
 func safeErrorCode(code string) string {
-	if errorCodeRE.MatchString(code) {
+	if errorCodeRE().MatchString(code) {
 		return code
 	}
 	return ""

@@ -8,9 +8,10 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/internal/wheel"
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 // CommitDigits is how many hex digits of the commit a development version keeps, as a
@@ -35,19 +36,21 @@ func Dev(base string, t time.Time, commit string, dirty bool) string {
 // Release is the PEP 440 form of a release tag (v0.1.0, v3.2.0-rc.1), or an error when
 // the tag is not a release tag.
 func Release(tag string) (string, error) {
-	if !releaseTagRE.MatchString(tag) {
+	if !releaseTagRE().MatchString(tag) {
 		return "", fmt.Errorf("%q is not a release tag (vX.Y.Z, or vX.Y.Z-rc.N and the like)", tag)
 	}
-	return wheel.PEP440(tag)
+	return pep440.Normalize(tag)
 }
 
 // releaseTagRE is a semantic-version tag without build metadata, the form Go reports as
 // a module version; its prerelease part (if any) must be one PEP 440 knows.
-var releaseTagRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)(\.?[0-9]+)?)?$`)
+var releaseTagRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)(\.?[0-9]+)?)?$`)
+})
 
 // pseudoRE is the tail of a Go pseudo-version: the commit time and 12 hex digits, maybe
 // followed by +dirty (a local build of a modified tree).
-var pseudoRE = regexp.MustCompile(`[-.]([0-9]{14})-([0-9a-f]{12})(\+dirty)?$`)
+var pseudoRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[-.]([0-9]{14})-([0-9a-f]{12})(\+dirty)?$`) })
 
 // FromBuildInfo is the version of a binary that no one stamped, from Go's build
 // information: a release tag as the main module's version, or the commit of the
@@ -68,7 +71,7 @@ func FromBuildInfo(base string, bi *debug.BuildInfo) string {
 			return Dev(base, t, rev, settings["vcs.modified"] == "true")
 		}
 	}
-	if m := pseudoRE.FindStringSubmatch(bi.Main.Version); m != nil {
+	if m := pseudoRE().FindStringSubmatch(bi.Main.Version); m != nil {
 		if t, err := time.Parse(timeLayout, m[1]); err == nil {
 			return Dev(base, t, m[2], m[3] != "")
 		}

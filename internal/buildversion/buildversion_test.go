@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/internal/wheel"
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 var commitTime = time.Date(2026, 12, 1, 13, 52, 54, 0, time.UTC)
@@ -25,7 +25,7 @@ func TestDev(t *testing.T) {
 		t.Errorf("Dev dirty = %q", got)
 	}
 	// A development version is normalized PEP 440, so it names a wheel as it is.
-	if v, err := wheel.PEP440(got); err != nil || v != got {
+	if v, err := pep440.Normalize(got); err != nil || v != got {
 		t.Errorf("PEP440(%q) = %q, %v: not normalized", got, v, err)
 	}
 }

@@ -17,12 +17,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 // Config says what Build makes.
 type Config struct {
 	Binary    string // the repl-mcp executable to ship
-	Version   string // any form PEP440 takes; empty means the pyproject's version
+	Version   string // any form pep440.Normalize takes; empty means the pyproject's version
 	Platform  string // a wheel platform tag, or several joined by dots
 	OutDir    string // where the wheel goes; created if missing
 	Pyproject string // the pyproject.toml whose [project] table becomes METADATA
@@ -70,7 +72,7 @@ func Build(cfg Config) (string, error) {
 	if v == "" {
 		v = proj.Version
 	}
-	if v, err = PEP440(v); err != nil {
+	if v, err = pep440.Normalize(v); err != nil {
 		return "", err
 	}
 	bin, err := os.ReadFile(cfg.Binary)

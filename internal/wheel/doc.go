@@ -3,8 +3,8 @@
 //
 // It owns the wheel format: the file name (repl_mcp-<pep440>-py3-none-<platform>.whl),
 // the layout (the binary as the repl-mcp script under repl_mcp-<v>.data/scripts/, zip
-// mode 0755, and a dist-info with METADATA, WHEEL and RECORD), PEP 440 versions from
-// tag-style ones, the platform tag for each GOOS/GOARCH, and reading the [project] table
+// mode 0755, and a dist-info with METADATA, WHEEL and RECORD; its version normalized by
+// internal/pep440), the platform tag for each GOOS/GOARCH, and reading the [project] table
 // of pyproject.toml for METADATA (parsed by github.com/BurntSushi/toml; an unknown
 // [project] key is an error, never dropped metadata). It does not build the binary (goreleaser or go build
 // does) and it starts nothing: Build and Verify are plain functions over files.

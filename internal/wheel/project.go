@@ -11,12 +11,14 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 // Project is the [project] table of a pyproject.toml, the part that becomes METADATA.
 type Project struct {
 	Name           string
-	Version        string // as written; Build converts it with PEP440
+	Version        string // as written; Build converts it with pep440.Normalize
 	Description    string
 	RequiresPython string
 	License        string // an SPDX expression
@@ -131,7 +133,7 @@ func projectFrom(t *projectTable, md toml.MetaData) (*Project, error) {
 		errs = append(errs, fmt.Errorf("name %q is not a valid distribution name", p.Name))
 	}
 	if p.Version != "" {
-		if _, err := PEP440(p.Version); err != nil {
+		if _, err := pep440.Normalize(p.Version); err != nil {
 			errs = append(errs, err)
 		}
 	}

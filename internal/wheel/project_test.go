@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 // TestLoadProjectForms: the TOML forms a pyproject.toml may use all reach METADATA as
@@ -114,7 +116,7 @@ func TestLoadProjectRepo(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dependencies %v, want %v", got, want)
 	}
-	if _, err := PEP440(p.Version); err != nil {
+	if _, err := pep440.Normalize(p.Version); err != nil {
 		t.Error(err)
 	}
 }

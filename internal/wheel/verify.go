@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 )
 
 // The kinds of problem Verify reports; each error it returns wraps one or more of them.
@@ -53,7 +55,7 @@ func Verify(wheelPath string) error {
 		add(ErrLayout, "the file name's build tag %q does not start with a digit", parts[2])
 	}
 	py, abi, plat := parts[len(parts)-3], parts[len(parts)-2], parts[len(parts)-1]
-	if v, err := PEP440(version); err != nil || v != version {
+	if v, err := pep440.Normalize(version); err != nil || v != version {
 		add(ErrLayout, "the file name's version %q is not a normalized PEP 440 version", version)
 	}
 	if py != "py3" || abi != "none" {

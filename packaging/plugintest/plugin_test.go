@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -205,7 +206,7 @@ func TestVersionsAgree(t *testing.T) {
 	if want := projectVersion(t); version != want {
 		t.Errorf("%s: version=%s, but pyproject.toml's [project].version is %s: upgrade the plugin and the release together", launcherFile, version, want)
 	}
-	pep, err := wheel.PEP440(version)
+	pep, err := pep440.Normalize(version)
 	if err != nil {
 		t.Fatal(err)
 	}

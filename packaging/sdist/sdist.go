@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/pep440"
 	"github.com/iota-uz/repl-mcp/internal/wheel"
 )
 
@@ -80,7 +81,7 @@ func Write(ctx context.Context, cfg Config) (string, error) {
 		described.Version = cfg.Version
 		proj = &described
 	}
-	version, err := wheel.PEP440(proj.Version)
+	version, err := pep440.Normalize(proj.Version)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package wheel
+package pep440
 
 import (
 	"strings"
@@ -36,22 +36,22 @@ func TestPEP440(t *testing.T) {
 		"0.1.0.dev20261201135254+gE0C66B0D7AAF.dirty": "0.1.0.dev20261201135254+ge0c66b0d7aaf.dirty",
 		"1.0+ubuntu-1_2": "1.0+ubuntu.1.2",
 	} {
-		got, err := PEP440(in)
+		got, err := Normalize(in)
 		if err != nil || got != want {
-			t.Errorf("PEP440(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, want)
 		}
-		if again, err := PEP440(got); err != nil || again != got {
-			t.Errorf("PEP440(%q) = %q, %v: not idempotent", got, again, err)
+		if again, err := Normalize(got); err != nil || again != got {
+			t.Errorf("Normalize(%q) = %q, %v: not idempotent", got, again, err)
 		}
 	}
 }
 
 func TestPEP440Rejects(t *testing.T) {
 	for _, in := range []string{"", "dev", "latest", "1.0+", "1.0+a..b", "1.0+a+b", "0.1.0-3-gabcdef0", "0.1.0-3-gabcdef0-dirty", "1..0", "1.0-", "1.0 rc1"} {
-		if got, err := PEP440(in); err == nil {
-			t.Errorf("PEP440(%q) = %q, want an error", in, got)
+		if got, err := Normalize(in); err == nil {
+			t.Errorf("Normalize(%q) = %q, want an error", in, got)
 		} else if !strings.Contains(err.Error(), "PEP 440") {
-			t.Errorf("PEP440(%q): error %q does not say what is wrong", in, err)
+			t.Errorf("Normalize(%q): error %q does not say what is wrong", in, err)
 		}
 	}
 }
