@@ -26,7 +26,9 @@ var packageFS embed.FS
 const packageDir = "replworker"
 
 // moduleName is what a module's name may be: it becomes a file name and a bundle field.
-var moduleName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+// Compiled on first use, not at package init: every process of the binary (the
+// guardian too) would pay for it at start.
+var moduleName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]*$`) })
 
 // Bundle is what the server writes to a new worker's command pipe before any frame, for
 // the bootstrap to read: the header line "SIZE DIGEST\n", then SIZE bytes of payload.
@@ -65,8 +67,8 @@ func buildBundle(fsys fs.FS) (bundle, error) {
 		if !ok || e.IsDir() {
 			continue
 		}
-		if !moduleName.MatchString(name) {
-			return bundle{}, fmt.Errorf("module file %s: a name must match %s", e.Name(), moduleName)
+		if !moduleName().MatchString(name) {
+			return bundle{}, fmt.Errorf("module file %s: a name must match %s", e.Name(), moduleName())
 		}
 		src, err := fs.ReadFile(fsys, path.Join(packageDir, e.Name()))
 		if err != nil {
