@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -190,8 +189,10 @@ func (b *bench) run(ctx context.Context) *measurements {
 	return m
 }
 
+// measureFloor times b.cfg.N round trips of the bare pipe loop, after its warm-up, in
+// one block: the peers' floor, whose servers are timed in rounds of their own.
 func (b *bench) measureFloor(ctx context.Context) ([]time.Duration, error) {
-	c, err := startChild(ctx, "python exec loop", b.dir, b.cfg.Python, "-u", "-c", floorLoop)
+	c, err := b.startFloor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -200,27 +201,7 @@ func (b *bench) measureFloor(ctx context.Context) ([]time.Duration, error) {
 			b.notes.add("floor: " + err.Error())
 		}
 	}()
-	line, _ := json.Marshal(trivialCode)
-	samples := make([]time.Duration, 0, b.cfg.N)
-	for i := 0; i < floorWarmup+b.cfg.N; i++ {
-		deadline := time.Now().Add(requestTimeout)
-		start := time.Now()
-		if err := c.writeLine(ctx, line, deadline); err != nil {
-			return nil, err
-		}
-		reply, err := c.readLine(ctx, deadline)
-		took := time.Since(start)
-		if err != nil {
-			return nil, err
-		}
-		if string(reply) != `"ok"` {
-			return nil, fmt.Errorf("python exec loop answered %.200q", reply)
-		}
-		if i >= floorWarmup {
-			samples = append(samples, took)
-		}
-	}
-	return samples, nil
+	return floorTrips(ctx, c, b.cfg.N)
 }
 
 // startFloor starts the bare pipe loop and runs its warm-up round trips.
