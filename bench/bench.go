@@ -126,6 +126,8 @@ type measurements struct {
 	artifacts artifactFigure
 
 	spare spareFigure
+
+	cells dataFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -185,6 +187,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.spare = b.measureSpare(ctx)
 	} else {
 		m.spare.err = errSkipped
+	}
+	if b.cfg.Figures.has("cells") {
+		b.say("cells: %d interleaved rounds of %d data cells, each beside the same cell in a bare exec loop", dataRounds, len(dataCells))
+		m.cells = b.measureDataCells(ctx)
+	} else {
+		m.cells.err = errSkipped
 	}
 	return m
 }

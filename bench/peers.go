@@ -29,6 +29,7 @@ type peerSpec struct {
 	program string   // absolute path; empty for a peer that cannot run (err says why)
 	args    []string // after program
 	tool    string
+	codeKey string         // the tool's argument that takes the code: "code" unless set
 	args0   map[string]any // the tool's arguments besides the code
 	// every names the peers sharing one process: a variant (jupyter-mcp-server at its
 	// default progress interval) runs its cells on the process of the peer it names.
@@ -207,12 +208,26 @@ func peerSpecs(cfg config, j *jupyter, jupyterErr error) []peerSpec {
 		}
 	}
 	jslow.err, jslow.args = jfast.err, jfast.args
-	return []peerSpec{ours, interp, jfast, jslow}
+	// posit's mcp-repl runs the first python on PATH (here the bench's interpreter, as
+	// its report says); its default sandbox needs bubblewrap, so it runs without one,
+	// as the other peers do.
+	posit := peerSpec{name: "posit mcp-repl 0.3.0 (--sandbox danger-full-access)",
+		program: filepath.Join(venv("posit"), "bin", "mcp-repl"),
+		args:    []string{"--interpreter", "python", "--sandbox", "danger-full-access"},
+		tool:    "repl", codeKey: "input"}
+	if _, err := os.Stat(posit.program); err != nil {
+		posit.err = fmt.Errorf("not installed (%v): run make peers-deps", err)
+	}
+	return []peerSpec{ours, interp, jfast, jslow, posit}
 }
 
 // peerCell runs code through a peer's tool and checks that its result shows want.
 func peerCell(ctx context.Context, s *mcpServer, p peerSpec, code, want string) (time.Duration, error) {
-	args := map[string]any{"code": code}
+	key := p.codeKey
+	if key == "" {
+		key = "code"
+	}
+	args := map[string]any{key: code}
 	for k, v := range p.args0 {
 		args[k] = v
 	}
