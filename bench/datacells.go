@@ -180,7 +180,7 @@ func (r *report) dataRows(f dataFigure) {
 		if cell.target > 0 {
 			x.target = fmt.Sprintf("<= %gx", cell.target)
 		}
-		if f.err != nil || len(f.ours[i]) == 0 {
+		if f.err != nil || i >= len(f.ours) || len(f.ours[i]) == 0 {
 			x.value = notMeasured(errors.Join(f.err, errors.New("no round")))
 			r.rows = append(r.rows, fill(x))
 			continue

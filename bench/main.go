@@ -23,16 +23,16 @@ import (
 
 // config is the parsed command line.
 type config struct {
-	Binary   string // the repl-mcp binary
-	Python   string // the interpreter; an absolute path once resolved
+	Binary string // the repl-mcp binary
+	Python string // the interpreter; an absolute path once resolved
 	// DataPython is the interpreter of the data cells (-figures cells), with pandas,
 	// numpy and matplotlib.
 	DataPython string
-	N        int    // round trips and warm cells
-	ColdRuns int
-	Out      string // report file, if any
-	Budget   time.Duration
-	Figures  figureSet // the figure groups to measure; empty is all
+	N          int // round trips and warm cells
+	ColdRuns   int
+	Out        string // report file, if any
+	Budget     time.Duration
+	Figures    figureSet // the figure groups to measure; empty is all
 
 	PeersMode bool   // -peers: the peers figure instead of the targets
 	Compare   string // -compare: a baseline binary measured beside -binary, in interleaved rounds
