@@ -415,7 +415,7 @@ class Output:
                     # away or sends a bad frame, so the reader thread reads from now on.
                     self._channel.need_reader()
                 lane = cell.lane
-                if lane is not None and lane.lane_is_on and not THREADS.alone():
+                if lane is not None and lane.lane_is_on and not THREADS.alone(thorough=True):
                     lane.lane_off()  # a thread that C code started, or _thread's
                 previous = cell
                 self._flush(cell)
