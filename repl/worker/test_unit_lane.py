@@ -169,6 +169,22 @@ class LaneTests(unittest.TestCase):
         capture.close()
 
 
+class BackgroundTests(unittest.TestCase):
+    def test_a_result_with_nothing_printed_in_the_background_keeps_its_capture(self):
+        session = Session(lane=False)
+        kept = session.output.background
+        self.assertIsNone(session.output.take_background())
+        self.assertIs(session.output.background, kept)  # nothing made or finished for it
+        for write in ('line\n', 'part'):
+            session.output.background.write('stderr', write)
+            printed, _ = session.output.take_background()
+            self.assertEqual(printed['stderr'], write)
+            self.assertIsNot(session.output.background, kept)
+            kept = session.output.background
+        session.output.background.write_bytes('stdout', memoryview(b'\xe2'))  # a character begun
+        self.assertEqual(session.output.take_background()[0]['stdout'], '\ufffd')
+
+
 class FoldTests(unittest.TestCase):
     def test_a_line_redrawn_in_one_write_is_folded_at_once(self):
         text = output.StreamText(STREAM_BUDGET, STREAM_HEAD, spool=False)

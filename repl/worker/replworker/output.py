@@ -188,6 +188,12 @@ class Capture:
                 self._process()
         return True
 
+    def blank(self):
+        """Whether nothing has been written to it."""
+        with self._lock:
+            return not self._raw and not any(self._partial.values()) and all(
+                text.blank for text in self.streams.values())
+
     def take_lane(self):
         """Collect what the fast lane gathered (sinks.Sink.lane_on), ahead of what is written
         next; the lock is held. Not interruptible code: a KeyboardInterrupt here would lose
@@ -387,7 +393,10 @@ class Output:
     def take_background(self):
         """What threads of earlier cells printed since the last result, as a result's
         background_output and its `cuts` (the result's `background_cuts`), or None when
-        they printed nothing. A new capture takes over."""
+        they printed nothing. A new capture takes over, unless nothing was written: the
+        usual case, which then costs no capture made and finished a cell."""
+        if self.background.blank():
+            return None
         taken, self.background = self.background, background_capture()
         taken.finish()
         if taken.empty:

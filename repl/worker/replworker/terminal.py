@@ -78,6 +78,11 @@ class StreamText:
         self.gap = None  # once text() cut: where its marker is and what it stands for (gap())
 
     @property
+    def blank(self):
+        """Whether no text was written at all, final or not."""
+        return not self.total and not self._line and not self._batch
+
+    @property
     def cut(self):
         return self._head is not None
 
