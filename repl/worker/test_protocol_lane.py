@@ -87,6 +87,11 @@ class LaneTests(WorkerTestCase):
         self.assertEqual(result['stdout'], '')
         result = self.worker.run('print("y")\ndel sys.stdout.write\nprint("z")\nseen')
         self.assertEqual((result['value'], result['stdout']), (['x', '\n', 'y', '\n'], 'z\n'))
+        # A write of the user's that wraps the one it found (the lane's) still reaches the result.
+        result = self.worker.run('plain = sys.stdout.write\nsys.stdout.write = lambda text: plain(text.upper())\nprint("up")')
+        self.assertEqual(result['stdout'], 'UP\n')
+        result = self.worker.run('print("still up")\ndel sys.stdout.write\nprint("down")')
+        self.assertEqual(result['stdout'], 'STILL UP\ndown\n')
         result = self.worker.run('print("é")\nsys.stdout.reconfigure(encoding="ascii", errors="replace")\nprint("é")')
         self.assertEqual(result['stdout'], 'é\n?\n')
         result = self.worker.run('sys.stdout.reconfigure(encoding="utf-8")\nprint("é")\nsys.stdout.write(b"x")')

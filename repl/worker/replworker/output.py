@@ -351,8 +351,12 @@ class Output:
             self.cell = cell = cell_capture(run_id)
             THREADS.active = run_id
             lane = self._lane
-            if lane is not None and THREADS.alone() and lane.lane_on():
+            if lane is not None:
+                # Taken from even when it stays closed: a `write` the user set may call the
+                # lane's, which it found on sys.stdout in an earlier cell.
                 cell.lane = lane
+                if THREADS.alone():
+                    lane.lane_on()
             if not self._active.is_set():
                 self._active.set()
 
