@@ -187,10 +187,10 @@ bench-micro:
 
 # The peers measured beside repl-mcp (not part of `make test`): each in a venv of its
 # own, made by the pinned uv from its lock file in bench/ (mcp-python-interpreter needs
-# mcp<2, jupyter-mcp-server mcp 2.x). bench/peers drives every server with the same
+# mcp<2, jupyter-mcp-server mcp 2.x; posit's mcp-repl is a binary in its wheel). bench/peers drives every server with the same
 # lean client and cells, in interleaved rounds, and starts and stops the Jupyter server
 # jupyter-mcp-server needs, on 127.0.0.1. PEERS_OUT names the report file.
-PEERS       := interpreter jupyter
+PEERS       := interpreter jupyter posit
 PEERS_OUT   ?= bench/peers-report.txt
 PEER_STAMPS := $(foreach p,$(PEERS),bench/.venv-peers-$(p)/.bench-stamp)
 

@@ -7,7 +7,11 @@
 // cell (mcp.call to a stdio MCP server) against a direct go-sdk client call to the
 // same server, and a 16 MiB artifact uploaded from a cell (artifact(data)) and read
 // back whole by the bench client in artifact_read ranges, against the same bytes
-// written to and read from a file in the same cell. A floor is timed in the same
+// written to and read from a file in the same cell, and the data cells (bench/datacells.go:
+// a print-heavy loop, a \r progress line, a groupby and a describe() of a million-row
+// DataFrame with their values shown, a figure rendered to PNG) against the same cells in
+// a bare exec loop of the same interpreter, -data-python (interop/.venv-data's by
+// default), in interleaved rounds. A floor is timed in the same
 // rounds as its figure: one bare pipe round trip beside each warm cell (and each round
 // trip of the worker alone), the bare Python starts beside each cold start. It prints a table of figure,
 // value, baseline, ratio, target and whether the target was met, and writes it to a
@@ -26,7 +30,8 @@
 // Usage:
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
-//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts,spare]
+//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts,spare,cells]
+//	               [-data-python interop/.venv-data/bin/python]
 //	go run ./bench -peers -binary ./bin/repl-mcp [-venvs bench] [-rounds 10] [-round-cells 30]
 //	               [-slow-cells 2] [-peer-cold-runs 3] [-out bench/peers-report.txt]
 //	go run ./bench -compare OLD_BINARY -binary ./bin/repl-mcp [-rounds 10] [-round-cells 30]
@@ -44,8 +49,9 @@
 // cell's cost between Python and Go.
 //
 // With -peers (`make bench-peers`, not part of `make test`) it measures repl-mcp beside
-// the comparable MCP Python servers instead: mcp-python-interpreter and
-// jupyter-mcp-server, each installed by `make peers-deps` into a venv of its own under
+// the comparable MCP Python servers instead: mcp-python-interpreter, jupyter-mcp-server
+// and posit's mcp-repl (run with --interpreter python --sandbox danger-full-access: its
+// default sandbox needs bubblewrap), each installed by `make peers-deps` into a venv of its own under
 // -venvs from the lock files bench/requirements-peers-*.txt. One lean synchronous
 // client (the same minimal stdio client as the targets) sends every server the same
 // cell in interleaved rounds, beside the bare pipe floor in the same run, and reports

@@ -23,13 +23,16 @@ import (
 
 // config is the parsed command line.
 type config struct {
-	Binary   string // the repl-mcp binary
-	Python   string // the interpreter; an absolute path once resolved
-	N        int    // round trips and warm cells
-	ColdRuns int
-	Out      string // report file, if any
-	Budget   time.Duration
-	Figures  figureSet // the figure groups to measure; empty is all
+	Binary string // the repl-mcp binary
+	Python string // the interpreter; an absolute path once resolved
+	// DataPython is the interpreter of the data cells (-figures cells), with pandas,
+	// numpy and matplotlib.
+	DataPython string
+	N          int // round trips and warm cells
+	ColdRuns   int
+	Out        string // report file, if any
+	Budget     time.Duration
+	Figures    figureSet // the figure groups to measure; empty is all
 
 	PeersMode bool   // -peers: the peers figure instead of the targets
 	Compare   string // -compare: a baseline binary measured beside -binary, in interleaved rounds
@@ -68,6 +71,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Binary, "binary", "./bin/repl-mcp", "the repl-mcp binary to measure")
 	fs.StringVar(&cfg.Python, "python", "python3", "the Python interpreter for the server and every baseline")
+	fs.StringVar(&cfg.DataPython, "data-python", defaultDataPython(), "the interpreter of the data cells, with pandas, numpy and matplotlib")
 	fs.IntVar(&cfg.N, "n", 200, "bare pipe round trips and warm cells to time")
 	fs.IntVar(&cfg.ColdRuns, "cold-runs", 7, "cold starts to time, and bare Python starts for their baseline")
 	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
@@ -99,6 +103,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if cfg.Peers.Venvs, err = filepath.Abs(cfg.Peers.Venvs); err != nil {
+		return cfg, usageError{err}
+	}
+	if cfg.DataPython, err = filepath.Abs(cfg.DataPython); err != nil {
 		return cfg, usageError{err}
 	}
 	if cfg.Figures, err = parseFigures(*figures); err != nil {
@@ -167,7 +174,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // direct go-sdk call; artifacts is a 16 MiB artifact uploaded from a cell and read
 // back in ranges, against the same bytes through a file.
 // spare is reset and new-session cells on the spare worker (bench/spare.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare"}
+// cells is the data cells against a bare exec loop (bench/datacells.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

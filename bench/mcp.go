@@ -176,7 +176,10 @@ func (s *mcpServer) listTools(ctx context.Context) (int, error) {
 
 // cellResult is the part of an execute_python result the bench reads.
 type cellResult struct {
-	IsError    bool `json:"isError"`
+	IsError bool `json:"isError"`
+	Content []struct {
+		Type string `json:"type"`
+	} `json:"content"`
 	Structured struct {
 		Success     bool    `json:"success"`
 		ReturnValue *string `json:"return_value"`

@@ -29,6 +29,8 @@ type peerSpec struct {
 	program string   // absolute path; empty for a peer that cannot run (err says why)
 	args    []string // after program
 	tool    string
+	codeKey string         // the tool's argument that takes the code: "code" unless set
+	env     []string       // added to the bench's environment
 	args0   map[string]any // the tool's arguments besides the code
 	// every names the peers sharing one process: a variant (jupyter-mcp-server at its
 	// default progress interval) runs its cells on the process of the peer it names.
@@ -178,10 +180,11 @@ func (j *jupyter) dropKernels(ctx context.Context) {
 }
 
 // peerSpecs are the servers measured: repl-mcp first, then the peers found under venvs.
-func peerSpecs(cfg config, j *jupyter, jupyterErr error) []peerSpec {
+func peerSpecs(cfg config, dir string, j *jupyter, jupyterErr error) []peerSpec {
 	venv := func(name string) string { return filepath.Join(cfg.Peers.Venvs, ".venv-peers-"+name) }
+	// repl-mcp with a code cache of its own (see measureCold), filled before the cold starts.
 	ours := peerSpec{name: "repl-mcp", program: cfg.Binary, args: []string{"--python", cfg.Python},
-		tool: "execute_python", args0: map[string]any{"timeout": 30}}
+		tool: "execute_python", args0: map[string]any{"timeout": 30}, env: []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")}}
 	interp := peerSpec{name: "mcp-python-interpreter 1.2.3 (inline)",
 		program: filepath.Join(venv("interpreter"), "bin", "mcp-python-interpreter"),
 		tool:    "run_python_code", args0: map[string]any{"execution_mode": "inline"}}
@@ -207,12 +210,26 @@ func peerSpecs(cfg config, j *jupyter, jupyterErr error) []peerSpec {
 		}
 	}
 	jslow.err, jslow.args = jfast.err, jfast.args
-	return []peerSpec{ours, interp, jfast, jslow}
+	// posit's mcp-repl runs the first python on PATH (here the bench's interpreter, as
+	// its report says); its default sandbox needs bubblewrap, so it runs without one,
+	// as the other peers do.
+	posit := peerSpec{name: "posit mcp-repl 0.3.0 (--sandbox danger-full-access)",
+		program: filepath.Join(venv("posit"), "bin", "mcp-repl"),
+		args:    []string{"--interpreter", "python", "--sandbox", "danger-full-access"},
+		tool:    "repl", codeKey: "input"}
+	if _, err := os.Stat(posit.program); err != nil {
+		posit.err = fmt.Errorf("not installed (%v): run make peers-deps", err)
+	}
+	return []peerSpec{ours, interp, jfast, jslow, posit}
 }
 
 // peerCell runs code through a peer's tool and checks that its result shows want.
 func peerCell(ctx context.Context, s *mcpServer, p peerSpec, code, want string) (time.Duration, error) {
-	args := map[string]any{"code": code}
+	key := p.codeKey
+	if key == "" {
+		key = "code"
+	}
+	args := map[string]any{key: code}
 	for k, v := range p.args0 {
 		args[k] = v
 	}
@@ -244,7 +261,12 @@ func startPeer(ctx context.Context, dir string, p peerSpec) (*mcpServer, error) 
 	if p.err != nil {
 		return nil, p.err
 	}
-	c, err := startChild(ctx, p.name, dir, p.program, p.args...)
+	cmd := exec.Command(p.program, p.args...)
+	cmd.Dir = dir
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
+	c, err := startPiped(ctx, p.name, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +355,16 @@ func (b *bench) runPeers(ctx context.Context) *peersMeasurements {
 			pm.jupyter.c.signalGroup(syscall.SIGKILL)
 		}()
 	}
-	specs := peerSpecs(b.cfg, pm.jupyter, pm.jupyterErr)
+	specs := peerSpecs(b.cfg, b.dir, pm.jupyter, pm.jupyterErr)
 	for _, s := range specs {
 		pm.peers = append(pm.peers, &peerResult{spec: s})
 	}
 
 	b.say("peers: %d cold starts of each server, interleaved with bare Python starts", pc.PeerColdRun)
+	if s, err := startPeer(ctx, b.dir, specs[0]); err == nil { // untimed: it fills repl-mcp's code cache
+		peerCell(ctx, s, specs[0], trivialCode, "2")
+		b.stopPeer(s, &peerResult{spec: specs[0]}, nil)
+	}
 	for i := 0; i < pc.PeerColdRun; i++ {
 		took, err := runOnce(ctx, b.dir, startTimeout, nil, b.cfg.Python, "-c", "pass")
 		if pm.bareErr == nil {

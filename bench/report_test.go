@@ -126,3 +126,30 @@ func TestArtifactRows(t *testing.T) {
 		t.Errorf("no runs: rows %q, unmeasured %q", rep.rows, rep.unmeasured)
 	}
 }
+
+func TestDataRowsAreMediansOfTheRoundsRatios(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, m := range v {
+			out = append(out, time.Duration(m)*time.Millisecond)
+		}
+		return out
+	}
+	f := dataFigure{python: "/py", ours: make([][]time.Duration, len(dataCells)), bare: make([][]time.Duration, len(dataCells))}
+	f.ours[0], f.bare[0] = ms(30, 60, 45), ms(20, 30, 40) // ratios 1.5, 2, 1.125: the median is 1.5
+	f.ours[2], f.bare[2] = ms(11, 30, 25), ms(10, 10, 10)
+	r := &report{}
+	r.dataRows(f)
+	if len(r.rows) != len(dataCells) {
+		t.Fatalf("%d rows, want one a cell", len(r.rows))
+	}
+	if got := r.rows[0]; got.ratio != "1.50x [1.12 to 2.00]" || got.met != "yes" || got.value != "45.0 ms" {
+		t.Errorf("print row = %+v", got)
+	}
+	if got := r.rows[2]; got.met != "no" || !strings.HasPrefix(got.ratio, "2.50x") {
+		t.Errorf("groupby row = %+v", got)
+	}
+	if got := r.rows[1]; !strings.Contains(got.value, "not measured") {
+		t.Errorf("a cell with no round: %+v", got)
+	}
+}

@@ -11,7 +11,7 @@ import "bytes"
 // cell's stdout and stderr (docs/contract.md §5.5), for the native output of a run.
 // Memory stays within about three times the limit. Not safe for concurrent use.
 //
-// It is the twin of the worker's StreamText (replworker/output.py), on other data: only
+// It is the twin of the worker's StreamText (replworker/terminal.py), on other data: only
 // the server reads the native-output pipe (C code holding the GIL, children that outlive
 // a run and a dying worker's last words write there), and only the worker sees each
 // print, which it must render and cut before sending to bound the frame pipe, and

@@ -61,10 +61,13 @@ class TerminalTests(unittest.TestCase):
         # The first line of a write overwrites the rewritten line; later ones are plain.
         self.assertEqual(terminal('12345\r', 'ab\ncd\nef'), 'ab345\ncd\nef')
 
-    def test_an_endless_line_is_kept_as_written(self):
-        text = terminal('x' * (LINE_CHARS + 10), '\r', 'y', budget=4 * LINE_CHARS)
-        self.assertTrue(text.startswith('x' * LINE_CHARS), text[:10])
-        self.assertTrue(text.endswith('y'), text[-10:])
+    def test_an_endless_line_is_final_past_line_chars(self):
+        # As if wrapped at LINE_CHARS: a \r rewrites only what followed, however it was written.
+        want = 'x' * LINE_CHARS + 'y' + 'x' * 9
+        self.assertEqual(terminal('x' * (LINE_CHARS + 10), '\r', 'y', budget=4 * LINE_CHARS), want)
+        self.assertEqual(terminal(*['x'] * (LINE_CHARS + 10), '\ry', budget=4 * LINE_CHARS), want)
+        text = terminal('x' * (3 * LINE_CHARS + 1) + '\ry', budget=8 * LINE_CHARS)
+        self.assertEqual(text, 'x' * 3 * LINE_CHARS + 'y')
 
 
 class BoundTests(unittest.TestCase):

@@ -1,7 +1,8 @@
 """The cases that define a stream kept as a terminal shows it, bounded
-(repl/testdata/terminal_cases.json): the worker's StreamText passes each, as the server's
-terminalText does for native output (repl's TestTerminalTextSharedCases); where a case
-says the server differs (`server`), the worker keeps `want`."""
+(repl/testdata/terminal_cases.json): the worker's StreamText passes each, as written and as
+one write, as the server's terminalText does for native output (repl's
+TestTerminalTextSharedCases); where a case says the server differs (`server`), the worker
+keeps `want`."""
 
 import json
 import os
@@ -40,6 +41,12 @@ class SharedCaseTests(unittest.TestCase):
                 text.finish()
                 self.assertEqual(text.text(), pieces(case['want']))
                 self.assertEqual(text.gap, case['gap'])
+                # How the writes were split changes nothing: stdout's fast lane and the
+                # capture's batches hand the stream on in pieces of their own.
+                whole = output.StreamText(case['limit'], case['head'], spool=False)
+                whole.write(''.join(writes(case['writes'])))
+                whole.finish()
+                self.assertEqual((whole.text(), whole.gap), (text.text(), text.gap))
 
 
 if __name__ == '__main__':

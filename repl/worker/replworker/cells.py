@@ -276,6 +276,7 @@ class Worker:
             Sink('stderr', 2, self._output, self._native),
         )
         sys.stdout, sys.stderr = self._sinks
+        self._output.attach_lane(self._sinks[0])
         builtins.input = no_input
         self._executor = CellExecutor()
         self._loop = CellLoop()

@@ -84,6 +84,7 @@ SPOOL_HEAD = _server_int('SPOOL_HEAD')  # bytes of a cut stream's complete outpu
 SPOOL_BUFFER = 65_536  # bytes of complete output buffered before a write to its spool file
 BACKGROUND_BUDGET = _server_int('BACKGROUND_BUDGET')  # UTF-8 bytes per stream of what threads of earlier cells printed (from Go: repl.backgroundLimit)
 BACKGROUND_HEAD = _server_int('BACKGROUND_HEAD')  # UTF-8 bytes of a cut background stream's head
+LANE_CHUNK = 65_536  # UTF-8 bytes stdout's fast lane gathers in C before it hands them on as one piece (sinks.py)
 
 # Previews of trailing values (previews.py).
 PREVIEW_BYTES = _server_int('PREVIEW_BYTES')  # bytes of a return_value preview (from Go: repl.PreviewLimit)

@@ -1,6 +1,6 @@
 """Output capture: sys.stdout and sys.stderr (text, and bytes through their .buffer),
-each stream kept as a terminal would show it (a line rewritten with \\r shows its last
-state) and bounded to its head and its tail; the complete text of a stream that passed
+each stream kept as a terminal would show it and bounded (terminal.py's StreamText);
+stdout's fast lane taken and left (sinks.py); the complete text of a stream that passed
 its bound, spooled to an unlinked file for its artifact; live `output` frames; what
 and what threads of earlier cells print, kept apart for the next result. The
 native-output pipe on fd 1 and fd 2 is native.py's."""
@@ -8,50 +8,25 @@ native-output pipe on fd 1 and fd 2 is native.py's."""
 import codecs
 import collections
 import os
-import re
 import threading
 import time
 
 from .common import utf8_prefix
 from .limits import (
-    ARTIFACT_CHUNK, ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, BACKGROUND_HEAD, FLUSH_INTERVAL, LINE_CHARS, PUMP_LINGER,
+    ARTIFACT_CHUNK, ARTIFACT_MAX_BYTES, BACKGROUND_BUDGET, BACKGROUND_HEAD, FLUSH_INTERVAL, PUMP_LINGER,
     LIVE_PENDING_CHARS, SPOOL_BUFFER, SPOOL_HEAD, STREAM_BUDGET, STREAM_HEAD, STREAM_MARKER,
 )
 from .messages import LIVE_DROPPED, OUTPUT_LEFT_OUT
 from .sinks import RAW_BATCH, Sink, SinkBuffer, transcode
+from .terminal import StreamText, utf8_len, utf8_suffix
 from .threads import THREADS
 
 # Bytes written to a sink's buffer that are not UTF-8 become U+FFFD, as with errors='replace'.
 BYTES_ERRORS = 'replace'
 _decode_utf8 = codecs.utf_8_decode  # (text, bytes consumed); a split last character is left
-_CONTROL = re.compile('[\r\n]')  # what moves a terminal's cursor: to the line's start, to a new line
-_SIZE_SLICE = 1 << 20  # characters encoded at a time to measure a long non-ASCII text
-FINAL_BATCH = 8_192  # characters of final text a stream collects before it counts, keeps and spools them
 STREAMS = ('stdout', 'stderr')
 MAIN_THREAD = threading.main_thread().ident
 get_ident = threading.get_ident
-
-
-def utf8_len(text):
-    """The UTF-8 size of `text` as it is sent (a lone surrogate is one '?'), measured
-    without encoding a long text at once."""
-    if text.isascii():
-        return len(text)
-    return sum(
-        len(text[start:start + _SIZE_SLICE].encode('utf-8', 'replace'))
-        for start in range(0, len(text), _SIZE_SLICE)
-    )
-
-
-def utf8_suffix(text, room):
-    """(the longest end of `text` within `room` UTF-8 bytes, cut at a character boundary,
-    lone surrogates as '?'; its size). Only the last `room` characters are encoded."""
-    end = text[-room:] if len(text) > room else text
-    data = end.encode('utf-8', 'replace')
-    cut = max(len(data) - room, 0)
-    while cut < len(data) and data[cut] & 0xC0 == 0x80:  # a continuation byte: the character is split
-        cut += 1
-    return data[cut:].decode('utf-8'), len(data) - cut
 
 
 def _private_file():
@@ -158,192 +133,6 @@ class Spool:
             os.close(fd)
 
 
-class StreamText:
-    """One stream's text as a terminal would show it, bounded. A `\\r` moves the cursor to
-    the start of the line, and what follows overwrites it, so a progress bar that redraws
-    itself keeps only its last state; a line is final at its `\\n` (or at LINE_CHARS
-    characters). Final text is kept whole while it fits `budget` UTF-8 bytes; past that, its
-    first `head` bytes and its latest ones, with a marker between them saying how many
-    bytes were left out, `budget` bytes in all. With `spool`, the complete final text of a
-    stream that passed its budget also goes to a Spool for its artifact.
-
-    Final text is handled in batches of FINAL_BATCH characters, so a flood of short prints
-    costs a list append each. `cut`, `total` and text() are exact once finish() was called.
-
-    Not thread-safe: its capture's lock serializes it. A KeyboardInterrupt may land
-    anywhere in here (the main thread prints through it): each step leaves a state the
-    next write and finish() accept, at the price of part of the interrupted write.
-
-    The server keeps native output the same way (repl/terminal.go): both pass the cases
-    of repl/testdata/terminal_cases.json."""
-
-    def __init__(self, budget, head, spool):
-        self._budget = budget
-        self._head_budget = head
-        self._tail_budget = budget - head - STREAM_MARKER
-        self._spooling = spool
-        self.spool = None  # the Spool, once the stream passed its budget (and spool is on)
-        self.spool_error = None  # why the complete text could not be kept (an OSError's text)
-        self._line = []  # the current line, not yet final, as pieces
-        self._line_chars = 0
-        self._column = 0  # where the next character goes; below _line_chars after a \r
-        self._batch = []  # final text not yet counted, kept or spooled
-        self._batch_chars = 0
-        self._kept = []  # final text, while all of it fits the budget
-        self._kept_bytes = 0
-        self._head = None  # once past the budget: the head's text; the tail follows
-        self._head_bytes = 0
-        self._tail = collections.deque()  # (text, UTF-8 size): the latest final text
-        self._tail_bytes = 0
-        self.total = 0  # UTF-8 bytes of final text
-        self.lines = 0  # newlines in the final text
-        self.gap = None  # once text() cut: where its marker is and what it stands for (gap())
-
-    @property
-    def cut(self):
-        return self._head is not None
-
-    def write(self, text):
-        if '\r' not in text:  # the usual text: whole lines, perhaps a line begun
-            last = text.rfind('\n')
-            if last < 0:
-                if text:
-                    self._put(text)
-                return
-            start = 0
-            if self._column < self._line_chars:  # after a \r, its first line overwrites
-                start = text.find('\n') + 1
-                if start > 1:
-                    self._put(text[:start - 1])
-                self._end_line('\n')
-            if start <= last:
-                self._line.append(text[start:last + 1])
-                self._line_chars += last + 1 - start
-                self._end_line('')
-            if last + 1 < len(text):
-                self._put(text[last + 1:])
-            return
-        position, end = 0, len(text)
-        while position < end:
-            match = _CONTROL.search(text, position)
-            stop = end if match is None else match.start()
-            if stop > position:
-                self._put(text if position == 0 and stop == end else text[position:stop])
-            if match is None:
-                return
-            if text[stop] == '\n':
-                self._end_line('\n')
-            else:
-                self._column = 0
-            position = stop + 1
-
-    def _put(self, piece):
-        if self._column >= self._line_chars:
-            self._line.append(piece)
-            self._line_chars += len(piece)
-            self._column = self._line_chars
-        else:  # after a \r: overwrite in place, as a terminal does
-            line = ''.join(self._line)
-            column = min(self._column, len(line))
-            line = line[:column] + piece + line[column + len(piece):]
-            self._line = [line]
-            self._line_chars = len(line)
-            self._column = column + len(piece)
-        if self._line_chars > LINE_CHARS:
-            self._end_line('')  # too long to keep rewritable: final as written
-
-    def _end_line(self, ending):
-        line, self._line = self._line, []
-        chars, self._line_chars, self._column = self._line_chars, 0, 0
-        batch = self._batch
-        batch += line
-        if ending:
-            batch.append(ending)
-        self._batch_chars += chars + len(ending)
-        if self._batch_chars >= FINAL_BATCH:
-            self._flush()
-
-    def finish(self):
-        """The stream is over: its current line is final as the terminal shows it."""
-        if self._line:
-            self._end_line('')
-        self._flush()
-
-    def _flush(self):
-        batch, self._batch = self._batch, []
-        self._batch_chars = 0
-        text = ''.join(batch)
-        if not text:
-            return
-        size = utf8_len(text)
-        self.total += size
-        self.lines += text.count('\n')
-        if self.spool is not None:
-            self._to_spool(text)
-        if self._head is None:
-            self._kept.append(text)
-            self._kept_bytes += size
-            if self._kept_bytes > self._budget:
-                self._cut()
-        else:
-            self._keep_tail(text, size)
-
-    def _cut(self):
-        """Past the budget: keep the head and the tail from now on, and start the spool."""
-        text, self._kept = ''.join(self._kept), []
-        head, head_bytes, _ = utf8_prefix(text, self._head_budget)
-        self._head, self._head_bytes = head, head_bytes
-        rest = text[len(head):]  # utf8_prefix keeps one character for each one it took
-        self._keep_tail(rest, utf8_len(rest))
-        if self._spooling and self.spool_error is None:
-            try:
-                self.spool = Spool()
-            except OSError as exc:
-                self.spool_error = str(exc)
-            else:
-                self._to_spool(text)
-
-    def _to_spool(self, text):
-        try:
-            self.spool.write(text)
-        except OSError as exc:  # a full disk, say: the result's head and tail are unaffected
-            self.spool_error = str(exc)
-            self.spool.close()
-            self.spool = None
-
-    def _keep_tail(self, text, size):
-        if size > self._tail_budget:
-            text, size = utf8_suffix(text, self._tail_budget)
-            self._tail.clear()
-            self._tail_bytes = 0
-        self._tail.append((text, size))
-        self._tail_bytes += size
-        while len(self._tail) > 1 and self._tail_bytes - self._tail[0][1] >= self._tail_budget:
-            self._tail_bytes -= self._tail.popleft()[1]
-
-    def text(self, marker=OUTPUT_LEFT_OUT, *args):
-        """The kept text: all of it, or head, marker and tail. `marker` is a template of the
-        bytes left out, then `args` (what the run did with the complete text). A cut text
-        also sets `gap`: the marker's UTF-8 offset and size in the text, and the bytes and
-        newlines of the stream it stands for, so a later cut can count against the whole
-        stream (the result's `cuts`)."""
-        self._flush()
-        if self._head is None:
-            text = ''.join(self._kept)
-            return text if text.isascii() else text.encode('utf-8', 'replace').decode('utf-8')
-        tail, tail_bytes = utf8_suffix(''.join(text for text, _ in self._tail), self._tail_budget)
-        left_out = max(self.total - self._head_bytes - tail_bytes, 0)
-        note, note_bytes, _ = utf8_prefix(marker.format(left_out, *args), STREAM_MARKER)
-        lines = self.lines - self._head.count('\n') - tail.count('\n')
-        self.gap = {'at': self._head_bytes, 'marker': note_bytes, 'bytes': left_out, 'lines': max(lines, 0)}
-        return self._head + note + tail
-
-    def close(self):
-        if self.spool is not None:
-            self.spool.close()
-            self.spool = None
-
-
 class Capture:
     """What one writer prints to stdout and stderr: a running cell (with live output and
     spools) or the background (threads of earlier cells, between two results).
@@ -354,7 +143,7 @@ class Capture:
 
     def __init__(self, run_id, budget, head, live):
         self.run_id = run_id
-        self.streams = {stream: StreamText(budget, head, spool=live) for stream in STREAMS}
+        self.streams = {stream: StreamText(budget, head, spool=Spool if live else None) for stream in STREAMS}
         self._partial = {stream: b'' for stream in STREAMS}  # the start of a split UTF-8 character
         self._live = live
         self._pending = collections.deque()  # (stream, text) written and not yet sent, in order
@@ -364,6 +153,7 @@ class Capture:
         self._raw_chars = 0
         self._lock = threading.Lock()  # written from any thread
         self.closed = False
+        self.lane = None  # the stdout sink whose fast lane gathers the cell's prints (Output.begin)
 
     def write(self, stream, text):
         """Keep `text`; False when the capture is already over (write it elsewhere). Writes
@@ -372,7 +162,9 @@ class Capture:
         with self._lock:
             if self.closed:
                 return False
-            if self._partial[stream]:
+            if self.lane is not None:
+                self.take_lane()
+            if self._partial[stream] and text:  # an empty write writes nothing, as on a terminal
                 text = self._end_partial(stream) + text
             self._raw.append((stream, text))
             self._raw_chars += len(text)
@@ -385,6 +177,8 @@ class Capture:
         with self._lock:
             if self.closed:
                 return False
+            if self.lane is not None:
+                self.take_lane()
             head = self._partial[stream] + data.tobytes()
             text, used = _decode_utf8(head, BYTES_ERRORS, False)
             self._partial[stream] = head[used:]
@@ -393,6 +187,23 @@ class Capture:
             if self._raw_chars >= RAW_BATCH:
                 self._process()
         return True
+
+    def blank(self):
+        """Whether nothing has been written to it."""
+        with self._lock:
+            return not self._raw and not any(self._partial.values()) and all(
+                text.blank for text in self.streams.values())
+
+    def take_lane(self):
+        """Collect what the fast lane gathered (sinks.Sink.lane_on), ahead of what is written
+        next; the lock is held. Not interruptible code: a KeyboardInterrupt here would lose
+        the text taken from the lane."""
+        text = self.lane.lane_take()
+        if text:
+            if self._partial['stdout']:  # bytes that ended inside a character came before
+                text = self._end_partial('stdout') + text
+            self._raw.append(('stdout', text))
+            self._raw_chars += len(text)
 
     def _process(self):
         """Take the collected writes into the streams (and the live queue), consecutive
@@ -453,6 +264,9 @@ class Capture:
         and each stream's last line is final. Later writes go elsewhere."""
         with self._lock:
             self.closed = True
+            if self.lane is not None:
+                self.take_lane()
+                self.lane = None
             for stream in STREAMS:
                 if self._partial[stream]:
                     self._raw.append((stream, self._end_partial(stream)))
@@ -463,6 +277,8 @@ class Capture:
     def take_pending(self):
         """The live text to send now, in write order: [(stream, text)]."""
         with self._lock:
+            if self.lane is not None:
+                self.take_lane()
             self._process()
             pending, self._pending = self._pending, collections.deque()
             self._pending_chars = 0
@@ -523,12 +339,24 @@ class Output:
         self._active = threading.Event()
         self._arm_lock = threading.Lock()
         self._send_lock = threading.Lock()
+        self._lane = None  # the stdout sink, whose fast lane the cell's prints take when they can
+        THREADS.on_start = self._thread_starting
         threading.Thread(target=self._pump, name='repl-mcp-output', daemon=True).start()
+
+    def attach_lane(self, sink):
+        self._lane = sink
 
     def begin(self, run_id):
         with self._arm_lock:
-            self.cell = cell_capture(run_id)
+            self.cell = cell = cell_capture(run_id)
             THREADS.active = run_id
+            lane = self._lane
+            if lane is not None:
+                # Taken from even when it stays closed: a `write` the user set may call the
+                # lane's, which it found on sys.stdout in an earlier cell.
+                cell.lane = lane
+                if THREADS.alone():
+                    lane.lane_on()
             if not self._active.is_set():
                 self._active.set()
 
@@ -537,9 +365,18 @@ class Output:
         returns its capture."""
         THREADS.active = None
         cell, self.cell = self.cell, None
+        if cell.lane is not None:
+            cell.lane.lane_off()
         cell.finish()
         self._flush(cell)
         return cell
+
+    def _thread_starting(self):
+        """A thread is about to start (threads.py): what it prints must be told from the main
+        thread's, so the cell's prints leave the fast lane first."""
+        cell = self.cell
+        if cell is not None and cell.lane is not None:
+            cell.lane.lane_off()
 
     def _capture(self):
         cell = self.cell
@@ -560,7 +397,10 @@ class Output:
     def take_background(self):
         """What threads of earlier cells printed since the last result, as a result's
         background_output and its `cuts` (the result's `background_cuts`), or None when
-        they printed nothing. A new capture takes over."""
+        they printed nothing. A new capture takes over, unless nothing was written: the
+        usual case, which then costs no capture made and finished a cell."""
+        if self.background.blank():
+            return None
         taken, self.background = self.background, background_capture()
         taken.finish()
         if taken.empty:
@@ -587,6 +427,9 @@ class Output:
                     # Running for a whole interval: it may outlast a server that goes
                     # away or sends a bad frame, so the reader thread reads from now on.
                     self._channel.need_reader()
+                lane = cell.lane
+                if lane is not None and lane.lane_is_on and not THREADS.alone(thorough=True):
+                    lane.lane_off()  # a thread that C code started, or _thread's
                 previous = cell
                 self._flush(cell)
                 continue
@@ -614,7 +457,7 @@ INTERRUPTIBLE_CODE = tuple(function.__code__ for function in (
     Sink.write, Sink.write_bytes, SinkBuffer.write, transcode, Output.write, Output.write_bytes, Output._capture,
     Capture.write, Capture.write_bytes, Capture._process, Capture._queue_live, Capture._trim_live,
     Capture._end_partial,
-    StreamText.write, StreamText._put, StreamText._end_line, StreamText._flush, StreamText._cut,
+    StreamText.write, StreamText._write_lines, StreamText._rewrite, StreamText._put, StreamText._wrap, StreamText._end_line, StreamText._flush, StreamText._cut,
     StreamText._to_spool, StreamText._keep_tail, Spool.write, Spool.flush, Spool._place, Spool.__init__,
     utf8_len, utf8_prefix, utf8_suffix, _private_file, type(THREADS).current_run,
 ))

@@ -6,6 +6,7 @@ import io
 import threading
 
 from .common import type_name
+from .limits import LANE_CHUNK
 from .messages import INPUT_NO_STDIN, NO_NATIVE_FD, WRITE_NOT_BYTES, WRITE_NOT_STR
 from .threads import THREADS
 
@@ -53,6 +54,12 @@ class Sink(io.TextIOBase):
         self.line_buffering = False
         self.write_through = True  # nothing waits in a buffer: every write is captured at once
         self._transcoding = None  # transcode()'s arguments once reconfigured, else None
+        self._lane = None  # stdout's fast lane: the C write that lane_on() makes this sink's `write`
+        if stream == 'stdout':
+            self._chunks = []  # what the lane gathered, LANE_CHUNK bytes of UTF-8 a piece
+            wrapper = io.TextIOWrapper(_LaneBuffer(self._chunks), encoding='utf-8', errors='replace', newline='\n')
+            wrapper._CHUNK_SIZE = LANE_CHUNK
+            self._wrapper, self._lane = wrapper, wrapper.write
 
     def reconfigure(self, *, encoding=None, errors=None, newline=_UNCHANGED, line_buffering=None,
                     write_through=None):
@@ -87,6 +94,49 @@ class Sink(io.TextIOBase):
         if write_through is not None:
             self.write_through = bool(write_through)
         self._transcoding = _transcoding(self.encoding, self.errors, self.newline)
+        if self._transcoding is not None:
+            self.lane_off()  # every write from now on is transcoded
+
+    # The fast lane. A print calls sys.stdout.write twice, and a call of Python code from
+    # print costs four times what print itself does: so while only the main thread can
+    # print for the running cell (no thread of the user's is alive: Output.begin, and
+    # threads.py's on_start turns it off before one starts), stdout's `write` is an
+    # instance attribute, the C write of a TextIOWrapper whose buffer's `write` is a
+    # list's append. The capture takes what it gathered (lane_take) before any other write
+    # of the cell's, at each tick of the output pump and at the cell's end, so order,
+    # bounds, markers and counts are the plain path's; a write that is not str raises
+    # TextIOWrapper's TypeError, which is WRITE_NOT_STR.
+
+    def lane_on(self):
+        """Give `write` the fast lane; False when this sink has none, is reconfigured, or
+        already has a `write` of the user's own."""
+        if self._lane is None or self._transcoding is not None or 'write' in self.__dict__:
+            return False
+        self.__dict__['write'] = self._lane
+        return True
+
+    def lane_off(self):
+        if self._lane is not None and self.__dict__.get('write') is self._lane:  # not one the user set
+            del self.__dict__['write']
+
+    @property
+    def lane_is_on(self):
+        return self._lane is not None and self.__dict__.get('write') is self._lane
+
+    def lane_take(self):
+        """The text the lane gathered since the last take, or ''. Each step is one call of C
+        code, which a print on another thread cannot split: the taken chunks are the first
+        ones, and a print meanwhile appends after them."""
+        if self._lane is None:
+            return ''
+        self._wrapper.flush()
+        chunks = self._chunks
+        count = len(chunks)
+        if not count:
+            return ''
+        data = chunks[0] if count == 1 else b''.join(chunks[:count])
+        del chunks[:count]
+        return data.decode('utf-8', 'replace')  # whole characters: the wrapper encodes whole writes
 
     def write(self, text):
         if not isinstance(text, str):
@@ -101,6 +151,8 @@ class Sink(io.TextIOBase):
         ) else output.background
         with capture._lock:
             if not capture.closed and not capture._partial[self._stream]:
+                if capture.lane is not None:
+                    capture.take_lane()  # what the fast lane gathered comes first
                 capture._raw.append((self._stream, text))
                 capture._raw_chars += len(text)
                 if capture._raw_chars >= RAW_BATCH:
@@ -126,6 +178,19 @@ class Sink(io.TextIOBase):
 
     def isatty(self):
         return False
+
+
+class _LaneBuffer(io.RawIOBase):
+    """What the fast lane's TextIOWrapper writes its encoded text to: `write` is the chunk
+    list's own append, so no Python code runs for a print. Flushing and closing are
+    io.IOBase's, in C too."""
+
+    def __init__(self, chunks):
+        super().__init__()
+        self.write = chunks.append
+
+    def writable(self):
+        return True
 
 
 class SinkBuffer(io.BufferedIOBase):

@@ -5,6 +5,7 @@ submitted it, whichever pooled thread runs it. The output sinks use this to keep
 background thread prints out of a later cell's output, and the epilogue to find the work
 a cell left running."""
 
+import _thread
 import os
 import sys
 import sysconfig
@@ -36,27 +37,41 @@ class _Threads:
         # only these can have threads working for them when they end (started_any).
         self._starters = set()
         self.active = None  # run id of the cell the main thread runs now; None between cells
+        self.on_start = None  # called before a thread starts or a pool job is submitted (output.py)
+        self._own = {}  # ident -> the main thread and the worker's threads alone() found
+        self._alone_count = None  # _thread._count() when alone() last found no other thread
 
     def install(self):
         """Wrap threading.Thread.start and ThreadPoolExecutor.submit (once, at the start)."""
-        plain_start, plain_submit = threading.Thread.start, ThreadPoolExecutor.submit
+        plain_start, plain_submit, plain_new = threading.Thread.start, ThreadPoolExecutor.submit, _thread.start_new_thread
         origins, starters, current_run, run_job = self._origins, self._starters, self.current_run, self.run_job
 
         def start(thread):
             # Recorded before the thread exists: its first print already knows its run.
             origins[thread] = run = current_run()
             starters.add(run)
+            if self.on_start is not None:
+                self.on_start()
             return plain_start(thread)
 
         def submit(executor, fn, /, *args, **kwargs):
             run = current_run()
             starters.add(run)
+            if self.on_start is not None:
+                self.on_start()
             return plain_submit(executor, run_job, run, fn, args, kwargs)
 
-        for wrapper, plain in ((start, plain_start), (submit, plain_submit)):
+        def start_new_thread(*args, **kwargs):  # works for no run, but it prints
+            if self.on_start is not None:
+                self.on_start()
+            return plain_new(*args, **kwargs)
+
+        wrapped = ((start, plain_start), (submit, plain_submit), (start_new_thread, plain_new))
+        for wrapper, plain in wrapped:
             wrapper.__doc__, wrapper.__name__, wrapper.__qualname__ = plain.__doc__, plain.__name__, plain.__qualname__
         threading.Thread.start = start
         ThreadPoolExecutor.submit = submit
+        _thread.start_new_thread = start_new_thread
 
     def current_run(self):
         """The run the calling thread works for, or None."""
@@ -67,6 +82,30 @@ class _Threads:
         if thread is self._main:
             return self.active
         return self._origins.get(thread)
+
+    def alone(self, thorough=False):
+        """Whether no thread but the main thread and the worker's own (those started while no
+        run was active: origin None) runs Python code now. Any other could print: a cell's,
+        one started before the worker's, or by C code. Unless `thorough`, the count of
+        threads _thread started stands for the look at every thread once the count was
+        seen with no other (a cell's start: 0.1 against 3 us); a thread C code started is
+        found only by a thorough look (the output pump's, at each tick)."""
+        count = _thread._count()
+        if not thorough and count == self._alone_count:
+            return True
+        frames = sys._current_frames()
+        if len(frames) == 1:
+            self._alone_count = count
+            return True
+        active, own = getattr(threading, '_active', {}), self._own
+        for ident in frames:
+            thread = active.get(ident)
+            if thread is None or own.get(ident) is not thread:
+                if thread is None or (thread is not self._main and self._origins.get(thread, MISSING) is not None):
+                    return False
+                own[ident] = thread  # the worker's own (or the main thread): found once
+        self._alone_count = count
+        return True
 
     def run_job(self, run_id, fn, args, kwargs):
         """Run a pool job on the calling thread, working for `run_id`."""
