@@ -126,6 +126,8 @@ type measurements struct {
 	artifacts artifactFigure
 
 	spare spareFigure
+
+	notebook notebookFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -185,6 +187,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.spare = b.measureSpare(ctx)
 	} else {
 		m.spare.err = errSkipped
+	}
+	if b.cfg.Figures.has("notebook") {
+		b.say("notebook: trivial and 100 KB cells after %d and %d cells, with --notebook-dir and without, %d rounds each", notebookSmall, notebookFill, notebookRounds)
+		m.notebook = b.measureNotebook(ctx)
+	} else {
+		m.notebook.err = errSkipped
 	}
 	return m
 }
