@@ -209,7 +209,7 @@ peers-lock: | $(UV_STAMP)
 # The load figures (not part of `make test`; about 3 minutes on 2 cores): HTTP servers
 # with 8, 32 and 64 concurrent clients of 200 mixed cells each, and a stdio soak of
 # 20,000 cells, every answer checked (bench/load); the report is README's "Load" table.
-LOAD_OUT ?= bench/load-report.md
+LOAD_OUT ?= bench/load-report.txt
 bench-load: build
 	$(GO) run ./bench/load -binary ./$(BIN) -out $(LOAD_OUT)
 

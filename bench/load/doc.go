@@ -25,5 +25,5 @@
 // Usage:
 //
 //	go run ./bench/load -binary ./bin/repl-mcp [-python python3] [-clients 8,32,64]
-//	                    [-cells 200] [-soak 20000] [-budget 15m] [-out bench/load-report.md]
+//	                    [-cells 200] [-soak 20000] [-budget 15m] [-out bench/load-report.txt]
 package main

@@ -64,7 +64,7 @@ func TestLoadRunsOnThisMachine(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	python := pythons.ForTest(t)[0].Path
-	out := filepath.Join(t.TempDir(), "report.md")
+	out := filepath.Join(t.TempDir(), "report.txt")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
