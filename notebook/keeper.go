@@ -54,13 +54,14 @@ type Keeper struct {
 	written chan struct{} // closed when writeRecords has drained writes
 
 	// The live notebooks (live.go), with a live directory only: liveLoop writes them.
-	liveMu    sync.Mutex
-	liveDirty map[string]*kept // sessions with cells their live file lacks, by id; under liveMu
-	liveWake  chan struct{}    // a session became dirty (one pending wake-up is enough)
-	liveReqs  chan liveRequest
-	liveStop  chan struct{} // closed by Close: liveLoop writes what is left and returns
-	liveDone  chan struct{} // closed when liveLoop has returned
-	liveHook  func()        // tests: called by liveLoop before each live write
+	liveMu       sync.Mutex
+	liveDirty    map[string]*kept // sessions with cells their live file lacks, by id; under liveMu
+	liveWake     chan struct{}    // a session became dirty (one pending wake-up is enough)
+	liveReqs     chan liveRequest
+	liveStop     chan struct{} // closed by Close: liveLoop writes what is left and returns
+	liveStopOnce sync.Once
+	liveDone     chan struct{} // closed when liveLoop has returned
+	liveHook     func()        // tests: called by liveLoop before each live write
 }
 
 // pendingWrites bounds the record work waiting for its goroutine: a cell that finds
@@ -209,12 +210,13 @@ func (k *Keeper) Close() error {
 	if !k.closed {
 		k.closed = true
 		close(k.writes)
-		if k.live != "" {
-			close(k.liveStop)
-		}
 	}
 	k.open.Unlock()
 	<-k.written
+	// Only once every cell is recorded: liveLoop writes what is left, then returns.
+	if k.live != "" {
+		k.liveStopOnce.Do(func() { close(k.liveStop) })
+	}
 	<-k.liveDone
 	k.mu.Lock()
 	sessions := k.sessions
