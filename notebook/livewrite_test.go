@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -102,10 +103,10 @@ func TestLiveNotebookIsWrittenOffTheCallsPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, release, writes := make(chan struct{}, 1), make(chan struct{}), 0
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	var writes atomic.Int32
 	k.SetLiveHook(func() {
-		writes++
-		if writes == 1 {
+		if writes.Add(1) == 1 {
 			held <- struct{}{}
 			<-release
 		}
@@ -121,8 +122,8 @@ func TestLiveNotebookIsWrittenOffTheCallsPath(t *testing.T) {
 	}
 	close(release)
 	liveNotebook(t, live, 5)
-	if writes > 3 {
-		t.Errorf("%d live writes for 5 cells that came while one waited: not coalesced", writes)
+	if n := writes.Load(); n > 3 {
+		t.Errorf("%d live writes for 5 cells that came while one waited: not coalesced", n)
 	}
 }
 
@@ -132,8 +133,8 @@ func TestLiveNotebookIsWrittenOffTheCallsPath(t *testing.T) {
 // how many cells came before its first.
 func TestLiveNotebookDropsInBatches(t *testing.T) {
 	live := t.TempDir()
-	k := keeper(t, live, 20, 1<<20)
-	for i := 1; i <= 60; i++ {
+	k := keeper(t, live, 10, 1<<20)
+	for i := 1; i <= 35; i++ {
 		k.CellFinished(finished(i, 1, fmt.Sprintf("n = %d", i), "", nil))
 		k.Flush()
 		path := filepath.Join(live, notebook.LiveName("analysis", sessionID))
@@ -147,7 +148,7 @@ func TestLiveNotebookDropsInBatches(t *testing.T) {
 			if len(code) == 0 || code[len(code)-1].text() != fmt.Sprintf("n = %d", i) {
 				return false
 			}
-			if len(code) < min(i, 20) || len(code) > 22 {
+			if len(code) < min(i, 10) || len(code) > 11 {
 				t.Fatalf("after cell %d the live notebook holds %d cells", i, len(code))
 			}
 			first := *code[0].ExecutionCount
@@ -157,7 +158,7 @@ func TestLiveNotebookDropsInBatches(t *testing.T) {
 			return true
 		})
 	}
-	if out, _ := export(t, k, filepath.Join(t.TempDir(), "e.ipynb")); out.Cells != 20 || out.Dropped != 40 {
+	if out, _ := export(t, k, filepath.Join(t.TempDir(), "e.ipynb")); out.Cells != 10 || out.Dropped != 25 {
 		t.Fatalf("the export: %+v", out)
 	}
 }
