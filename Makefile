@@ -14,7 +14,7 @@ BUILD_VERSION = $$($(GO) run ./pywheel version 2>/dev/null)
 GORELEASER  := $(GO) tool -modfile=tools.mod goreleaser
 STATICCHECK := $(GO) tool -modfile=tools.mod staticcheck
 
-.PHONY: build doctor check test vet fmt-check staticcheck lint-py short verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-micro bench-peers peers-deps peers-lock clean
+.PHONY: build doctor check test vet fmt-check staticcheck lint-py short verify wheel wheelhouse wheelhouse-deps sdist unit interop interop-deps interop-lock data-deps data-lock bench bench-micro bench-peers bench-load peers-deps peers-lock clean
 
 build:
 	v=$(BUILD_VERSION); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$$v" -o $(BIN) .
@@ -205,6 +205,13 @@ bench/.venv-peers-%/.bench-stamp: bench/requirements-peers-%.txt | $(UV_STAMP)
 peers-lock: | $(UV_STAMP)
 	for p in $(PEERS); do $(UV) pip compile --generate-hashes --python-version 3.11 \
 		--custom-compile-command "make peers-lock" bench/requirements-peers-$$p.in -o bench/requirements-peers-$$p.txt || exit 1; done
+
+# The load figures (not part of `make test`; about 3 minutes on 2 cores): HTTP servers
+# with 8, 32 and 64 concurrent clients of 200 mixed cells each, and a stdio soak of
+# 20,000 cells, every answer checked (bench/load); the report is README's "Load" table.
+LOAD_OUT ?= bench/load-report.txt
+bench-load: build
+	$(GO) run ./bench/load -binary ./$(BIN) -out $(LOAD_OUT)
 
 bench-peers: build peers-deps
 	$(GO) run ./bench -peers -binary ./$(BIN) -venvs bench -budget 20m -out $(PEERS_OUT)

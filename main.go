@@ -117,7 +117,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs.StringVar(&o.journal, "journal", "", "persist redacted external-effect metadata (the call journal) in a private locked file")
 	fs.StringVar(&o.oauthLogin, "oauth-login", "", "log the broker in to registry server `SERVER` (OAuth authorization code with PKCE in a browser), save its own grant, and exit")
 	resultFormat := fs.String("result-format", string(server.FormatAuto), "how tool results are shaped: text (what the model reads, no structuredContent), structured (structuredContent and outputSchema), or auto: text for Claude Code and Codex, structured for other clients")
-	fs.StringVar(&o.notebookDir, "notebook-dir", "", "write each session's notebook to `DIR`/<session name>-<short id>.ipynb, replaced atomically after every cell, for JupyterLab or VS Code to show live")
+	fs.StringVar(&o.notebookDir, "notebook-dir", "", "write each session's notebook to `DIR`/<session name>-<short id>.ipynb, replaced atomically as its cells finish, for JupyterLab or VS Code to show live")
 	fs.Func("yield-after", "`SECONDS` after which a cell still running becomes a background run and its call returns (status running; wait with python_run), for every client that passes no yield_after; 0 never yields. Default: 50 for Claude Code and Codex, 0 for other clients", func(v string) error {
 		d, err := parseYieldAfter(v)
 		o.yieldAfter = &d

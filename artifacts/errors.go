@@ -43,6 +43,8 @@ var (
 	ErrSaveName   = errors.New("Artifact destination cannot be a file name")
 	ErrSaveExists = errors.New("Artifact destination exists or cannot be linked; overwrite requires explicit true")
 	ErrSaveWrite  = errors.New("Artifact destination cannot be written")
+	// ErrSaveNotFile: overwrite replaces a regular file only.
+	ErrSaveNotFile = errors.New("Artifact destination is not a regular file; overwrite replaces only a regular file")
 
 	ErrForwardTooLarge = errors.New("Artifact forwarding limit is 512 KiB; save the file or explicitly create a smaller artifact")
 	ErrForwardJSON     = errors.New("Artifact is not valid bounded JSON")

@@ -61,6 +61,7 @@ func saveRules() savefile.Rules {
 		IsDir:      ErrSaveDir,
 		Parent:     ErrSaveParent,
 		Exists:     ErrSaveExists,
+		NotFile:    ErrSaveNotFile,
 		BadName:    ErrSaveName,
 		Write:      ErrSaveWrite,
 	}

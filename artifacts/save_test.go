@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
@@ -238,4 +239,31 @@ func checkFile(t *testing.T, path string, want []byte, sum string) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("%s: mode %v, want 0600", path, st.Mode().Perm())
 	}
+}
+
+// TestSaveOverwriteReplacesOnlyRegularFiles: overwrite=true replaced a FIFO or a
+// symlink with a regular file; it is refused with a message that says what is there.
+func TestSaveOverwriteReplacesOnlyRegularFiles(t *testing.T) {
+	s, _ := newStore(t)
+	ref := createBytes(t, s, ownerA, []byte("x"), artifacts.FormatText)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	for path, what := range map[string]string{fifo: "a FIFO", link: "a symlink"} {
+		_, err := s.Save(context.Background(), ownerA, ref.ID, path, true)
+		want := "Artifact destination is not a regular file; overwrite replaces only a regular file (it is " + what + ")"
+		if !errors.Is(err, artifacts.ErrSaveNotFile) || err.Error() != want {
+			t.Errorf("overwrite of %s: %v, want %q", what, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the save wrote through the symlink")
+	}
+	noTemps(t, dir)
 }

@@ -128,7 +128,8 @@ type measurements struct {
 
 	spare spareFigure
 
-	cells dataFigure
+	cells    dataFigure
+	notebook notebookFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -194,6 +195,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.cells = b.measureDataCells(ctx)
 	} else {
 		m.cells.err = errSkipped
+	}
+	if b.cfg.Figures.has("notebook") {
+		b.say("notebook: trivial and 100 KB cells after %d and %d cells, with --notebook-dir and without, %d rounds each", notebookSmall, notebookFill, notebookRounds)
+		m.notebook = b.measureNotebook(ctx)
+	} else {
+		m.notebook.err = errSkipped
 	}
 	return m
 }

@@ -30,7 +30,7 @@
 // Usage:
 //
 //	go run ./bench -binary ./bin/repl-mcp [-python PATH] [-n 200] [-out bench/report.txt]
-//	               [-cold-runs 7] [-budget 115s] [-figures all|warm,cold,broker,artifacts,spare,cells]
+//	               [-cold-runs 7] [-budget 135s] [-figures all|warm,cold,broker,artifacts,spare,cells,notebook]
 //	               [-data-python interop/.venv-data/bin/python]
 //	go run ./bench -peers -binary ./bin/repl-mcp [-venvs bench] [-rounds 10] [-round-cells 30]
 //	               [-slow-cells 2] [-peer-cold-runs 3] [-out bench/peers-report.txt]
@@ -43,6 +43,10 @@
 // The spare figures (bench/spare.go) are `reset=True` and python_session_open, each
 // followed by a trivial cell, timed once the server reports a spare worker ready,
 // beside a warm cell timed between them.
+//
+// The notebook figures (bench/notebook.go) are a trivial cell and a cell that prints
+// 100 KB, each after 10 and after 1,000 cells of its kind, in a server with
+// --notebook-dir beside the same cells in a server without it.
 //
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm

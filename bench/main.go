@@ -75,7 +75,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.N, "n", 200, "bare pipe round trips and warm cells to time")
 	fs.IntVar(&cfg.ColdRuns, "cold-runs", 7, "cold starts to time, and bare Python starts for their baseline")
 	fs.StringVar(&cfg.Out, "out", "", "also write the report to this file")
-	fs.DurationVar(&cfg.Budget, "budget", 115*time.Second, "upper bound on the whole run")
+	fs.DurationVar(&cfg.Budget, "budget", 135*time.Second, "upper bound on the whole run")
 	fs.BoolVar(&cfg.PeersMode, "peers", false, "measure repl-mcp beside its peers (make bench-peers) instead of the targets")
 	fs.StringVar(&cfg.Compare, "compare", "", "a baseline repl-mcp binary: measure -binary against it in interleaved rounds (-rounds, -round-cells) instead of the targets")
 	fs.StringVar(&cfg.Peers.Venvs, "venvs", "bench", "with -peers: the directory of the peers' venvs (.venv-peers-*)")
@@ -175,7 +175,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // back in ranges, against the same bytes through a file.
 // spare is reset and new-session cells on the spare worker (bench/spare.go).
 // cells is the data cells against a bare exec loop (bench/datacells.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells"}
+// notebook is a cell's cost with --notebook-dir beside without (bench/notebook.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells", "notebook"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

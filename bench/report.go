@@ -85,6 +85,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("artifact upload and read", m.artifacts.failure())
 	r.missing("spare worker rounds", m.spare.err)
 	r.missing("data cells", m.cells.err)
+	r.missing("cells with --notebook-dir", m.notebook.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -106,6 +107,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("cells") {
 		r.dataRows(m.cells)
+	}
+	if cfg.Figures.has("notebook") {
+		r.notebookRows(m.notebook)
 	}
 	r.details = details(cfg, m)
 	return r

@@ -162,6 +162,8 @@ func (b *Broker) callFailed(ctx context.Context, id string, err error) error {
 		msg = msgDeadline
 	case ctx.Err() != nil:
 		msg = msgCancelled
+	case errors.As(err, &rpcErr) && rpcErr.Code == codeReplyTooDeep:
+		msg = rpcErr.Message
 	case isProtocolError(err, &rpcErr):
 		msg = fmt.Sprintf("%s (downstream JSON-RPC error %d: %s)", msgProtocolError, rpcErr.Code, safeText(rpcErr.Message, 300))
 	}

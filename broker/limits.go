@@ -32,6 +32,9 @@ const (
 	// Peers.
 	connectTimeout = 30 * time.Second
 	peerLineLimit  = 1 << 20
-	peerStopGrace  = time.Second
-	httpBodyLimit  = 1 << 20 // a JSON body, and one SSE event
+	// peerMaxDepth is the deepest nesting of a message go-sdk decodes (its
+	// internal json package's limit): a deeper response fails its own request only.
+	peerMaxDepth  = 1000
+	peerStopGrace = time.Second
+	httpBodyLimit = 1 << 20 // a JSON body, and one SSE event
 )

@@ -26,6 +26,7 @@ const (
 	msgDeadline                = "MCP deadline exceeded; external outcome is unknown, request was not retried"
 	msgCancelled               = "MCP call cancelled after dispatch; external outcome is unknown, request was not retried"
 	msgProtocolError           = "MCP transport or protocol error; external outcome may be unknown, request was not retried"
+	msgReplyTooDeep            = "MCP server's reply nests deeper than %d levels, past what the broker decodes; external outcome is unknown, request was not retried"
 	msgNoInputSchema           = "MCP tool has no inputSchema; the broker validates arguments before any call, so it cannot call this tool"
 	msgDelivery                = "MCP result is %d bytes, over the %d-byte delivery budget: a known outcome for call %s is recorded as %s in mcp.journal(); do not retry a write to recover its output"
 	msgJournalDone             = "MCP call completed but durable journal update failed; do not retry blindly"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/kballard/go-shellquote"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -149,6 +150,9 @@ func (p *peer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if rpcErr := (*jsonrpc.Error)(nil); errors.As(err, &rpcErr) && rpcErr.Code == codeReplyTooDeep {
+				return nil, fmt.Errorf("%w: the server's reply nests deeper than %d levels", errCatalogueRefused, peerMaxDepth)
 			}
 			return nil, fmt.Errorf("%s (the server's reply was refused: malformed, over the 1 MiB frame limit, or the connection ended)", msgCatalogueInvalid)
 		}

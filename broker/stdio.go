@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -136,7 +137,7 @@ func decodePeerLine(line []byte) ([]jsonrpc.Message, error) {
 	}
 	if line[0] != '[' {
 		// go-sdk's decoder may keep parts of what it decodes: not the read buffer.
-		msg, err := jsonrpc.DecodeMessage(bytes.Clone(line))
+		msg, err := decodePeerMessage(bytes.Clone(line))
 		if err != nil {
 			return nil, err
 		}
@@ -151,13 +152,87 @@ func decodePeerLine(line []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(batch))
 	for _, raw := range batch {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		msg, err := decodePeerMessage(raw)
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, msg)
 	}
 	return msgs, nil
+}
+
+// decodePeerMessage decodes one message as go-sdk does, except a response nested
+// deeper than go-sdk decodes: that becomes an error response to its request
+// (codeReplyTooDeep), so that one reply fails its own call only, where go-sdk's
+// refusal would end the connection and every call on it.
+func decodePeerMessage(raw []byte) (jsonrpc.Message, error) {
+	if !jsonscan.Shallow(raw) && nestingDepth(raw) > peerMaxDepth {
+		if id, ok := responseID(raw); ok {
+			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeReplyTooDeep, Message: fmt.Sprintf(msgReplyTooDeep, peerMaxDepth)}}, nil
+		}
+	}
+	return jsonrpc.DecodeMessage(raw)
+}
+
+// codeReplyTooDeep marks the error response decodePeerMessage makes of a reply too
+// deep to decode; it never comes from a peer (JSON-RPC reserves -32000 to -32099
+// for implementations, and go-sdk uses none below -32050).
+const codeReplyTooDeep = -32097
+
+// nestingDepth is how deep the objects and arrays of valid JSON data nest.
+func nestingDepth(data []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// responseID is the id of a response (an object with an id, a result or an error,
+// and no method), read from its top level only.
+func responseID(raw []byte) (jsonrpc.ID, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return jsonrpc.ID{}, false
+	}
+	var rawID []byte
+	answer, method := false, false
+	jsonscan.Members(raw, func(key, value []byte) bool {
+		switch name, _ := jsonscan.PlainString(key); name {
+		case "id":
+			rawID = value
+		case "result", "error":
+			answer = true
+		case "method":
+			method = true
+		}
+		return true
+	})
+	if !answer || method || len(rawID) == 0 {
+		return jsonrpc.ID{}, false
+	}
+	var id any
+	if err := json.Unmarshal(rawID, &id); err != nil {
+		return jsonrpc.ID{}, false
+	}
+	jid, err := jsonrpc.MakeID(id)
+	return jid, err == nil
 }
 
 // decodeResult decodes a successful response with exactly go-sdk's keys

@@ -101,6 +101,69 @@ func TestStdioLinesDecoded(t *testing.T) {
 	}
 }
 
+// TestStdioReplyTooDeepFailsItsRequestOnly: a response nested deeper than go-sdk
+// decodes becomes an error response to its own request, alone or in a batch, where
+// go-sdk's refusal ended the connection; one at the limit is go-sdk's to decode; a
+// request or notification that deep still ends the connection (it names no call).
+func TestStdioReplyTooDeepFailsItsRequestOnly(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat(`[`, n) + strings.Repeat(`]`, n) }
+	// The message and its result object are two levels.
+	atLimit := `{"jsonrpc":"2.0","id":7,"result":{"v":` + nest(peerMaxDepth-2) + `}}`
+	msgs, err := decodePeerLine([]byte(atLimit))
+	if resp, ok := msgs[0].(*jsonrpc.Response); err != nil || !ok || resp.Error != nil || len(resp.Result) != len(atLimit)-len(`{"jsonrpc":"2.0","id":7,"result":}`) {
+		t.Fatalf("a response at the limit: %v (%T)", err, msgs[0])
+	}
+	want := "MCP server's reply nests deeper than 1000 levels, past what the broker decodes; external outcome is unknown, request was not retried"
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"v":` + nest(peerMaxDepth-1) + `}}`,
+		`{"result":{"s":"[[[","v":` + nest(5000) + `},"id":"seven","jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x","data":` + nest(peerMaxDepth) + `}}`,
+		`[{"jsonrpc":"2.0","id":6,"result":{}},{"jsonrpc":"2.0","id":7,"result":` + nest(peerMaxDepth) + `}]`,
+	} {
+		msgs, err := decodePeerLine([]byte(line))
+		if err != nil {
+			t.Errorf("decodePeerLine(%.60s...) = %v, want an error response", line, err)
+			continue
+		}
+		resp, ok := msgs[len(msgs)-1].(*jsonrpc.Response)
+		var rpcErr *jsonrpc.Error
+		if !ok || !errors.As(resp.Error, &rpcErr) || rpcErr.Code != codeReplyTooDeep || rpcErr.Message != want {
+			t.Errorf("decodePeerLine(%.60s...) = %T, error %v", line, msgs[len(msgs)-1], resp.Error)
+			continue
+		}
+		if id := resp.ID.Raw(); id != int64(7) && id != "seven" {
+			t.Errorf("decodePeerLine(%.60s...) answers id %v", line, id)
+		}
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":` + nest(peerMaxDepth) + `}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"data":` + nest(peerMaxDepth) + `}}`,
+	} {
+		if msgs, err := decodePeerLine([]byte(line)); err == nil {
+			t.Errorf("decodePeerLine(%.60s...) = %T, want go-sdk's refusal", line, msgs[0])
+		}
+	}
+	// Over a pipe: the connection reads on after the deep reply.
+	conn, peer := pipeConn(t)
+	go io.WriteString(peer, `{"jsonrpc":"2.0","id":1,"result":`+nest(2000)+"}\n"+`{"jsonrpc":"2.0","id":2,"result":{}}`+"\n")
+	for _, id := range []int64{1, 2} {
+		msg, err := conn.Read(t.Context())
+		if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != id {
+			t.Fatalf("Read = %T, %v, want the response to %d", msg, err, id)
+		}
+	}
+}
+
+func TestNestingDepth(t *testing.T) {
+	for doc, want := range map[string]int{
+		`1`: 0, `[]`: 1, `{"a":[{}]}`: 3, `["[[[", "\"]]", {"\\": [[]]}]`: 4, `[[],[[]],[]]`: 3,
+	} {
+		if got := nestingDepth([]byte(doc)); got != want {
+			t.Errorf("nestingDepth(%s) = %d, want %d", doc, got, want)
+		}
+	}
+}
+
 // pipeConn is a stdioConn over a real pipe, as a peer's stdout is; the test writes
 // what the peer would.
 func pipeConn(t *testing.T) (*stdioConn, *os.File) {

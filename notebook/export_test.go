@@ -10,3 +10,10 @@ func (k *Keeper) Dir() string { return k.dir }
 
 // Flush waits for the record work handed over so far, as an export does.
 func (k *Keeper) Flush() { k.flush() }
+
+// SetLiveHook has liveLoop call hook before each live write; set it before the
+// first cell.
+func (k *Keeper) SetLiveHook(hook func()) { k.liveHook = hook }
+
+// SweepLiveTemps is the sweep a new keeper makes of its live directory.
+var SweepLiveTemps = sweepLiveTemps

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/internal/atomicfile"
 	"github.com/iota-uz/repl-mcp/internal/ids"
 	"github.com/iota-uz/repl-mcp/internal/privfile"
 	"github.com/iota-uz/repl-mcp/internal/savefile"
@@ -28,7 +27,7 @@ type Config struct {
 	// the directories whose lock nobody holds (servers that died without closing).
 	Root string
 	// LiveDir, when set, receives <session name>-<short id>.ipynb, replaced
-	// atomically after every cell (--notebook-dir).
+	// atomically as the session's cells finish (--notebook-dir, live.go).
 	LiveDir string
 	Logger  *slog.Logger // nil discards
 }
@@ -53,6 +52,16 @@ type Keeper struct {
 	open    sync.RWMutex
 	closed  bool
 	written chan struct{} // closed when writeRecords has drained writes
+
+	// The live notebooks (live.go), with a live directory only: liveLoop writes them.
+	liveMu       sync.Mutex
+	liveDirty    map[string]*kept // sessions with cells their live file lacks, by id; under liveMu
+	liveWake     chan struct{}    // a session became dirty (one pending wake-up is enough)
+	liveReqs     chan liveRequest
+	liveStop     chan struct{} // closed by Close: liveLoop writes what is left and returns
+	liveStopOnce sync.Once
+	liveDone     chan struct{} // closed when liveLoop has returned
+	liveHook     func()        // tests: called by liveLoop before each live write
 }
 
 // pendingWrites bounds the record work waiting for its goroutine: a cell that finds
@@ -99,8 +108,18 @@ func newKeeper(cfg Config, lim limits) (*Keeper, error) {
 	}
 	sweep(cfg.Root, dir, log)
 	k := &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{},
-		writes: make(chan func(), pendingWrites), written: make(chan struct{})}
+		writes: make(chan func(), pendingWrites), written: make(chan struct{}),
+		liveDirty: map[string]*kept{}, liveWake: make(chan struct{}, 1), liveReqs: make(chan liveRequest),
+		liveStop: make(chan struct{}), liveDone: make(chan struct{})}
 	go k.writeRecords()
+	if k.live != "" {
+		if removed := sweepLiveTemps(k.live, k.now()); len(removed) > 0 {
+			log.Info("notebook: removed temp files of live notebooks a killed server left", "dir", k.live, "files", removed)
+		}
+		go k.liveLoop()
+	} else {
+		close(k.liveDone)
+	}
 	return k, nil
 }
 
@@ -184,8 +203,8 @@ func unlockRemove(lock *os.File, path string) {
 	privfile.Unlock(lock)
 }
 
-// Close finishes the record work handed over, then removes every record and the
-// keeper's directory.
+// Close finishes the record work handed over and brings the live notebooks up to
+// it, then removes every record and the keeper's directory.
 func (k *Keeper) Close() error {
 	k.open.Lock()
 	if !k.closed {
@@ -194,6 +213,11 @@ func (k *Keeper) Close() error {
 	}
 	k.open.Unlock()
 	<-k.written
+	// Only once every cell is recorded: liveLoop writes what is left, then returns.
+	if k.live != "" {
+		k.liveStopOnce.Do(func() { close(k.liveStop) })
+	}
+	<-k.liveDone
 	k.mu.Lock()
 	sessions := k.sessions
 	k.sessions = map[string]*kept{}
@@ -221,11 +245,11 @@ func (k *Keeper) session(id, name string) *kept {
 	return s
 }
 
-// CellFinished records a finished cell and, with a live directory, rewrites the
-// session's live notebook before it returns, so that the file a person has open
-// holds each cell once its call has answered. Without one, the record's file work
-// is done after the call answers (writeRecords), in order; an export waits for it.
-// A failure to write is logged: the run's result stands.
+// CellFinished records a finished cell after the call has answered (writeRecords),
+// in order; an export waits for it. With a live directory, the session's live
+// notebook gets the cell soon after (liveLoop): never on the call's path, so that a
+// cell's cost does not grow with the notebook. A failure to write is logged, and the
+// notebook says where a cell is missing: the run's result stands.
 func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	s := k.session(fc.SessionID, fc.SessionName)
 	c := cellOf(fc) // a copy: the result may change once this returns
@@ -233,16 +257,10 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	if fc.Python != nil {
 		version, executable = fc.Python.PythonVersion, fc.Python.PythonExecutable
 	}
-	record := func() { k.recordCell(s, c, version, executable) }
-	if k.live != "" {
-		k.flush()
-		record()
-		return
-	}
-	k.later(record)
+	k.later(func() { k.recordCell(s, c, version, executable) })
 }
 
-// recordCell adds c to s's record and rewrites s's live notebook, if any.
+// recordCell adds c to s's record and tells liveLoop, with a live directory.
 func (k *Keeper) recordCell(s *kept, c cell, version, executable string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,20 +277,16 @@ func (k *Keeper) recordCell(s *kept, c cell, version, executable string) {
 	}
 	if err := s.record.add(c); err != nil {
 		k.log.Warn("notebook: cannot record a cell", "session", s.info.id, "err", err)
-		return
 	}
-	if k.live == "" {
-		return
-	}
-	path := filepath.Join(k.live, LiveName(s.info.name, s.info.id))
-	if err := atomicfile.Write(path, 0o600, k.writerLocked(s)); err != nil {
-		k.log.Warn("notebook: cannot write the live notebook", "session", s.info.id, "dir", k.live, "err", err)
+	if k.live != "" {
+		k.liveChanged(s)
 	}
 }
 
 // SessionClosed removes the session's record; a live notebook stays, the person's.
 func (k *Keeper) SessionClosed(sessionID string) {
-	k.flush() // the session's last cells are on disk before the record goes
+	k.flush()              // the session's last cells are on disk before the record goes,
+	k.liveFlush(sessionID) // and in its live notebook
 	k.mu.Lock()
 	s := k.sessions[sessionID]
 	delete(k.sessions, sessionID)
@@ -291,8 +305,9 @@ func (k *Keeper) SessionClosed(sessionID string) {
 }
 
 // LiveName is the file name of a session's live notebook: its name (characters
-// outside letters, digits, dot, dash and underscore as underscores) and the first 8
-// characters of its id.
+// outside letters, digits, dot, dash and underscore as underscores, and without
+// leading dots or dashes: no hidden file, nothing a command line takes for an
+// option), "session" when nothing is left, and the first 8 characters of its id.
 func LiveName(name, id string) string {
 	safe := strings.Map(func(r rune) rune {
 		if r == '.' || r == '-' || r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
@@ -300,11 +315,15 @@ func LiveName(name, id string) string {
 		}
 		return '_'
 	}, name)
+	safe = strings.TrimLeft(safe, ".-")
+	if safe == "" {
+		safe = "session"
+	}
 	short := id
 	if len(short) > 8 {
 		short = short[:8]
 	}
-	return strings.TrimLeft(safe, ".") + "-" + short + ".ipynb"
+	return safe + "-" + short + ".ipynb"
 }
 
 // Exported is what an export wrote (docs/contract.md §3, python_session_export).
@@ -322,15 +341,15 @@ var (
 	ErrExportParent = errors.New("Notebook destination directory does not exist or is not a directory")
 	ErrExportExists = errors.New("Notebook destination exists or cannot be linked; pass overwrite=true to replace it")
 	ErrExportWrite  = errors.New("Notebook destination cannot be written")
+	ErrExportFile   = errors.New("Notebook destination is not a regular file; overwrite replaces only a regular file")
 	ErrExportName   = errors.New("Notebook destination cannot be a file name")
-	ErrRecordRead   = errors.New("Notebook record of the session cannot be read")
 )
 
 func exportRules() savefile.Rules {
 	return savefile.Rules{
 		TempPrefix: ".repl-notebook-export-",
 		NotAbs:     ErrExportPath, IsDir: ErrExportDir, Parent: ErrExportParent,
-		Exists: ErrExportExists, Write: ErrExportWrite, BadName: ErrExportName,
+		Exists: ErrExportExists, NotFile: ErrExportFile, Write: ErrExportWrite, BadName: ErrExportName,
 	}
 }
 
@@ -346,46 +365,28 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 	if s == nil { // no cell finished yet: nothing to keep for it
 		s = &kept{info: session{id: id, name: name}}
 	}
+	// The notebook is one moment's: the record as it is now, read without the lock, so
+	// that cells finishing meanwhile are recorded.
 	s.mu.Lock()
-	defer s.mu.Unlock() // a cell that finishes meanwhile waits: the notebook is one moment's
-	cells, dropped := 0, 0
+	info := s.info
+	sn := &snapshot{}
 	if s.record != nil {
-		cells, dropped = len(s.record.kept), s.record.dropped
+		sn = s.record.snapshot(0)
 	}
-	write := k.writerLocked(s)
+	s.mu.Unlock()
+	defer sn.close()
 	var size int64
+	var cells int
 	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
 		cw := &countingWriter{w: w}
-		err := write(cw)
-		size = cw.n
+		n, err := writeNotebook(&failingWriter{w: cw}, info, sn.contents(), k.now())
+		size, cells = cw.n, n
 		return err
 	})
 	if err != nil {
 		return Exported{}, err
 	}
-	return Exported{Path: written, Cells: cells, Dropped: dropped, Bytes: size}, nil
-}
-
-// writerLocked writes s's notebook as it is now; s.mu is held while it runs. A cell
-// of the record that cannot be read fails it with ErrRecordRead, a write with
-// ErrExportWrite.
-func (k *Keeper) writerLocked(s *kept) func(io.Writer) error {
-	contents := keptCells{}
-	if s.record != nil {
-		contents = s.record.contents()
-		read := contents.cell
-		contents.cell = func(i int) (cell, error) {
-			c, err := read(i)
-			if err != nil {
-				k.log.Warn("notebook: cannot read the session's record", "session", s.info.id, "err", err)
-				return cell{}, ErrRecordRead
-			}
-			return c, nil
-		}
-	}
-	return func(w io.Writer) error {
-		return writeNotebook(&failingWriter{w: w}, s.info, contents, k.now())
-	}
+	return Exported{Path: written, Cells: cells, Dropped: sn.dropped, Bytes: size}, nil
 }
 
 // failingWriter says ErrExportWrite when the destination refuses bytes.

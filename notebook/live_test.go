@@ -2,15 +2,18 @@ package notebook_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -35,9 +38,9 @@ func recordedManager(t *testing.T, k *notebook.Keeper) *repl.Manager {
 }
 
 // TestLiveNotebookAfterEveryCell runs real cells in a real worker with a live
-// directory: after each cell the session's live notebook holds exactly the cells
-// run so far, and a reader polling the directory (and exporting) the whole time
-// never finds an .ipynb that is not a whole notebook.
+// directory: soon after each cell (off its call's path) the session's live notebook
+// holds exactly the cells run so far, and a reader polling the directory (and
+// exporting) the whole time never finds an .ipynb that is not a whole notebook.
 func TestLiveNotebookAfterEveryCell(t *testing.T) {
 	live := t.TempDir()
 	k, err := notebook.New(notebook.Config{Root: filepath.Join(t.TempDir(), "records"), LiveDir: live})
@@ -89,8 +92,16 @@ func TestLiveNotebookAfterEveryCell(t *testing.T) {
 		if !res.Success {
 			t.Fatalf("%s: %v", code, *res.Error)
 		}
-		n := readNotebook(t, name)
-		got := n.code()
+		var got []nbCell
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("cell %d in the live notebook", i+1), func() bool {
+			data, err := os.ReadFile(name)
+			var n nb
+			if err != nil || json.Unmarshal(data, &n) != nil {
+				return false
+			}
+			got = n.code()
+			return len(got) > i
+		})
 		if len(got) != i+1 || got[i].text() != code {
 			t.Fatalf("after cell %d the live notebook holds %d code cells (last %q)", i+1, len(got), got[len(got)-1].text())
 		}

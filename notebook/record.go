@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -94,6 +95,9 @@ type entry struct {
 	offset  int64 // where its JSON starts there
 	size    int64
 	helpers []string // the repl-mcp-only helpers its code uses
+	// lost, when set, says why the cell is not in the segment: writing it failed (a
+	// full disk). The notebook says so where the cell would be.
+	lost string
 }
 
 type limits struct {
@@ -115,9 +119,28 @@ func (r *record) path(segment int) string {
 // add writes c as the next cell, then drops the oldest cells past the bounds. The
 // record is a private cache of this server's life (removed with its session, swept
 // once its server died), read only under the session's lock once add has returned:
-// nothing is fsynced.
+// nothing is fsynced. A cell that cannot be written (a full disk) takes its count
+// all the same, as a lost entry that says why, and leaves the segment as it was:
+// bytes of a torn write are cut off again, or, if even that fails, the segment is
+// closed and the next cell starts another. The cells before and after it stay
+// readable, and the error is returned for the caller to log.
 func (r *record) add(c cell) error {
 	c.Count = r.next
+	r.next++
+	err := r.write(c)
+	if err != nil {
+		r.kept = append(r.kept, entry{count: c.Count, lost: err.Error()})
+	}
+	for len(r.kept) > 1 && (len(r.kept) > r.limits.cells || r.bytes > r.limits.bytes) {
+		if derr := r.dropOldest(); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return err
+}
+
+// write appends c to the open segment (a new one when it is full) and keeps its entry.
+func (r *record) write(c cell) error {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -127,32 +150,32 @@ func (r *record) add(c cell) error {
 			return err
 		}
 	}
-	if _, err := r.segment.Write(data); err != nil {
+	// Where the cell lands (the segment is opened to append): the end as the file
+	// has it, not as this record counted it, in case anything cut it short.
+	end, err := r.segment.Seek(0, io.SeekEnd)
+	if err != nil {
+		r.closeSegment()
+		return err
+	}
+	r.segSize = end
+	if n, err := r.segment.Write(data); err != nil {
+		if n > 0 && r.segment.Truncate(r.segSize) != nil {
+			r.closeSegment() // its end is unknown: the next cell starts a segment of its own
+		}
 		return err
 	}
 	r.kept = append(r.kept, entry{count: c.Count, segment: r.segNo, offset: r.segSize, size: int64(len(data)), helpers: helpersIn(c.Code)})
-	r.next++
 	r.segSize += int64(len(data))
 	r.segUsed++
 	r.live[r.segNo]++
 	r.bytes += int64(len(data))
-	for len(r.kept) > 1 && (len(r.kept) > r.limits.cells || r.bytes > r.limits.bytes) {
-		if err := r.dropOldest(); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // startSegment closes the current segment and opens a new one, numbered by the
 // count of its first cell.
 func (r *record) startSegment(first int) error {
-	if r.segment != nil {
-		if err := r.segment.Close(); err != nil {
-			return err
-		}
-		r.segment = nil
-	}
+	r.closeSegment()
 	f, err := os.OpenFile(r.path(first), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -168,6 +191,9 @@ func (r *record) dropOldest() error {
 	r.kept = r.kept[1:]
 	r.bytes -= oldest.size
 	r.dropped++
+	if oldest.lost != "" {
+		return nil
+	}
 	r.live[oldest.segment]--
 	if r.live[oldest.segment] > 0 || oldest.segment == r.segNo {
 		return nil
@@ -177,25 +203,6 @@ func (r *record) dropOldest() error {
 		return err
 	}
 	return nil
-}
-
-// cell reads the i-th kept cell, oldest first.
-func (r *record) cell(i int) (cell, error) {
-	e := r.kept[i]
-	f, err := os.Open(r.path(e.segment))
-	if err != nil {
-		return cell{}, err
-	}
-	defer f.Close()
-	data := make([]byte, e.size)
-	if _, err := f.ReadAt(data, e.offset); err != nil {
-		return cell{}, fmt.Errorf("cell %d of the record: %w", e.count, err)
-	}
-	var c cell
-	if err := json.Unmarshal(data, &c); err != nil {
-		return cell{}, fmt.Errorf("cell %d of the record: %w", e.count, err)
-	}
-	return c, nil
 }
 
 // used is the repl-mcp-only helpers the kept cells use, in replOnlyHelpers' order.
@@ -215,10 +222,81 @@ func (r *record) used() []string {
 	return used
 }
 
-// contents is what a notebook of the record is written from.
-func (r *record) contents() keptCells {
-	return keptCells{n: len(r.kept), cell: r.cell, used: r.used(), dropped: r.dropped}
+// snapshot is the record's kept cells from count `from` on, as they are now, to be
+// read without the session's lock: the segments they are in are opened, so that a
+// segment the record drops meanwhile is still there to read.
+func (r *record) snapshot(from int) *snapshot {
+	sn := &snapshot{files: map[int]*os.File{}, errs: map[int]error{}, used: r.used(), dropped: r.dropped}
+	for _, e := range r.kept {
+		if e.count < from {
+			continue
+		}
+		sn.entries = append(sn.entries, e)
+		if _, open := sn.files[e.segment]; e.lost != "" || open || sn.errs[e.segment] != nil {
+			continue
+		}
+		f, err := os.Open(r.path(e.segment))
+		if err != nil {
+			sn.errs[e.segment] = err
+			continue
+		}
+		sn.files[e.segment] = f
+	}
+	return sn
 }
+
+// snapshot is a moment of a record (record.snapshot); close it once read.
+type snapshot struct {
+	entries []entry
+	files   map[int]*os.File // by segment number
+	errs    map[int]error    // segments that could not be opened
+	used    []string
+	dropped int
+}
+
+// cell reads the i-th cell of the snapshot. One the record lost, or whose bytes
+// cannot be read back, is a *missingCell saying why.
+func (sn *snapshot) cell(i int) (cell, error) {
+	e := sn.entries[i]
+	if e.lost != "" {
+		return cell{}, &missingCell{count: e.count, why: "it could not be recorded: " + e.lost}
+	}
+	unreadable := func(err error) (cell, error) {
+		return cell{}, &missingCell{count: e.count, why: "the session's record of it cannot be read: " + err.Error()}
+	}
+	f := sn.files[e.segment]
+	if f == nil {
+		return unreadable(sn.errs[e.segment])
+	}
+	data := make([]byte, e.size)
+	if _, err := f.ReadAt(data, e.offset); err != nil {
+		return unreadable(err)
+	}
+	var c cell
+	if err := json.Unmarshal(data, &c); err != nil {
+		return unreadable(err)
+	}
+	return c, nil
+}
+
+func (sn *snapshot) close() {
+	for _, f := range sn.files {
+		f.Close()
+	}
+}
+
+// contents is what a notebook of the snapshot is written from.
+func (sn *snapshot) contents() keptCells {
+	return keptCells{n: len(sn.entries), cell: sn.cell, used: sn.used, dropped: sn.dropped}
+}
+
+// missingCell is a kept cell the notebook cannot show: it says so in its place.
+type missingCell struct {
+	count int
+	why   string
+}
+
+func (m *missingCell) Error() string { return fmt.Sprintf("cell %d: %s", m.count, m.why) }
 
 func (r *record) remove() error {
 	r.closeSegment()

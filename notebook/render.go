@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -45,52 +46,100 @@ type keptCells struct {
 }
 
 // writeNotebook writes the nbformat 4.5 notebook of cells to w, as nbformat itself
-// does (keys sorted, one space of indent).
-func writeNotebook(w io.Writer, s session, cells keptCells, now time.Time) error {
+// does (keys sorted, one space of indent), and returns how many code cells it holds.
+// A cell the record lost or cannot read is a markdown cell that says so.
+func writeNotebook(w io.Writer, s session, cells keptCells, now time.Time) (int, error) {
 	bw := bufio.NewWriter(w)
-	bw.WriteString("{\n \"cells\": [")
-	count := 0
-	emit := func(v any) error {
-		data, err := json.MarshalIndent(v, "  ", " ")
-		if err != nil {
-			return err
-		}
-		if count > 0 {
-			bw.WriteByte(',')
-		}
-		count++
-		bw.WriteString("\n  ")
-		_, err = bw.Write(data)
-		return err
+	r := &renderer{w: bw}
+	if err := r.head(s, cells.used, cells.dropped); err != nil {
+		return 0, err
 	}
-	if err := emit(markdown("repl-mcp-about", aboutText(s, cells.used, cells.dropped))); err != nil {
-		return err
-	}
-	var generation uint64
-	var previous cell
 	for i := range cells.n {
-		c, err := cells.cell(i)
-		if err != nil {
-			return err
+		if err := r.next(cells.cell(i)); err != nil {
+			return 0, err
 		}
-		for _, v := range renderCell(c, i > 0, previous, generation) {
-			if err := emit(v); err != nil {
-				return err
-			}
-		}
-		if !c.Fresh {
-			generation = c.Generation
-		}
-		previous = c
 	}
-	meta, err := json.MarshalIndent(notebookMetadata(s, cells.dropped, now), " ", " ")
+	if err := r.tail(s, cells.dropped, now); err != nil {
+		return 0, err
+	}
+	return r.code, bw.Flush()
+}
+
+// renderer writes a notebook a piece at a time: the head (the opening and the first
+// cell), the record's cells in order, the tail (the metadata). A live notebook is the
+// bytes up to its last cell, then the tail: new cells are appended where the tail
+// began, rendered by the same renderer state, so that they read exactly as a whole
+// rendering would.
+type renderer struct {
+	w *bufio.Writer
+	n int64 // bytes written
+	// What a cell's rendering depends on: the cells before it.
+	cells      int    // notebook cells written, the first included
+	code       int    // code cells among them
+	generation uint64 // the session's generation after the last cell
+	previous   cell
+	any        bool // a record cell has been rendered
+}
+
+func (r *renderer) write(s string) {
+	n, _ := r.w.WriteString(s) // a bufio.Writer's error comes back from Flush or the next Write
+	r.n += int64(n)
+}
+
+// emit writes one notebook cell.
+func (r *renderer) emit(v any) error {
+	data, err := json.MarshalIndent(v, "  ", " ")
 	if err != nil {
 		return err
 	}
-	bw.WriteString("\n ],\n \"metadata\": ")
-	bw.Write(meta)
-	bw.WriteString(",\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n")
-	return bw.Flush()
+	if r.cells > 0 {
+		r.write(",")
+	}
+	r.cells++
+	r.write("\n  ")
+	n, err := r.w.Write(data)
+	r.n += int64(n)
+	return err
+}
+
+func (r *renderer) head(s session, used []string, dropped int) error {
+	r.write("{\n \"cells\": [")
+	return r.emit(markdown("repl-mcp-about", aboutText(s, used, dropped)))
+}
+
+// next writes the record's next cell, as read: a cell, or a *missingCell in its place.
+func (r *renderer) next(c cell, err error) error {
+	var missing *missingCell
+	if errors.As(err, &missing) {
+		return r.emit(markdown(fmt.Sprintf("repl-mcp-missing-%d", missing.count), fmt.Sprintf(
+			"**Cell [%d] is not in this notebook**: %s.", missing.count, missing.why)))
+	}
+	if err != nil {
+		return err
+	}
+	for _, v := range renderCell(c, r.any, r.previous, r.generation) {
+		if err := r.emit(v); err != nil {
+			return err
+		}
+	}
+	r.code++
+	if !c.Fresh {
+		r.generation = c.Generation
+	}
+	r.previous, r.any = cell{Cleared: c.Cleared}, true // all renderCell reads of it
+	return nil
+}
+
+func (r *renderer) tail(s session, dropped int, now time.Time) error {
+	meta, err := json.MarshalIndent(notebookMetadata(s, dropped, now), " ", " ")
+	if err != nil {
+		return err
+	}
+	r.write("\n ],\n \"metadata\": ")
+	n, err := r.w.Write(meta)
+	r.n += int64(n)
+	r.write(",\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n")
+	return err
 }
 
 func notebookMetadata(s session, dropped int, now time.Time) map[string]any {

@@ -24,6 +24,7 @@ type inFrame struct {
 	PythonVersion    string   `json:"python_version"`
 	PythonExecutable string   `json:"python_executable"`
 	SiteDirs         []string `json:"site_dirs"`
+	SiteAbsent       []string `json:"site_absent"`
 
 	// output
 	Stream string `json:"stream"`

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,9 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
-	// siteDirs are the directories on the worker's sys.path at its start (process.stale).
-	siteDirs []string
+	// siteDirs are the directories on the worker's sys.path at its start, siteAbsent
+	// the paths that were not there and would be read if they were (process.stale).
+	siteDirs, siteAbsent []string
 }
 
 // launch is everything that makes a worker's environment: two workers started from
@@ -68,7 +70,12 @@ type workerEvents interface {
 type process struct {
 	proc    *guardian.Process
 	ready   Ready
-	started time.Time // when spawn began
+	started time.Time   // when spawn began
+	dir     string      // its working directory, the project
+	dirInfo os.FileInfo // that directory when spawn began: one made anew is another
+	// spoke is set by a frame the worker sent while no session had claimed it (a
+	// spare's): a cell of another worker reached its pipes, and it is not handed out.
+	spoke   atomic.Bool
 	toWork  *os.File
 	fromR   *os.File // frames from the worker
 	nativeR *os.File // the worker's fd 1 and 2
@@ -121,6 +128,10 @@ func spawn(spec spawnSpec) (*process, error) {
 		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
 	}
 	started := time.Now()
+	dirInfo, err := os.Stat(spec.dir)
+	if err != nil {
+		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
+	}
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
 		Args:    workerArgs(),
@@ -133,6 +144,8 @@ func spawn(spec spawnSpec) (*process, error) {
 	p := &process{
 		proc:     gp.Process,
 		started:  started,
+		dir:      spec.dir,
+		dirInfo:  dirInfo,
 		toWork:   gp.Extra[0],
 		fromR:    gp.Extra[1],
 		nativeR:  gp.Output,
@@ -238,7 +251,8 @@ func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, 
 		case f.Pid <= 0:
 			return Ready{}, errors.New(msgNoPid)
 		}
-		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid, siteDirs: f.SiteDirs}, nil
+		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid,
+			siteDirs: f.SiteDirs, siteAbsent: f.SiteAbsent}, nil
 	}
 }
 
@@ -262,6 +276,9 @@ func (p *process) readFrames(frames *frameReader) {
 		if err != nil {
 			p.die(err)
 			return
+		}
+		if _, unowned := p.owner.Load().events.(unclaimed); unowned {
+			p.spoke.Store(true)
 		}
 		switch f.Type {
 		case "output":
@@ -420,19 +437,56 @@ func (p *process) reap() {
 	<-p.stopped
 }
 
-// stale reports whether a directory on the worker's sys.path at its start (the
-// site-packages its start read .pth files from, the standard library) has changed
-// since the worker started, or is gone: a worker started now could see other
-// modules than this one. Modification times are compared with a second's margin,
-// as a file system may keep them coarsely.
-func (p *process) stale() bool {
+// stale says why a worker that has waited (a spare) must not be handed out, or "":
+// a worker started now would differ from it, or it is not fit to run a cell. A
+// directory on its sys.path at its start (site-packages, the standard library) has
+// changed or is gone; a .pth file in a site-packages directory, or a sitecustomize
+// or usercustomize module on the path, was edited in place (which leaves the
+// directory's time as it was); a path the start would have read had it existed (the
+// user site-packages, a missing sys.path entry) now exists (pip install --user); its
+// project directory was removed or made anew (its cwd is gone); it is stopped
+// (SIGSTOP: its first cell would time out); it sent a frame before a session claimed
+// it. Times are compared with a second's margin, as a file system may keep them
+// coarsely.
+func (p *process) stale() string {
+	if p.spoke.Load() {
+		return "it sent frames before a session claimed it"
+	}
+	if stopped(p.ready.Pid) {
+		return "it is stopped"
+	}
+	if info, err := os.Stat(p.dir); err != nil || !os.SameFile(info, p.dirInfo) {
+		return "its project directory was removed or made anew"
+	}
+	changed := func(path string) bool {
+		info, err := os.Stat(path)
+		return err == nil && info.ModTime().After(p.started.Add(-time.Second))
+	}
 	for _, dir := range p.ready.siteDirs {
-		info, err := os.Stat(dir)
-		if err != nil || info.ModTime().After(p.started.Add(-time.Second)) {
-			return true
+		if info, err := os.Stat(dir); err != nil || info.ModTime().After(p.started.Add(-time.Second)) {
+			return "a directory on its sys.path changed: " + dir
+		}
+		for _, name := range []string{"sitecustomize.py", "usercustomize.py"} {
+			if changed(filepath.Join(dir, name)) {
+				return "a file its start ran changed: " + filepath.Join(dir, name)
+			}
+		}
+		if base := filepath.Base(dir); base != "site-packages" && base != "dist-packages" {
+			continue
+		}
+		pths, _ := filepath.Glob(filepath.Join(dir, "*.pth"))
+		for _, pth := range pths {
+			if changed(pth) {
+				return "a file its start read changed: " + pth
+			}
 		}
 	}
-	return false
+	for _, path := range p.ready.siteAbsent {
+		if _, err := os.Stat(path); err == nil {
+			return "a path its start would have read now exists: " + path
+		}
+	}
+	return ""
 }
 
 // alive reports whether the protocol channel is still open.

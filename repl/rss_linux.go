@@ -28,11 +28,26 @@ func residentBytes(pid int) (int64, error) {
 // exited reports a process that has ended, reaped or not: a zombie's channel to us
 // may still look open for a moment after it died.
 func exited(pid int) bool {
+	state, ok := procState(pid)
+	return !ok || state == "Z" || state == "X"
+}
+
+// stopped reports a process stopped by a signal (SIGSTOP, SIGTSTP) or a tracer.
+func stopped(pid int) bool {
+	state, ok := procState(pid)
+	return ok && (state == "T" || state == "t")
+}
+
+// procState is the state letter of /proc/<pid>/stat; false when it cannot be read.
+func procState(pid int) (string, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return true
+		return "", false
 	}
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) == 0 || fields[0] == "Z" || fields[0] == "X"
+	if len(fields) == 0 {
+		return "", false
+	}
+	return fields[0], true
 }

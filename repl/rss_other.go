@@ -24,6 +24,12 @@ func residentBytes(pid int) (int64, error) {
 	return kib * 1024, nil
 }
 
+// stopped asks ps whether a process is stopped by a signal or a tracer.
+func stopped(pid int) bool {
+	out, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "T")
+}
+
 // exited reports a process that is gone; a zombie is not told apart here.
 func exited(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)

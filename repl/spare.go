@@ -111,8 +111,9 @@ func (sp *spares) leave(l launch) {
 
 // take hands over l's spare, alive and current, or returns nil, and starts the
 // next one. The caller owns the worker from then on and binds it to its session. A
-// spare that died, or whose start is stale (a package installed since: process.stale),
-// is stopped in the background instead.
+// spare that died, or that is stale (a package installed since, its project made
+// anew, stopped, or it spoke before it was claimed: process.stale), is stopped in the
+// background instead.
 func (sp *spares) take(l launch) *process {
 	if sp.off {
 		return nil
@@ -129,16 +130,21 @@ func (sp *spares) take(l launch) *process {
 	// A worker killed a moment ago may not have closed its channel yet: ask the
 	// kernel too.
 	dead := !s.p.alive() || exited(s.p.ready.Pid)
-	stale := !dead && s.p.stale()
+	stale := ""
+	if !dead {
+		stale = s.p.stale()
+	}
 	if dead {
 		slot.retryAt = time.Now().Add(retryAfter) // no spare for a while
 	}
 	sp.fillLocked(slot)
-	if !dead && !stale {
+	if !dead && stale == "" {
 		return s.p
 	}
 	if dead {
 		sp.logger.Warn("spare worker died while waiting", "pid", s.p.ready.Pid, "status", s.p.proc.ExitStatus().String())
+	} else {
+		sp.logger.Info("spare worker not handed out; the session starts its own", "pid", s.p.ready.Pid, "why", stale)
 	}
 	sp.goroutine.Add(1)
 	go func() {
@@ -233,7 +239,8 @@ func (sp *spares) state(l launch) SpareState {
 	}
 	sp.mu.Lock()
 	var s *spare
-	if slot := sp.launches[l.key()]; slot != nil && slot.spare != nil && slot.spare.p.alive() {
+	// One that spoke while it waited will not be handed out (process.stale).
+	if slot := sp.launches[l.key()]; slot != nil && slot.spare != nil && slot.spare.p.alive() && !slot.spare.p.spoke.Load() {
 		s = slot.spare
 	}
 	sp.mu.Unlock()
@@ -267,7 +274,7 @@ func (sp *spares) probeInfo(l launch) *ProbeInfo {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	slot := sp.launches[l.key()]
-	if slot == nil || slot.spare == nil || !slot.spare.p.alive() || slot.spare.p.stale() {
+	if slot == nil || slot.spare == nil || !slot.spare.p.alive() || slot.spare.p.stale() != "" {
 		return nil
 	}
 	r := slot.spare.p.ready

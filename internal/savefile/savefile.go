@@ -21,6 +21,7 @@ type Rules struct {
 	IsDir      error  // the path is a directory, or ends in a separator
 	Parent     error  // the parent does not exist or is not a directory
 	Exists     error  // the destination exists and overwrite is false
+	NotFile    error  // overwrite is true and the destination is there but no regular file
 	Write      error  // the temp file or the destination cannot be written
 	BadName    error  // no file can have the path: a NUL byte, a name or the path too long
 	// Copied, when set, is called once the temp file is complete, before the
@@ -57,6 +58,11 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	if trailingSlash {
 		return "", fmt.Errorf("%w: the path ends in %c, which names a directory; give the file's name", rules.IsDir, filepath.Separator)
 	}
+	if overwrite {
+		if err := checkReplaceable(path, rules.NotFile); err != nil {
+			return "", err
+		}
+	}
 
 	tmp := filepath.Join(dir, rules.TempPrefix+ids.UUID())
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -84,6 +90,10 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	}
 
 	if overwrite {
+		// Again, just before: the bytes took time, and something else may be there now.
+		if err := checkReplaceable(path, rules.NotFile); err != nil {
+			return "", err
+		}
 		if err := os.Rename(tmp, path); err != nil {
 			return "", fmt.Errorf("%w: %w", rules.Write, SysCause(err))
 		}
@@ -100,6 +110,37 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 		rules.DirSyncFailed(err)
 	}
 	return path, nil
+}
+
+// checkReplaceable refuses, as notFile, a destination that overwrite would replace
+// and that is no regular file: a symlink (its target is not what the caller named
+// for a file), a FIFO, a socket, a device node (/dev/null as root). Nothing there,
+// or a regular file, is fine.
+func checkReplaceable(path string, notFile error) error {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%w (it is %s)", notFile, kind(st.Mode()))
+}
+
+// kind names what a file mode says a file is, for a message.
+func kind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return "a symlink"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	case mode.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
 }
 
 // The bounds of a name on Linux (NAME_MAX, and PATH_MAX less its NUL).

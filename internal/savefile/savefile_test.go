@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -17,10 +19,11 @@ var (
 	errExists = errors.New("exists")
 	errWrite  = errors.New("cannot write")
 	errName   = errors.New("bad name")
+	errFile   = errors.New("not a regular file")
 )
 
 func rules() Rules {
-	return Rules{TempPrefix: ".test-save-", NotAbs: errNotAbs, IsDir: errIsDir, Parent: errParent, Exists: errExists, Write: errWrite, BadName: errName}
+	return Rules{TempPrefix: ".test-save-", NotAbs: errNotAbs, IsDir: errIsDir, Parent: errParent, Exists: errExists, NotFile: errFile, Write: errWrite, BadName: errName}
 }
 
 func text(s string) func(io.Writer) error {
@@ -70,6 +73,72 @@ func TestSaveRules(t *testing.T) {
 	} {
 		if _, err := Save(ctx, c.path, true, r, text("x")); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".test-save-") {
+			t.Errorf("a temp file was left: %s", e.Name())
+		}
+	}
+}
+
+// TestOverwriteReplacesOnlyRegularFiles: overwrite replaced a symlink (its target
+// untouched, the link gone), a FIFO, a socket and a device node with a regular file;
+// each is refused, says what it is, and is left as it was. A regular file, and a
+// hard link to one, are replaced.
+func TestOverwriteReplacesOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]string{"symlink": "a symlink", "dangling": "a symlink", "fifo": "a FIFO", "socket": "a socket"}
+	if err := os.Symlink(target, filepath.Join(dir, "symlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(dir, "socket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// /dev/null's own numbers (1, 3); making a device node needs root.
+	switch err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o600, 1<<8|3); {
+	case err == nil:
+		nodes["null"] = "a character device"
+	case errors.Is(err, syscall.EPERM):
+		t.Logf("no device node: mknod needs root here (%v); the other kinds are still tested", err)
+	default:
+		t.Fatal(err)
+	}
+	for name, what := range nodes {
+		path := filepath.Join(dir, name)
+		before, _ := os.Lstat(path)
+		_, err := Save(ctx, path, true, rules(), text("x"))
+		if !errors.Is(err, errFile) || !strings.Contains(err.Error(), "(it is "+what+")") {
+			t.Errorf("overwrite of %s: %v, want %v naming %s", name, err, errFile, what)
+		}
+		if after, _ := os.Lstat(path); after == nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+			t.Errorf("overwrite of %s changed it: %v", name, after)
+		}
+	}
+	if data, _ := os.ReadFile(target); string(data) != "kept" {
+		t.Errorf("the symlink's target now holds %q", data)
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(target, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{target, hard} {
+		if _, err := Save(ctx, path, true, rules(), text("new")); err != nil {
+			t.Errorf("overwrite of the regular file %s: %v", path, err)
 		}
 	}
 	entries, _ := os.ReadDir(dir)

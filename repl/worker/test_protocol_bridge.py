@@ -52,6 +52,36 @@ class BridgeTests(WorkerTestCase):
         self.assertEqual(self.worker.value(code), ['first\nsecond', 'ToolResult', True, {'m': 1}])
         self.assertIn('TypeError', self.worker.run('mcp.text("not an envelope")')['error'])
 
+    def test_replies_of_any_depth_and_undecodable_ones_keep_the_session(self):
+        """A downstream result about 990 levels deep ended the worker on CPython 3.10 and
+        3.11 (RecursionError in its decoder, a protocol error, variables cleared); it reaches
+        the cell at any depth. A reply or a request that cannot be decoded at all fails only
+        its call or its run."""
+        self.assert_ok(self.worker.run('kept = 41'))
+        code = 'r = mcp.call("fix", "deep")\nd, v = 1, r["structuredContent"]["v"]\nwhile v:\n    d, v = d + 1, v[0]\nd'
+        for depth in (990, 20_000):
+            run_id = self.worker.start(code)
+            rpc = self.worker.next_rpc(run_id)
+            deep = '[' * depth + ']' * depth
+            self.worker.send_raw(b'{"type":"rpc_result","id":"%s","result":{"content":[],"structuredContent":{"v":%s}}}\n'
+                                 % (rpc['id'].encode(), deep.encode()))
+            result, events = self.worker.events_until_result(run_id)
+            self.assert_ok(result)
+            self.assertEqual((result['value'], events), (depth, []))
+        run_id = self.worker.start('try:\n    mcp.call("fix", "bad")\nexcept ToolError as e:\n    err = str(e)\nerr')
+        rpc = self.worker.next_rpc(run_id)
+        self.worker.send_raw(b'{"type":"rpc_result","id":"%s","result":{"t":"\xff"}}\n' % rpc['id'].encode())
+        result, _ = self.worker.events_until_result(run_id)
+        self.assert_ok(result)
+        self.assertTrue(result['value'].startswith("MCP reply could not be decoded in the worker (UnicodeDecodeError: 'utf-8' codec"), result)
+        self.assertTrue(result['value'].endswith('; the call may have completed. Inspect mcp.journal()'), result)
+        self.worker.send_raw(b'{"type":"execute","id":"run-x","code":"\xfe","timeout":30,"barrier":"b"}\n')
+        result, outputs = self.worker.collect('run-x')
+        self.assertEqual((result['success'], result['state'], outputs), (False, 'preserved', []))
+        self.assertTrue(result['error'].startswith('The worker could not decode the request of this run (UnicodeDecodeError:'), result)
+        self.assertFalse(self.worker.barrier_written)
+        self.assertEqual(self.worker.value('kept + 1'), 42)
+
     def test_awaited_sync_call_dispatches_once(self):
         run_id = self.worker.start('await mcp.call("fix", "echo", arguments={"timeout": 7})')
         rpc = self.worker.next_rpc(run_id)

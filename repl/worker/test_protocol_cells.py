@@ -27,6 +27,8 @@ class StartupTests(WorkerTestCase):
         self.assertIn(os.path.dirname(os.__file__), ready['site_dirs'])
         self.assertTrue(all(os.path.isdir(d) for d in ready['site_dirs']), ready['site_dirs'])
         self.assertNotIn(os.path.realpath(self.dir), [os.path.realpath(d) for d in ready['site_dirs']])
+        # What it would have read, had it been there: nothing that exists.
+        self.assertFalse([p for p in ready['site_absent'] if os.path.exists(p)], ready['site_absent'])
 
     def test_startup_environment(self):
         code = (

@@ -3,6 +3,7 @@ their signatures and help, arguments refused before anything is sent, ToolResult
 mcp.search and the catalogue kept for the broker's ttlMs. The test plays the server."""
 
 import base64
+import json
 
 from harness import WorkerTestCase
 
@@ -223,6 +224,40 @@ class ToolFunctionTests(WorkerTestCase):
                 result, events = self.worker.events_until_result(self.worker.start(code))
                 self.assertIn(message, result['error'])
                 self.assertEqual(events, [])
+
+    def test_a_malformed_tool_breaks_no_discovery(self):
+        """A tool whose `required` names a parameter twice made mcp.search fail for every
+        server and mcp.help fail for its own (ValueError: duplicate parameter name); one
+        whose schema gives no signature at all gets the generic one, and says why."""
+        odd = [
+            {'name': 'twice', 'description': 'Required twice.', 'inputSchema': {'type': 'object', 'required': ['q', 'q']}},
+            {'name': 'nested', 'description': 'Unions past the recursion limit.', 'inputSchema': {'type': 'object', 'properties': {'d': 'DEEP'}}},
+            {'name': 'fine', 'inputSchema': {'type': 'object'}},
+        ]
+        # Written by hand: json.dumps itself cannot nest 5,000 levels.
+        deep = '{"anyOf":[' * 5000 + '{"type":"string"}' + ']}' * 5000
+        listing = json.dumps({'tools': odd, 'ttlMs': 60000}).replace('"DEEP"', deep)
+        run_id = self.worker.start('[mcp.search("", limit=50), mcp.help("odd")]')
+        self.answer(run_id, 'servers', {'servers': ['files', 'odd']})
+        self.answer(run_id, 'tools', {'tools': FILES, 'ttlMs': 60000})
+        rpc = self.worker.next_rpc(run_id)
+        self.assertEqual(rpc['op'], 'tools')
+        self.worker.send_raw(('{"type":"rpc_result","id":"%s","result":%s}\n' % (rpc['id'], listing)).encode())
+        result, outputs = self.worker.collect(run_id)
+        self.assert_ok(result)
+        found, _ = result['value']
+        self.assertEqual(len(found), 6, found)
+        self.assertIn('odd.twice(q) — Required twice.', found)
+        self.assertIn('odd.nested(**kwargs) — Unions past the recursion limit.', found)
+        self.assertEqual(''.join(o['text'] for o in outputs), 'odd.fine()\nodd.nested(**kwargs) — Unions past the recursion limit.\nodd.twice(q) — Required twice.\n')
+        run_id = self.worker.start('odd = mcp.odd\n[odd.twice("x").text, odd.nested(d="y", e=1).text, odd.nested.__doc__]')
+        self.answer(run_id, 'servers', {'servers': ['files', 'odd']})
+        self.assertEqual(self.answer(run_id, 'call', envelope('A'))['arguments'], {'q': 'x'})
+        self.assertEqual(self.answer(run_id, 'call', envelope('B'))['arguments'], {'d': 'y', 'e': 1})
+        result, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['value'][:2], ['A', 'B'])
+        self.assertIn('Its inputSchema gives no Python signature (RecursionError: ', result['value'][2])
 
     def test_help_of_a_server_without_tools_says_so(self):
         run_id = self.worker.start('mcp.help("bare")')

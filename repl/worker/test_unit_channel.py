@@ -104,6 +104,36 @@ class CommandTests(unittest.TestCase):
                 self.parse(line)
             self.assertEqual(str(caught.exception), message)
 
+    def test_replies_of_any_depth_decode(self):
+        # About 990 levels is what CPython 3.10 and 3.11 could not decode (a downstream
+        # server's result, which the broker passes up to 1,000 levels deep); any depth works.
+        for depth in (990, 997, 50_000):
+            frame = self.parse('{"type":"rpc_result","id":"x","result":{"v":' + '[' * depth + ']' * depth + '}}')
+            value, levels = frame['result']['v'], 1
+            while value:
+                value, levels = value[0], levels + 1
+            self.assertEqual(levels, depth)
+
+    def test_undecodable_frames_fail_only_their_call_or_run(self):
+        reply = self.parse(b'{"type":"rpc_result","id":"0a1b","result":{"t":"\xff"}}')
+        self.assertEqual(set(reply), {'type', 'id', 'error'})
+        self.assertEqual((reply['type'], reply['id']), ('rpc_result', '0a1b'))
+        self.assertEqual(reply['error'], messages.MCP_REPLY_UNDECODABLE.format(
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 48: invalid start byte"))
+        reply = self.parse('{"type":"rpc_result","id":"r-2","result":{"a":1,}}')
+        self.assertEqual(reply['id'], 'r-2')
+        self.assertTrue(reply['error'].startswith('MCP reply could not be decoded in the worker (JSONDecodeError: '), reply)
+        run = self.parse(b'{"type":"execute","id":"run_1","code":"\xfe","barrier":"b"}')
+        self.assertEqual((run['type'], run['id']), ('undecodable', 'run_1'))
+        self.assertTrue(run['error'].startswith('The worker could not decode the request of this run (UnicodeDecodeError: '), run)
+        long_reason = self.parse('{"type":"rpc_result","id":"x","result":"' + 'é' * 300 + '\\x"}')['error']
+        self.assertLess(len(long_reason), len(messages.MCP_REPLY_UNDECODABLE) + 200)
+        # A line that begins as neither names nothing to fail: the protocol is broken.
+        for line in (b'{"id":"x","type":"rpc_result",', b'{"type":"shutdown"', b'{"type":"rpc_result","id":"a\\u0062"}x'):
+            with self.assertRaises(ProtocolError, msg=line) as caught:
+                self.parse(line)
+            self.assertEqual(str(caught.exception), messages.FRAME_NOT_JSON)
+
 
 class ReaderQueueTests(unittest.TestCase):
     def setUp(self):

@@ -58,6 +58,30 @@ class SpecTests(unittest.TestCase):
         # None is sent where the schema admits null
         self.assertEqual(spec.arguments((), {'n': None, 'x-y': [1]}), {'n': None, 'x-y': [1]})
 
+    def test_a_parameter_required_twice_is_one_parameter(self):
+        for props in ({}, {'a': {'type': 'string'}}):
+            definition = {'name': 't', 'inputSchema': {'type': 'object', 'required': ['a', 'a', 'b', 'a'], 'properties': props}}
+            spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+            self.assertIsNone(spec.note)
+            self.assertEqual(str(spec.signature), '(a: str, b)' if props else '(a, b)')
+            self.assertEqual(spec.arguments(('x', 1), {}), {'a': 'x', 'b': 1})
+
+    def test_a_schema_that_gives_no_signature_gives_the_generic_one(self):
+        nested = {'type': 'string'}
+        for _ in range(5000):
+            nested = {'anyOf': [nested]}
+        definition = {'name': 't', 'inputSchema': {'type': 'object', 'properties': {'deep': nested}}}
+        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        self.assertTrue(spec.note.startswith('RecursionError: maximum recursion depth exceeded'), spec.note)
+        self.assertEqual(str(spec.signature), '(**kwargs)')
+        # What is given goes as it is (None still leaves an argument out); the broker checks it.
+        self.assertEqual(spec.arguments((), {'deep': 'x', 'other': [1], 'gone': None}), {'deep': 'x', 'other': [1]})
+        with self.assertRaises(TypeError):
+            spec.arguments((1,), {})
+        doc = toolfuncs.tool_doc('s', definition, spec)
+        self.assertIn('Its inputSchema gives no Python signature (RecursionError: maximum recursion depth', doc)
+        self.assertNotIn('Parameters:', doc)
+
 
 class ToolResultTests(unittest.TestCase):
     def test_attributes(self):

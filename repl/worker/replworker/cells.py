@@ -333,7 +333,9 @@ class Worker:
             command = self._channel.take_command()
             if command['type'] == 'shutdown':
                 exit_now(0)
-            if command.get('inventory'):
+            if command['type'] == 'undecodable':
+                self._report_undecodable(command)
+            elif command.get('inventory'):
                 self._report_inventory(command)
             else:
                 self._execute(command)
@@ -351,6 +353,12 @@ class Worker:
             'state': 'preserved',
         }
         self._deliver(command['id'], command['barrier'], result)
+
+    def _report_undecodable(self, command):
+        """An execute frame that could not be decoded (channel.undecodable) fails; no barrier."""
+        result = {'success': False, 'stdout': '', 'stderr': '', 'return_value': None, 'error': command['error'],
+                  'truncated': {'stdout': False, 'stderr': False, 'return': False}, 'state': 'preserved'}
+        self._deliver(command['id'], None, result)
 
     def _execute(self, command):
         run_id = command['id']
@@ -675,7 +683,7 @@ class Worker:
         # written when the pipe holds no byte the server has yet to read, as after a cell
         # that wrote none: the result says so, and the server does not wait for it.
         frame = {'type': 'result', 'id': run_id, 'result': result}
-        if not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
+        if barrier is None or not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
             frame['barrier'] = False
         self._channel.send(frame)
         if result['state'] == 'cleared':

@@ -6,13 +6,16 @@ import collections
 import fcntl
 import json
 import os
+import re
 import select
 import threading
 
 from .children import exit_now
-from .limits import INBOX_SLOTS, MAX_FRAME, READ_CHUNK
+from .deepjson import loads
+from .limits import FRAME_REASON_CHARS, INBOX_SLOTS, MAX_FRAME, READ_CHUNK
 from .messages import (
-    BAD_FDS, FRAME_NOT_JSON, FRAME_TOO_LARGE, FRAME_UNKNOWN, INBOX_FULL, PROTOCOL_ERROR,
+    BAD_FDS, FRAME_NOT_JSON, FRAME_TOO_LARGE, FRAME_UNKNOWN, INBOX_FULL, MCP_REPLY_UNDECODABLE, PROTOCOL_ERROR,
+    RUN_UNDECODABLE,
 )
 
 PROTOCOL_VERSION = 1
@@ -37,12 +40,20 @@ def encode_frame(frame):
     return text.encode('utf-8', 'replace') + b'\n'
 
 
+# How the server begins every rpc_result and execute frame (Go encodes a frame's members in
+# their declared order): what names the call or run of a frame that cannot be decoded.
+_FRAME_HEAD = re.compile(rb'\{"type":"(rpc_result|execute)","id":"([0-9A-Za-z_-]{1,128})"')
+
+
 def parse_command(line):
-    """The frame a line from the server holds; anything else is a protocol error."""
+    """The frame a line from the server holds; anything else is a protocol error. A frame
+    that is not UTF-8 JSON but begins as an rpc_result or an execute does fails only its
+    call or its run (undecodable): a reply a downstream server shaped is no reason to lose
+    the session."""
     try:
-        frame = json.loads(line.decode('utf-8'))
-    except (ValueError, RecursionError):
-        protocol_error(FRAME_NOT_JSON)
+        frame = loads(line.decode('utf-8'))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return undecodable(line, exc)
     kind = frame.get('type') if isinstance(frame, dict) else None
     if kind == 'shutdown':
         return frame
@@ -51,6 +62,22 @@ def parse_command(line):
     if kind == 'rpc_result' and isinstance(frame.get('id'), str) and isinstance(frame.get('error', ''), (str, type(None))):
         return frame
     protocol_error(FRAME_UNKNOWN.format(repr(kind)[:100]))
+
+
+def undecodable(line, exc):
+    """What stands for a frame that cannot be decoded: an rpc_result that fails its call, or
+    an `undecodable` command that fails its run, with the decoder's reason; a line that
+    begins as neither is a protocol error."""
+    head = _FRAME_HEAD.match(line)
+    if head is None:
+        protocol_error(FRAME_NOT_JSON)
+    reason = f'{type(exc).__name__}: {exc}'
+    if len(reason) > FRAME_REASON_CHARS:
+        reason = reason[:FRAME_REASON_CHARS - 1] + '…'
+    kind, ident = head.group(1).decode('ascii'), head.group(2).decode('ascii')
+    if kind == 'rpc_result':
+        return {'type': 'rpc_result', 'id': ident, 'error': MCP_REPLY_UNDECODABLE.format(reason)}
+    return {'type': 'undecodable', 'id': ident, 'error': RUN_UNDECODABLE.format(reason)}
 
 
 def _valid_execute(frame):

@@ -71,6 +71,7 @@ def _server_seconds(name):
 MAX_FRAME = _server_int('MAX_FRAME')  # bytes per frame, newline included (from Go: repl.MaxFrameBytes)
 INBOX_SLOTS = 2  # commands parsed and not yet taken by the main thread
 READ_CHUNK = 65_536  # bytes per read from a pipe (the command pipe, sh() pipes)
+FRAME_REASON_CHARS = 200  # characters of the decoder's reason when a frame cannot be decoded
 
 # Output capture (output.py).
 STREAM_BUDGET = _server_int('STREAM_BUDGET')  # UTF-8 bytes kept per stream per cell, head, marker and tail (from Go: repl.StreamLimit)

@@ -46,6 +46,13 @@ def _serve(path0):
     # What the interpreter's start read (.pth files, site-packages): a spare worker
     # that waited is not handed out once one of these has changed since it started.
     site_dirs = [path for path in sys.path if path and os.path.isdir(path)]
+    # And what it would have read, had it been there: a sys.path entry that does not
+    # exist, the user site-packages (pip install --user) where the start adds it.
+    site_absent = [path for path in sys.path if path and not os.path.exists(path)]
+    site = sys.modules.get('site')
+    user_site = getattr(site, 'USER_SITE', None) if getattr(site, 'ENABLE_USER_SITE', False) else None
+    if isinstance(user_site, str) and user_site not in sys.path and not os.path.exists(user_site):
+        site_absent.append(user_site)
     if path0 is not None:
         sys.path.insert(0, path0)
     channel.send({
@@ -55,6 +62,7 @@ def _serve(path0):
         'python_version': python_version(),
         'python_executable': sys.executable,
         'site_dirs': site_dirs,
+        'site_absent': site_absent,
     })
     channel.start_reader()
     worker.serve()

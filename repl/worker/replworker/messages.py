@@ -111,6 +111,7 @@ MCP_ARGUMENTS_NOT_DICT = 'arguments must be a dict'
 MCP_FRAME_TOO_LARGE = 'Worker frame exceeds 1 MiB; reduce code/arguments/result'
 MCP_NO_REPLY = 'MCP {} got no reply within {:g} seconds; call may have completed. Inspect mcp.journal()'
 MCP_MALFORMED = 'MCP bridge returned a malformed {} result'
+MCP_REPLY_UNDECODABLE = 'MCP reply could not be decoded in the worker ({}); the call may have completed. Inspect mcp.journal()'
 MCP_UNKNOWN_TOOL = "Unknown tool '{}'; use mcp.list_tools(server)"
 MCP_TEXT_NOT_ENVELOPE = 'mcp.text() expects a CallToolResult dict, not {}'
 MCP_REPR = '<mcp bridge; help(mcp) describes it, mcp.help() lists servers>'
@@ -120,6 +121,8 @@ MCP_AMBIGUOUS_NAME = "mcp: {!r} could be any of {}; use mcp[name] with the exact
 MCP_NO_SUCH_SERVER = "mcp has no server {!r}; dir(mcp) and mcp.servers() list the servers"
 MCP_NO_SUCH_TOOL = '{} has no tool {!r}; dir({}) or mcp.help({!r}) lists its tools'
 MCP_TOOL_BAD_CALL = '{}(): {}; help({}) shows its signature'
+MCP_TOOL_NO_SIGNATURE = ('Its inputSchema gives no Python signature ({}): keyword arguments go to the tool as they are,\n'
+                         'and the broker checks them against the schema.')
 MCP_TOOL_ARG_TYPE = '{}() argument {!r} must be {} (its JSON schema type), not {}'
 MCP_BAD_SEARCH_QUERY = 'mcp.search() query must be a str, not {}'
 MCP_BAD_SEARCH_LIMIT = f'mcp.search() limit must be an int from 1 to {SEARCH_LIMIT_MAX}'
@@ -165,6 +168,8 @@ BAD_FDS = 'REPL_MCP_WORKER_FDS={!r} is not two open fds "R,W": {}'
 FRAME_NOT_JSON = 'frame is not UTF-8 JSON'
 FRAME_UNKNOWN = 'unknown or malformed frame (type {})'
 FRAME_TOO_LARGE = 'frame exceeds 1 MiB'
+# A frame that cannot be decoded but names its run: that run fails, the worker goes on.
+RUN_UNDECODABLE = 'The worker could not decode the request of this run ({}); nothing ran, and the variables are kept'
 INBOX_FULL = f'more than {INBOX_SLOTS} commands queued'
 
 # Tracebacks, laid out as Python's own.

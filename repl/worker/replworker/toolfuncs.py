@@ -17,7 +17,7 @@ from .limits import (
 )
 from .messages import (
     MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_HELP_NO_TOOLS, MCP_MALFORMED, MCP_NO_SUCH_TOOL, MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE,
-    MCP_TOOL_BAD_CALL,
+    MCP_TOOL_BAD_CALL, MCP_TOOL_NO_SIGNATURE,
 )
 
 # ---- Names ----------------------------------------------------------------------------------
@@ -218,16 +218,31 @@ def annotation(schema, inspect):
 
 
 class ToolSpec:
-    """What the function of one tool checks: its parameters, from its inputSchema."""
+    """What the function of one tool checks: its parameters, from its inputSchema. A schema
+    that cannot become a signature (a parameter named twice, unions nested past the
+    recursion limit, ...) gives the generic one, `(**kwargs)`, and a note that says why:
+    the arguments then go as they are, and the broker checks them against the schema. One
+    such tool never keeps its server's other tools, mcp.help or mcp.search from working."""
 
     def __init__(self, definition, label):
         import inspect  # only when a cell first uses a tool function
         self.label = label
+        self.note = None  # why the schema gave no signature of its own
         schema = definition.get('inputSchema')
-        schema = schema if isinstance(schema, dict) else {}
+        try:
+            self._from_schema(schema if isinstance(schema, dict) else {}, inspect)
+        except (ValueError, TypeError, RecursionError) as exc:
+            note = f'{type(exc).__name__}: {exc}'
+            self.note = note if len(note) <= TOOL_DOC_PARAM_CHARS else note[:TOOL_DOC_PARAM_CHARS - 1] + '…'
+            self.props, self.required, self.open, self.keyword_only, self.var_keyword = {}, set(), True, {}, 'kwargs'
+            self.signature = inspect.Signature([inspect.Parameter('kwargs', inspect.Parameter.VAR_KEYWORD)])
+
+    def _from_schema(self, schema, inspect):
         props = schema.get('properties')
         self.props = {name: prop for name, prop in props.items() if isinstance(name, str)} if isinstance(props, dict) else {}
-        required = [name for name in schema.get('required') or () if isinstance(name, str)] if isinstance(schema.get('required'), list) else []
+        required = schema.get('required')
+        # Each name once: a schema may list one twice, which a signature cannot hold.
+        required = list(dict.fromkeys(name for name in required if isinstance(name, str))) if isinstance(required, list) else []
         self.required = set(required)
         extra = schema.get('additionalProperties')
         self.open = extra is True or isinstance(extra, dict)
@@ -339,7 +354,9 @@ def tool_doc(server, definition, spec):
             line = f'  {name} ({", ".join(facts)})' + (f': {" ".join(about.split())}' if isinstance(about, str) and about.strip() else '')
             lines.append(line if len(line) <= TOOL_DOC_PARAM_CHARS else line[:TOOL_DOC_PARAM_CHARS - 1] + '…')
         lines.append('')
-    if spec.open:
+    if spec.note is not None:
+        lines += [MCP_TOOL_NO_SIGNATURE.format(spec.note), '']
+    elif spec.open:
         lines += ['Other keyword arguments go to the tool as they are (its schema admits them).', '']
     lines += [
         f"MCP tool {definition['name']!r} of server {server!r}, called through the session's broker,",

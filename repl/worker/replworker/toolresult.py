@@ -3,8 +3,8 @@ the complete CallToolResult envelope, a dict, so code written for the envelope k
 working, with the parts a cell usually wants as attributes."""
 
 import binascii
-import json
 
+from .deepjson import loads
 from .messages import MCP_IMAGE_NOT_BASE64
 
 
@@ -40,7 +40,7 @@ class ToolResult(dict):
         if not text.strip():
             return None
         try:
-            return json.loads(text)
+            return loads(text)
         except ValueError:
             return None
 
