@@ -24,6 +24,8 @@ type inFrame struct {
 	PythonVersion    string   `json:"python_version"`
 	PythonExecutable string   `json:"python_executable"`
 	SiteDirs         []string `json:"site_dirs"`
+	PathHead         string   `json:"path_head"`
+	VirtualEnv       string   `json:"virtual_env"`
 
 	// output
 	Stream string `json:"stream"`

@@ -23,6 +23,11 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
+	// PathHead is the directory first on the worker's PATH, the interpreter's own bin
+	// directory, and VirtualEnv the venv it runs in, as its activate script sets them
+	// (docs/contract.md §1.4); "" for none.
+	PathHead   string `json:"path_head,omitempty"`
+	VirtualEnv string `json:"virtual_env,omitempty"`
 	// siteDirs are the directories on the worker's sys.path at its start (process.stale).
 	siteDirs []string
 }
@@ -238,7 +243,10 @@ func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, 
 		case f.Pid <= 0:
 			return Ready{}, errors.New(msgNoPid)
 		}
-		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid, siteDirs: f.SiteDirs}, nil
+		return Ready{
+			Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid,
+			PathHead: f.PathHead, VirtualEnv: f.VirtualEnv, siteDirs: f.SiteDirs,
+		}, nil
 	}
 }
 
