@@ -16,6 +16,7 @@ import zipfile
 from harness import (
     HELPERS, HERE, WorkerProcess, WorkerTestCase, group_members, library_test, read_text, wait_gone, zombie_children,
 )
+from replworker.messages import SHELL_FORM_UNSUPPORTED
 
 # The real uv, which interop/.venv-uv holds beside the data venv (make interop-deps).
 UV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-uv', 'bin', 'uv'))
@@ -183,7 +184,33 @@ def tiny_wheel(directory):
 
 
 class ShellLineTests(WorkerTestCase):
-    """A cell's leading `!cmd` and `%pip ...` lines (docs/contract.md §7.1)."""
+    """A cell's `!cmd`, `x = !cmd` and `%pip ...` lines (docs/contract.md §7.1)."""
+
+    def test_commands_run_where_they_stand_after_python_and_in_blocks(self):
+        code = ('df = {"rows": 3}\n!echo after python\nfor n in (1, 2):\n    !echo in a loop\n'
+                '    if n == 2:\n        names = !printf "a\\nb\\n"; echo err >&2\n'
+                'def f():\n    !echo from f\n    return 7\n[df["rows"], names, f()]')
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [3, ['a', 'b'], 7])
+        self.assertEqual(result['stdout'], (
+            '$ echo after python\nafter python\n$ echo in a loop\nin a loop\n$ echo in a loop\nin a loop\n'
+            '$ echo from f\nfrom f\n'
+        ))
+        self.assertEqual(result['stderr'], 'err\n', 'a captured command still streams its stderr')
+        self.assertEqual(self.worker.value('df'), {'rows': 3}, 'nothing of the cell is lost')
+
+    def test_an_unsupported_magic_fails_at_its_line_in_one_line(self):
+        run_id = self.worker.start('before = 1\n%timeit before\nafter = 2')
+        result, _ = self.worker.collect(run_id)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertIn(f'File "<repl:{run_id}>", line 2, in <module>\n    %timeit before', error)
+        self.assertTrue(error.endswith('RuntimeError: ' + SHELL_FORM_UNSUPPORTED.format('%timeit before')), error)
+        self.assertNotIn('SyntaxError', error)
+        self.assertEqual(self.worker.value('before'), 1, 'the lines before it ran')
+        self.assertIn('NameError', self.worker.run('after')['error'])
 
     def test_commands_run_first_and_say_so(self):
         result = self.worker.run("!echo one; echo two >&2\n\n!printf 'x\\ny'\nz = 5\nz * 2")

@@ -24,7 +24,8 @@ from .limits import (
     SHELL_EXIT_CHECK, SHELL_PROCESSES, SHELL_TIMEOUT,
 )
 from .messages import (
-    COMMAND_ECHO, PIP_MISSING, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED, SHELL_FAILED_TAIL, SHELL_LINE_FAILED,
+    COMMAND_ECHO, PIP_MISSING, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_CAPTURE_CUT, SHELL_FAILED, SHELL_FAILED_TAIL,
+    SHELL_LINE_FAILED,
 )
 
 
@@ -337,25 +338,28 @@ def pip_command(arguments):
     return f'{shell_quote(uv)} pip {arguments}'.rstrip()
 
 
-def run_line(command, pip=False):
-    """Run a cell's leading `!cmd` (or `%pip ...`, with pip=True) line: say so on stdout, run
-    it with sh in a new process group (killed when it ends, like sh()), and stream its
-    stdout and stderr into the cell's as they come. A non-zero status raises ShellError
-    (whose message leaves stderr to the cell's stderr, where it already is), so the rest
-    of the cell does not run after a failed install. After %pip the import
-    system forgets its directory caches, so what was installed imports at once."""
+def run_line(command, pip=False, capture=False):
+    """Run a cell's `!cmd` line (`%pip ...` with pip=True; `x = !cmd` with capture=True,
+    returning the list of its stdout's lines): say so on stdout (not for a capture), run it
+    with sh in a new process group (killed when it ends, like sh()), and stream its stderr,
+    and its stdout unless captured, into the cell's as they come. A non-zero status raises
+    ShellError (whose message leaves stderr to the cell's stderr, where it already is), so
+    the rest of the cell does not run after a failed install. After %pip the import system
+    forgets its directory caches, so what was installed imports at once."""
     if command is None:  # %pip with neither pip nor uv: see pip_command
         raise RuntimeError(PIP_MISSING.format(shell_quote(sys.executable)))
-    sys.stdout.write(COMMAND_ECHO.format(command))
+    if not capture:
+        sys.stdout.write(COMMAND_ECHO.format(command))
     if not _SHELL_SLOTS.acquire(blocking=False):
         raise RuntimeError(SHELL_BUSY)
+    kept = [] if capture else None
     try:
         proc = Popen(
             command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
         try:
-            stderr_tail = stream_output(proc)
+            stderr_tail = stream_output(proc, kept)
         finally:
             kill_group(proc.pid)
             proc.stdout.close()
@@ -368,21 +372,33 @@ def run_line(command, pip=False):
     if proc.returncode != 0:
         # Its stderr was streamed into the cell's: the error does not say it again.
         raise ShellError(ShellResult('', stderr_tail, proc.returncode), SHELL_LINE_FAILED.format(proc.returncode))
+    if not capture:
+        return None
+    text, cut = _shell_text(b''.join(kept))
+    if cut:
+        sys.stderr.write(SHELL_CAPTURE_CUT)
+    return text.splitlines()
 
 
-def stream_output(proc):
+def stream_output(proc, kept=None):
     """Copy a command's stdout and stderr into sys.stdout and sys.stderr as they come, as
-    UTF-8 (invalid bytes replaced), read by pump_pipes. Returns the last SHELL_ERROR_TAIL
-    characters of stderr."""
+    UTF-8 (invalid bytes replaced), read by pump_pipes; with a list `kept`, stdout's bytes
+    go there instead, at most SHELL_CAPTURE of them and one byte more, which says that some
+    were dropped. Returns the last SHELL_ERROR_TAIL characters of stderr."""
     streams = {
         proc.stdout.fileno(): ('stdout', codecs.getincrementaldecoder('utf-8')('replace')),
         proc.stderr.fileno(): ('stderr', codecs.getincrementaldecoder('utf-8')('replace')),
     }
     tail = ''
+    room = SHELL_CAPTURE + 1
 
     def copy(fd, data):
-        nonlocal tail
+        nonlocal tail, room
         name, decoder = streams[fd]
+        if kept is not None and name == 'stdout':
+            kept.append(data[:room])
+            room -= len(kept[-1])
+            return
         text = decoder.decode(data, final=not data)
         if text:
             getattr(sys, name).write(text)
