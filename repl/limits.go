@@ -47,6 +47,14 @@ const (
 	workerStopGrace     = 3 * time.Second
 	abandonWait         = 5 * time.Second
 	rssInterval         = 250 * time.Millisecond
+	// An interrupt's scope (docs/contract.md §5.6): how long an interrupted run's
+	// result waits for the processes it signalled to end, how often it looks, the
+	// processes of a session it follows and names, and the children whose run it keeps.
+	scopeWait         = 500 * time.Millisecond
+	scopePollInterval = 10 * time.Millisecond
+	maxScopeProcs     = 4096
+	maxScopeNamed     = 8
+	maxOrigins        = 4096
 
 	// Cell code's rpcs in flight per run.
 	maxOutstandingRPCs = 64

@@ -85,8 +85,12 @@ type process struct {
 
 	writeMu sync.Mutex
 
-	jobsMu sync.Mutex
-	jobs   map[int]bool // detached process groups, by leader pid
+	// childrenMu guards what the worker reported of the children it started: jobs,
+	// the detached process groups (by leader pid), and origins, every reported child
+	// (jobs too), each with the run it was started for ("" for none).
+	childrenMu sync.Mutex
+	jobs       map[int]string
+	origins    map[int]string
 
 	deadOnce sync.Once
 	dead     chan struct{} // closed when the protocol channel is gone
@@ -143,7 +147,8 @@ func spawn(spec spawnSpec) (*process, error) {
 		nativeR:  gp.Output,
 		native:   newNativeOutput(),
 		results:  make(chan resultFrame, 4),
-		jobs:     map[int]bool{},
+		jobs:     map[int]string{},
+		origins:  map[int]string{},
 		dead:     make(chan struct{}),
 		stopping: make(chan struct{}),
 		stopped:  make(chan struct{}),
@@ -280,6 +285,8 @@ func (p *process) readFrames(frames *frameReader) {
 			p.owner.Load().events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
+		case "process":
+			p.trackProcess(f)
 		case "image":
 			if err := images.add(f); err != nil {
 				p.die(err)
@@ -313,11 +320,12 @@ func (p *process) trackJob(f inFrame) {
 	if f.Pid <= 1 {
 		return
 	}
-	p.jobsMu.Lock()
-	defer p.jobsMu.Unlock()
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
 	switch f.Action {
 	case "started":
-		p.jobs[f.Pid] = true
+		p.jobs[f.Pid] = f.ID
+		p.originLocked(f.Pid, f.ID)
 		_ = p.proc.AddJob(f.Pid)
 	case "finished":
 		delete(p.jobs, f.Pid)
@@ -325,15 +333,50 @@ func (p *process) trackJob(f inFrame) {
 	}
 }
 
-// killJobs SIGKILLs the detached groups of the worker, as an interrupt does first.
-func (p *process) killJobs() {
-	p.jobsMu.Lock()
-	defer p.jobsMu.Unlock()
-	for pgid := range p.jobs {
+// trackProcess keeps which run a child the worker started works for (a `process`
+// frame): an interrupt signals the children of the interrupted run only (scope.go).
+func (p *process) trackProcess(f inFrame) {
+	if f.Pid <= 1 || f.Action != "started" {
+		return
+	}
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
+	p.originLocked(f.Pid, f.ID)
+}
+
+// originLocked records a child's run. Past maxOrigins entries those of processes that
+// are gone are dropped first, so the table stays bounded however many children the
+// worker starts; the caller holds childrenMu.
+func (p *process) originLocked(pid int, runID string) {
+	if len(p.origins) >= maxOrigins {
+		for known := range p.origins {
+			if syscall.Kill(known, 0) == syscall.ESRCH {
+				delete(p.origins, known)
+			}
+		}
+		if len(p.origins) >= maxOrigins {
+			clear(p.origins) // every one alive: the oldest go by start time instead (scope.go)
+		}
+	}
+	p.origins[pid] = runID
+}
+
+// killJobs SIGKILLs the detached groups of the worker (those started for runID only,
+// unless it is ""), as an interrupt does first, and returns their leaders.
+func (p *process) killJobs(runID string) []int {
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
+	var killed []int
+	for pgid, run := range p.jobs {
+		if runID != "" && run != runID {
+			continue
+		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		delete(p.jobs, pgid)
 		_ = p.proc.RemoveJob(pgid)
+		killed = append(killed, pgid)
 	}
+	return killed
 }
 
 // die marks the protocol channel gone. A broken protocol (as opposed to EOF) kills the
@@ -374,13 +417,6 @@ func (p *process) sendLine(line []byte) error {
 	return nil
 }
 
-// interrupt kills the worker's detached jobs and sends SIGINT to its whole
-// process group.
-func (p *process) interrupt() {
-	p.killJobs()
-	_ = p.proc.Signal(syscall.SIGINT)
-}
-
 // stop stops the worker the one way there is, halt then reap, and returns once it is
 // reaped. It is idempotent and safe from any goroutine but the worker's own readers.
 // A caller that must not wait for the reap (lifecycle.reset, lifecycle.drop) calls
@@ -398,7 +434,7 @@ func (p *process) stop() {
 func (p *process) halt() {
 	p.haltOnce.Do(func() {
 		close(p.stopping)
-		p.killJobs()
+		p.killJobs("")
 		_ = p.proc.Signal(syscall.SIGKILL)
 		p.proc.Close()
 		// Not under writeMu: a write blocked on a worker that no longer reads ends

@@ -169,6 +169,7 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 	}
 	r.startRPCs(ctx)
 	defer r.endRPCs()
+	r.dispatched = time.Now()
 	if svc := s.cfg.Services; svc != nil {
 		svc.RunStarted(s.id, r.id)
 		defer svc.RunEnded(s.id, r.id) // ends the run's unfinished uploads
@@ -276,7 +277,8 @@ func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
 	first, rest, more := strings.Cut(*res.Error, "\n")
 	switch {
 	case res.State == StatePreserved:
-		first += msgKeptVariables
+		// Before what the interrupt did to the cell's processes (interrupt).
+		first = reason + msgKeptVariables + first[len(reason):]
 	case !strings.Contains(first, msgVariablesCleared):
 		first += "; " + msgVariablesCleared // the worker's own lines say why
 	}
@@ -292,12 +294,14 @@ func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
 	return res
 }
 
-// interrupt stops a run: SIGINT to the worker's group, then the grace period, then
-// the worker is stopped. It reports which of those ended the run.
+// interrupt stops a run: SIGINT to the worker and the processes its cell started
+// (scope.go), then the grace period, then the worker is stopped. It reports which of
+// those ended the run and, when the variables survived, which of the session's
+// processes ended meanwhile.
 func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason string) *Result {
 	r.enter(phaseLeaving)
 	r.endRPCs() // downstream calls are cancelled before the cell is
-	p.interrupt()
+	scope := p.interruptCell(r)
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
 	for {
@@ -306,7 +310,12 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 			if rf.id != r.id {
 				continue
 			}
-			return s.answered(p, r, rf.result, reason)
+			res := s.answered(p, r, rf.result, reason)
+			if res.State == StatePreserved && res.Error != nil && strings.HasPrefix(*res.Error, reason) {
+				// The first line says what became of the processes, after the reason.
+				res.Error = strPtr(reason + scope.note(scopeWait) + (*res.Error)[len(reason):])
+			}
+			return res
 		case <-p.dead:
 			return s.crashed(p, r, reason)
 		case <-p.proc.Exited():

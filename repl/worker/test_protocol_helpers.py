@@ -330,6 +330,34 @@ class ChildProcessTests(WorkerTestCase):
             self.worker.wait_for_job(pid, 'finished', timeout=5)
         self.assertEqual(len(self.worker.jobs), 4 if sys.version_info >= (3, 11) else 2)
 
+    def test_every_child_is_reported_with_the_run_it_works_for(self):
+        # The server interrupts only the children of the run it interrupts (contract §5.6):
+        # every way a child starts is reported once, with the run of the code that started it.
+        first = self.worker.start(
+            'import os, subprocess, sys, threading, time, multiprocessing\n'
+            'go = threading.Event()\nlater = []\n'
+            'def starter():\n    go.wait()\n    later.append(subprocess.Popen(["true"]).pid)\n'
+            'threading.Thread(target=starter, daemon=True).start()\n'
+            'plain = subprocess.Popen(["true"])\nplain.wait()\n'
+            'forked = os.fork()\nif forked == 0:\n    os._exit(0)\nos.waitpid(forked, 0)\n'
+            'spawned = os.posix_spawnp("true", ["true"], os.environ)\nos.waitpid(spawned, 0)\n'
+            'kid = multiprocessing.get_context("spawn").Process(target=print)\nkid.start()\nkid.join(60)\n'
+            '[plain.pid, forked, spawned, kid.pid]')
+        result, _ = self.worker.collect(first)
+        self.assert_ok(result)
+        second = self.worker.start('go.set()\nwhile not later:\n    time.sleep(0.01)\nlater[0]')
+        late, _ = self.worker.collect(second)
+        self.assert_ok(late)
+        runs = {}
+        for frame in self.worker.processes:
+            self.assertEqual((frame['type'], frame['action']), ('process', 'started'), frame)
+            self.assertNotIn(frame['pid'], runs, 'each child reported once')
+            runs[frame['pid']] = frame['id']
+        for pid in result['value']:
+            self.assertEqual(runs.get(pid), first, (pid, self.worker.processes))
+        self.assertEqual(runs.get(late['value']), first, "a thread of the first run works for it in the second")
+        self.assertEqual(self.worker.jobs, [])
+
     def test_multiprocessing_spawn_works(self):
         code = (
             'import multiprocessing\nctx = multiprocessing.get_context("spawn")\n'

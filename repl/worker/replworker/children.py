@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import math
 import os
+import _posixsubprocess
 import select
 import shutil
 import signal
@@ -19,6 +20,7 @@ import time
 import weakref
 
 from .common import RUN_ID, module_name, utf8_prefix
+from .threads import THREADS
 from .limits import (
     CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_ERROR_TAIL,
     SHELL_EXIT_CHECK, SHELL_PROCESSES, SHELL_TIMEOUT,
@@ -70,6 +72,7 @@ class _Children:
 
     def __init__(self):
         self._channel = None
+        self._forked = False  # in the child of a bare os.fork()
         # id(weak reference) -> (weak reference, pid, run id, job?, reaped here?), until the
         # child is seen finished or its Popen object is gone.
         self._live = {}
@@ -84,19 +87,32 @@ class _Children:
         self._channel = channel
         os.register_at_fork(after_in_child=self._forget_all)
         subprocess.Popen = Popen
+        for module, name in _SPAWNERS:
+            plain = getattr(module, name, None)
+            if plain is not None:
+                setattr(module, name, _reporting(plain))
         threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
 
     def add(self, proc, reaped_elsewhere):
-        run_id = RUN_ID.get() or ''
+        run_id = _run_now()
         job = leads_group(proc.pid)
-        if job:
-            self._channel.send({'type': 'job', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
+        # A job's frame names its run too; any other child is reported as a process.
+        self._send({'type': 'job' if job else 'process', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
         ref = weakref.ref(proc, self._forget)
         self._live[id(ref)] = (ref, proc.pid, run_id, job, not reaped_elsewhere)
 
+    def started(self, pid):
+        """Report a child started other than through Popen (a fork, a spawn) with its run."""
+        self._send({'type': 'process', 'id': _run_now(), 'pid': pid, 'action': 'started'})
+
+    def _send(self, frame):
+        if not self._forked:  # a forked child's frames would reach nobody
+            self._channel.send(frame)
+
     def _forget_all(self):
         """In a forked child: the worker's children are not its own to reap, report or
-        kill when it exits."""
+        kill when it exits, and its own are nobody's to hear of."""
+        self._forked = True
         self._live = {}
         self._dropped_jobs = collections.deque()
 
@@ -126,7 +142,7 @@ class _Children:
 
     def _finished(self, pid, run_id):
         kill_group(pid)  # what the job left behind in its group
-        self._channel.send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
+        self._send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
 
     def _reap_forever(self):
         while True:
@@ -153,16 +169,51 @@ class _Children:
                 pass
 
 
+def _run_now():
+    """The run the calling code works for (threads.THREADS: a thread's, a pool job's, the
+    running cell's on the main thread), or '' for none: what a child it starts is
+    reported with."""
+    run_id = THREADS.current_run()
+    return run_id if run_id is not None else (RUN_ID.get() or '')
+
+
+# Where else a child process can start, besides subprocess.Popen: bare forks (the fork
+# context of multiprocessing, pty), multiprocessing's spawn and forkserver (fork_exec),
+# and posix_spawn. Each is wrapped to report the child with its run (`process` frames),
+# so the server can tell the children an interrupted cell started from those of earlier
+# cells (docs/contract.md §5.6). A child C code forks by itself is not reported: the
+# server judges it by its start time.
+_SPAWNERS = ((os, 'fork'), (os, 'forkpty'), (os, 'posix_spawn'), (os, 'posix_spawnp'), (_posixsubprocess, 'fork_exec'))
+_IN_POPEN = threading.local()  # .active: Popen reports its child itself, once it knows whether it is a job
+
+
+def _reporting(spawn):
+    """`spawn` made to report, in the parent, every child it starts."""
+    def reporting(*args, **kwargs):
+        result = spawn(*args, **kwargs)
+        pid = result[0] if type(result) is tuple else result
+        if pid and not getattr(_IN_POPEN, 'active', False):
+            CHILDREN.started(pid)
+        return result
+
+    reporting.__name__, reporting.__qualname__, reporting.__doc__ = spawn.__name__, spawn.__qualname__, spawn.__doc__
+    return reporting
+
+
 _PlainPopen = subprocess.Popen
 
 
 class Popen(_PlainPopen):
     """subprocess.Popen inside the worker (CHILDREN.start installs it): each child is
-    tracked, so it is reaped without losing its status, reported when it is a job, and killed
-    when the worker exits."""
+    tracked, so it is reaped without losing its status, reported (as a job when it leads a
+    group of its own, else as a process), and killed when the worker exits."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        _IN_POPEN.active = True
+        try:
+            super().__init__(*args, **kwargs)
+        finally:
+            _IN_POPEN.active = False
         # asyncio's subprocess transport reaps its children itself: reaping them here would
         # take the status its child watcher waits for.
         caller = module_name(sys._getframe(1))
