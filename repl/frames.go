@@ -34,6 +34,9 @@ type inFrame struct {
 	// result; Barrier is false when the worker wrote no barrier before it (absent: it did)
 	Result  *workerResult `json:"result"`
 	Barrier *bool         `json:"barrier"`
+	// NativePipe: the worker put a new pipe at its fd 1 and 2 with this result and sent
+	// its read end on the native socket first (worker/PROTOCOL.md, Native pipes).
+	NativePipe bool `json:"native_pipe"`
 
 	// job: a detached process group (pid is its leader) "started" or "finished"
 	Action string `json:"action"`

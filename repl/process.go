@@ -76,9 +76,14 @@ type process struct {
 	started time.Time // when spawn began
 	toWork  *os.File
 	fromR   *os.File // frames from the worker
-	nativeR *os.File // the worker's fd 1 and 2
-	native  *nativeOutput
-	results chan resultFrame
+	nativeR *os.File // the worker's fd 1 and 2, as it started
+	// nativeSock takes the read ends of the pipes the worker puts at fd 1 and 2 later
+	// (worker/PROTOCOL.md, Native pipes); nativeMore are those ends, for reap to close.
+	nativeSock *os.File
+	nativeMu   sync.Mutex
+	nativeMore []*os.File
+	native     *nativeOutput
+	results    chan resultFrame
 	// owner is who hears the worker's frames and logs its failures: the session
 	// that started it, or, for a spare, the pool until a session claims it (bind).
 	owner atomic.Pointer[owner]
@@ -135,28 +140,29 @@ func spawn(spec spawnSpec) (*process, error) {
 		Args:    workerArgs(),
 		Env:     workerEnv(spec.env, spec.cache),
 		Dir:     spec.dir,
-	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})
+	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
-		proc:     gp.Process,
-		started:  started,
-		toWork:   gp.Extra[0],
-		fromR:    gp.Extra[1],
-		nativeR:  gp.Output,
-		native:   newNativeOutput(),
-		results:  make(chan resultFrame, 4),
-		jobs:     map[int]string{},
-		origins:  map[int]string{},
-		dead:     make(chan struct{}),
-		stopping: make(chan struct{}),
-		stopped:  make(chan struct{}),
+		proc:       gp.Process,
+		started:    started,
+		toWork:     gp.Extra[0],
+		fromR:      gp.Extra[1],
+		nativeR:    gp.Output,
+		nativeSock: gp.Extra[2],
+		native:     newNativeOutput(),
+		results:    make(chan resultFrame, 4),
+		jobs:       map[int]string{},
+		origins:    map[int]string{},
+		dead:       make(chan struct{}),
+		stopping:   make(chan struct{}),
+		stopped:    make(chan struct{}),
 	}
 	p.bind(spec.events, spec.logger)
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
-	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR) }()
+	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR, p.native.first()) }()
 	sent := make(chan error, 1)
 	go func() {
 		p.writeMu.Lock()
@@ -187,12 +193,13 @@ func workerEnv(base []string, cache string) []string {
 	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
+			strings.HasPrefix(kv, "REPL_MCP_WORKER_NATIVE=") ||
 			strings.HasPrefix(kv, "REPL_MCP_WORKER_CACHE=") || strings.HasPrefix(kv, workerLimitsVar+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", WorkerLimitsEnv())
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", WorkerLimitsEnv())
 	if cache != "" {
 		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
 	}
@@ -305,6 +312,12 @@ func (p *process) readFrames(frames *frameReader) {
 			}
 			res.Images = taken
 			res.noBarrier = f.Barrier != nil && !*f.Barrier
+			if f.NativePipe {
+				if err := p.takeNativePipe(); err != nil {
+					p.die(err)
+					return
+				}
+			}
 			p.results <- resultFrame{id: f.ID, result: res}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))
@@ -455,13 +468,41 @@ func (p *process) reap() {
 		select {
 		case <-done:
 		case <-time.After(barrierWait):
-			closeAll(p.fromR, p.nativeR)
+			p.closeReaders()
 			<-done
 		}
-		closeAll(p.fromR, p.nativeR)
+		p.closeReaders()
 		close(p.stopped)
 	})
 	<-p.stopped
+}
+
+// closeReaders closes the server's ends of the worker's outputs: its frames, its native
+// pipes and the socket that brings them.
+func (p *process) closeReaders() {
+	p.native.close()
+	closeAll(p.fromR, p.nativeR, p.nativeSock)
+	p.nativeMu.Lock()
+	defer p.nativeMu.Unlock()
+	closeAll(p.nativeMore...)
+}
+
+// takeNativePipe receives the read end of the pipe the worker has just put at its fd 1
+// and 2 (it sent it before the result that says so, so it is there) and drains it: it
+// becomes the current native pipe once that result is taken (nativeOutput.promote).
+// Called by the frame reader, which holds a count of readerWG, so adding one is safe.
+func (p *process) takeNativePipe() error {
+	f, err := receiveFile(p.nativeSock, barrierWait)
+	if err != nil {
+		return fmt.Errorf("worker announced a native pipe it did not send: %w", err)
+	}
+	p.nativeMu.Lock()
+	p.nativeMore = append(p.nativeMore, f)
+	p.nativeMu.Unlock()
+	src := p.native.expect()
+	p.readerWG.Add(1)
+	go func() { defer p.readerWG.Done(); p.native.drain(f, src) }()
+	return nil
 }
 
 // stale reports whether a directory on the worker's sys.path at its start (the

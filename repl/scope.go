@@ -45,7 +45,8 @@ func (p *process) interruptCell(r *run) *interruptScope {
 			}
 		}
 	}
-	for pid, sp := range sc.procs {
+	for _, pid := range sortedPids(sc.procs) { // parents (older) before their children, mostly
+		sp := sc.procs[pid]
 		if sp.cell && sp.sent == "" && !sp.Zombie {
 			if err := syscall.Kill(pid, syscall.SIGINT); err == nil {
 				sp.sent = "SIGINT"

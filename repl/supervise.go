@@ -252,11 +252,21 @@ func (s *Session) complete(p *process, r *run, res *Result) *Result {
 	if !res.noBarrier {
 		p.native.wait(barrierWait)
 	}
-	native, nativeCut := p.native.takeCut()
+	native, nativeCut := p.native.finish()
+	p.native.promote() // a pipe the worker put at fd 1 and 2 with this result is the next run's
 	stderr := CutText{res.Stderr, res.stderrGaps}.Join(native)
 	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps
 	if nativeCut {
 		res.Truncated.Stderr = true
+	}
+	if bg, cut := p.native.takeBackground(); bg.Text != "" {
+		// What the session's processes wrote outside a run: theirs, not the cell's.
+		if res.BackgroundOutput == nil {
+			res.BackgroundOutput = &BackgroundOutput{}
+		}
+		b := res.BackgroundOutput
+		joined := CutText{b.Stderr, res.bgGaps[1]}.Join(bg)
+		b.Stderr, res.bgGaps[1], b.Truncated = joined.Text, joined.Gaps, b.Truncated || cut
 	}
 	if res.State == StateCleared {
 		// The worker ended its own state and exits; do not hand it another cell.

@@ -643,8 +643,15 @@ class Worker:
         # written when the pipe holds no byte the server has yet to read, as after a cell
         # that wrote none: the result says so, and the server does not wait for it.
         frame = {'type': 'result', 'id': run_id, 'result': result}
-        if not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
+        # After a run that started a child, the children keep the pipe and the next cells
+        # get a new one (native.py): what they write later is theirs, not a later cell's.
+        marked, rotated = self._native.mark_and_rotate(
+            b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e', CHILDREN.take_spawned(),
+        )
+        if not marked:
             frame['barrier'] = False
+        if rotated:
+            frame['native_pipe'] = True
         self._channel.send(frame)
         if result['state'] == 'cleared':
             exit_now(EXIT_STATE_CLEARED)

@@ -73,6 +73,9 @@ class _Children:
     def __init__(self):
         self._channel = None
         self._forked = False  # in the child of a bare os.fork()
+        # Whether a child may have started since take_spawned last said: it holds the
+        # native pipe of its time (native.py).
+        self._spawned = False
         # id(weak reference) -> (weak reference, pid, run id, job?, reaped here?), until the
         # child is seen finished or its Popen object is gone.
         self._live = {}
@@ -91,9 +94,20 @@ class _Children:
             plain = getattr(module, name, None)
             if plain is not None:
                 setattr(module, name, _reporting(plain))
+        os.system = _marking(os.system)
         threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
 
+    def take_spawned(self):
+        """Whether a child started (or may have) since the last call; it says so once."""
+        spawned, self._spawned = self._spawned, False
+        return spawned
+
+    def spawning(self):
+        """A child is about to start, by a way that does not report it (os.system)."""
+        self._spawned = True
+
     def add(self, proc, reaped_elsewhere):
+        self._spawned = True
         run_id = _run_now()
         job = leads_group(proc.pid)
         # A job's frame names its run too; any other child is reported as a process.
@@ -103,6 +117,7 @@ class _Children:
 
     def started(self, pid):
         """Report a child started other than through Popen (a fork, a spawn) with its run."""
+        self._spawned = True
         self._send({'type': 'process', 'id': _run_now(), 'pid': pid, 'action': 'started'})
 
     def _send(self, frame):
@@ -198,6 +213,17 @@ def _reporting(spawn):
 
     reporting.__name__, reporting.__qualname__, reporting.__doc__ = spawn.__name__, spawn.__qualname__, spawn.__doc__
     return reporting
+
+
+def _marking(system):
+    """os.system made to say that a child starts: it forks in C, and a command it puts in
+    the background (`cmd &`) holds the native pipe (native.py). Its pid is never known."""
+    def marking(command):
+        CHILDREN.spawning()
+        return system(command)
+
+    marking.__name__, marking.__qualname__, marking.__doc__ = system.__name__, system.__qualname__, system.__doc__
+    return marking
 
 
 _PlainPopen = subprocess.Popen

@@ -172,6 +172,7 @@ NOT_BOOL_OVERWRITE = 'overwrite must be True or False'
 # Protocol errors: one line on fd 2 before the worker exits with status 2.
 PROTOCOL_ERROR = 'repl-mcp worker: protocol error: {}\n'
 BAD_FDS = 'REPL_MCP_WORKER_FDS={!r} is not two open fds "R,W": {}'
+BAD_NATIVE_SOCKET = 'REPL_MCP_WORKER_NATIVE={!r} is not an open socket: {}'
 FRAME_NOT_JSON = 'frame is not UTF-8 JSON'
 FRAME_UNKNOWN = 'unknown or malformed frame (type {})'
 FRAME_TOO_LARGE = 'frame exceeds 1 MiB'
