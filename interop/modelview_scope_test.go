@@ -123,16 +123,7 @@ func TestModelViewScopeRule(t *testing.T) {
 		"scope_after": {Texts: []string{"after 0 -2 -2 ", "[stderr]\nProcess Dask Worker process (from Nanny):\nTraceback (most recent call last):\nKeyboardInterrupt\n[failed; generation 1]"}},
 		"scope_later": good["scope_later"],
 	}
-	recordsOf := func(m map[string]*given) records {
-		r := records{given: map[string]*given{}}
-		for id, g := range m {
-			c := *g
-			c.Step = id
-			r.given[id] = &c
-			r.order = append(r.order, id)
-		}
-		return r
-	}
+	recordsOf := madeUpRecords
 	p := scopePoint()
 	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(good)) }); len(f) > 0 {
 		t.Errorf("this round's text form is refused: %q", f)
@@ -140,4 +131,17 @@ func TestModelViewScopeRule(t *testing.T) {
 	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(old)) }); len(f) == 0 {
 		t.Errorf("the text form before this round passes: the rule proves nothing")
 	}
+}
+
+// madeUpRecords are records of what a model was given, made up for a rule's test: one
+// step per entry, named by its key.
+func madeUpRecords(m map[string]*given) records {
+	r := records{given: map[string]*given{}}
+	for id, g := range m {
+		c := *g
+		c.Step = id
+		r.given[id] = &c
+		r.order = append(r.order, id)
+	}
+	return r
 }
