@@ -24,8 +24,11 @@ const (
 	// What threads of earlier cells printed, per stream, and its head when cut;
 	// background_threads lists at most maxBackgroundThreads names (then "+N more"),
 	// each at most maxThreadNameBytes (docs/contract.md §5.10).
-	backgroundLimit      = 16384
-	backgroundHead       = 4096
+	backgroundLimit = 16384
+	backgroundHead  = 4096
+	// backgroundFlushBytes bounds what a result reads at once out of the native pipes
+	// of earlier cells' processes before it is built (native.go, takeBackground).
+	backgroundFlushBytes = 1 << 20
 	maxBackgroundThreads = 64
 	maxThreadNameBytes   = 200
 	// maxArtifactRefBytes bounds a result's artifact reference (a few small keys);

@@ -25,9 +25,9 @@ import (
 //
 // The worker's fd 1 and 2 need not stay one pipe: after a run that started a child it
 // puts a new pipe there and hands the server its read end
-// (worker/PROTOCOL.md, Native pipes). Each pipe is a source, drained on its own; only the current one, where the
-// worker and the children of the cells since write, feeds a run; what an earlier one
-// brings is the background's, whenever it comes.
+// (worker/PROTOCOL.md, Native pipes). Each pipe is a source, drained on its own; only
+// the current one, where the worker and the children of the cells since write, feeds a
+// run; what an earlier one brings is the background's, whenever it comes.
 type nativeOutput struct {
 	mu         sync.Mutex
 	current    *nativeSource // the pipe at the worker's fd 1 and 2
@@ -253,7 +253,9 @@ func (n *nativeOutput) finish() (CutText, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.collecting = false
-	return n.takeCutLocked()
+	out, truncated := n.takeCutLocked()
+	n.pending = nil // taken with the run: not the background's too
+	return out, truncated
 }
 
 // takeBackground returns what came outside a run since it was last taken (bounded,
@@ -266,8 +268,9 @@ func (n *nativeOutput) takeBackground() (CutText, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	chunk := make([]byte, 32<<10)
+	budget := backgroundFlushBytes // a writer faster than this read must not hold the lock for ever
 	for _, src := range n.sources {
-		for src != n.current && src.fd >= 0 {
+		for src != n.current && src.fd >= 0 && budget > 0 {
 			k, err := syscall.Read(src.fd, chunk)
 			if err == syscall.EINTR {
 				continue
@@ -275,6 +278,7 @@ func (n *nativeOutput) takeBackground() (CutText, bool) {
 			if k <= 0 {
 				break // EAGAIN (empty), or EOF, which its drain sees too
 			}
+			budget -= k
 			n.addLocked(src, chunk[:k])
 		}
 	}

@@ -1,7 +1,6 @@
 package repl
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,7 +70,7 @@ func (p *process) sessionProcs(r *run) map[int]*scopeProc {
 	p.childrenMu.Unlock()
 	table, err := proctable.Read()
 	now, clockErr := proctable.BootTicks()
-	if errors.Is(err, proctable.ErrUnsupported) || err != nil || clockErr != nil {
+	if err != nil || clockErr != nil { // no table here (proctable.ErrUnsupported), or none to read
 		procs := map[int]*scopeProc{}
 		for pid, run := range origins {
 			procs[pid] = &scopeProc{Proc: proctable.Proc{Pid: pid}, cell: run == r.id}

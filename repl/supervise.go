@@ -265,6 +265,9 @@ func (s *Session) complete(p *process, r *run, res *Result) *Result {
 			res.BackgroundOutput = &BackgroundOutput{}
 		}
 		b := res.BackgroundOutput
+		if b.Stderr != "" && !strings.HasSuffix(b.Stderr, "\n") {
+			b.Stderr += "\n" // the processes' lines start lines of their own
+		}
 		joined := CutText{b.Stderr, res.bgGaps[1]}.Join(bg)
 		b.Stderr, res.bgGaps[1], b.Truncated = joined.Text, joined.Gaps, b.Truncated || cut
 	}
