@@ -386,6 +386,9 @@ func (c *mcpClient) step(line string) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 
+	case "touch":
+		return os.WriteFile(rest, nil, 0o644)
+
 	case "file-absent", "file-exists":
 		_, err := os.Stat(rest)
 		switch {

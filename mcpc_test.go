@@ -129,6 +129,8 @@ package main
 //	pid-gone PID within DUR PID is gone (or a zombie) within DUR
 //	file-absent PATH        PATH does not exist (relative to the working dir)
 //	file-exists PATH
+//	touch PATH              create PATH (empty), for a process a cell started to
+//	                        wait for: something the script does between calls
 //
 // There is no sleep: a script waits for what it needs with poll or the bounded
 // waits above (docs/design.md, "Tests").

@@ -2,9 +2,9 @@ package guardian
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/iota-uz/repl-mcp/internal/proctable"
 )
 
 // childAttr starts the child as the leader of a process group of its own (so that
@@ -28,29 +28,17 @@ func becomeSubreaper() error {
 }
 
 // children lists the guardian's live children (adopted orphans included) by their
-// parent pid in /proc/PID/stat, which needs no kernel option.
+// parent pid in the process table (/proc/PID/stat, which needs no kernel option).
 func children() []int {
 	self := os.Getpid()
-	entries, err := os.ReadDir("/proc")
+	procs, err := proctable.Read()
 	if err != nil {
 		return nil
 	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// The command name in parentheses may hold anything; the fields after its
-		// last ')' are the state and then the parent pid.
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) >= 2 && fields[1] == strconv.Itoa(self) {
-			pids = append(pids, pid)
+	for _, p := range procs {
+		if p.Ppid == self {
+			pids = append(pids, p.Pid)
 		}
 	}
 	return pids

@@ -13,6 +13,9 @@ const (
 	ToChild Direction = iota
 	// FromChild is a pipe the child writes and the server reads.
 	FromChild
+	// Socket is a Unix stream socket pair, one end the server's (non-blocking, so its
+	// reads take deadlines) and one the child's: descriptors can travel on it.
+	Socket
 )
 
 // Pipes says which of a child's descriptors [StartPiped] connects to a pipe of the
@@ -51,6 +54,13 @@ func StartPiped(executable string, spec Spec, pipes Pipes) (*Piped, error) {
 	var children []*os.File // the child's ends, closed once it has its copies
 	// pipe makes one pipe and returns the server's end and the child's end.
 	pipe := func(dir Direction) (server, child *os.File, err error) {
+		if dir == Socket {
+			if server, child, err = socketPair(); err != nil { // ours non-blocking, both close-on-exec
+				return nil, nil, err
+			}
+			children = append(children, child)
+			return server, child, nil
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, nil, fmt.Errorf("create a pipe for the child: %w", err)

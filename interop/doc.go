@@ -25,7 +25,9 @@
 //     network namespace with only loopback, through a fixed script of tool calls;
 //     each rule of what the model must be given is its own subtest, and the same
 //     calls through both SDK clients check that the structured form keeps every
-//     field; with Claude Code, the characters its model reads for one task done
+//     field; with Claude Code, a timeout beside a Dask cluster and a Popen of
+//     earlier cells, which must run on (modelview_scope_test.go); the characters its
+//     model reads for one task done
 //     as 30 direct calls to server-filesystem and as one cell (codemode_test.go);
 //     and Codex in code mode (modelview_codemode_test.go), where the fake
 //     model's JavaScript reads python_health's session_id, JSON.parses a printed

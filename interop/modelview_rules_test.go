@@ -203,16 +203,7 @@ func TestModelViewRoundTwoRules(t *testing.T) {
 		"control": {Texts: []string{"title \x1b]0;pwned\x07 red \x1b[31mX c1 \u009b2J\n[stderr]\nnative \x1b[2J\nValueError: message \x1b[31m red\n[failed; generation 1]"}},
 		"run":     {Texts: []string{"started\n[ok; generation 1; run " + run + "]"}},
 	}
-	recordsOf := func(m map[string]*given) records {
-		r := records{given: map[string]*given{}}
-		for id, g := range m {
-			c := *g
-			c.Step = id
-			r.given[id] = &c
-			r.order = append(r.order, id)
-		}
-		return r
-	}
+	recordsOf := madeUpRecords
 	for _, a := range []agentKind{claudeCode, codex} {
 		for _, p := range roundTwoPoints() {
 			t.Run(a.name+"/"+p.name, func(t *testing.T) {

@@ -91,6 +91,12 @@ func TestModelView(t *testing.T) {
 		p := backgroundPoint()
 		t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, claudeCode, run.recs) }) })
 	})
+	// Claude Code on a script of its own: a timeout beside a Dask cluster and a Popen of
+	// earlier cells (modelview_scope_test.go).
+	t.Run(claudeCodeScope.name, func(t *testing.T) {
+		t.Parallel()
+		s.testInterruptScope(t, python)
+	})
 	sdks := []struct{ name, interpreter, script string }{
 		{"PythonSDK", s.venvPython, s.path("clients", "py_client.py")},
 		{"TypeScriptSDK", s.node, s.path("clients", "ts_client.mjs")},

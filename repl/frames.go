@@ -25,6 +25,8 @@ type inFrame struct {
 	PythonExecutable string   `json:"python_executable"`
 	SiteDirs         []string `json:"site_dirs"`
 	SiteAbsent       []string `json:"site_absent"`
+	PathHead         string   `json:"path_head"`
+	VirtualEnv       string   `json:"virtual_env"`
 
 	// output
 	Stream string `json:"stream"`
@@ -33,6 +35,9 @@ type inFrame struct {
 	// result; Barrier is false when the worker wrote no barrier before it (absent: it did)
 	Result  *workerResult `json:"result"`
 	Barrier *bool         `json:"barrier"`
+	// NativePipe: the worker put a new pipe at its fd 1 and 2 with this result and sent
+	// its read end on the native socket first (worker/PROTOCOL.md, Native pipes).
+	NativePipe bool `json:"native_pipe"`
 
 	// job: a detached process group (pid is its leader) "started" or "finished"
 	Action string `json:"action"`

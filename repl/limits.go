@@ -24,8 +24,11 @@ const (
 	// What threads of earlier cells printed, per stream, and its head when cut;
 	// background_threads lists at most maxBackgroundThreads names (then "+N more"),
 	// each at most maxThreadNameBytes (docs/contract.md §5.10).
-	backgroundLimit      = 16384
-	backgroundHead       = 4096
+	backgroundLimit = 16384
+	backgroundHead  = 4096
+	// backgroundFlushBytes bounds what a result reads at once out of the native pipes
+	// of earlier cells' processes before it is built (native.go, takeBackground).
+	backgroundFlushBytes = 1 << 20
 	maxBackgroundThreads = 64
 	maxThreadNameBytes   = 200
 	// maxArtifactRefBytes bounds a result's artifact reference (a few small keys);
@@ -47,6 +50,14 @@ const (
 	workerStopGrace     = 3 * time.Second
 	abandonWait         = 5 * time.Second
 	rssInterval         = 250 * time.Millisecond
+	// An interrupt's scope (docs/contract.md §5.6): how long an interrupted run's
+	// result waits for the processes it signalled to end, how often it looks, the
+	// processes of a session it follows and names, and the children whose run it keeps.
+	scopeWait         = 500 * time.Millisecond
+	scopePollInterval = 10 * time.Millisecond
+	maxScopeProcs     = 4096
+	maxScopeNamed     = 8
+	maxOrigins        = 4096
 
 	// Cell code's rpcs in flight per run.
 	maxOutstandingRPCs = 64

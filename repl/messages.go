@@ -20,7 +20,14 @@ const (
 	msgBeforeDispatch = "Execution cancelled before dispatch"
 	msgDidNotStop     = "; worker did not stop; variables cleared"
 	msgExited         = "; worker exited; variables cleared"
-	msgCrashed        = "Python worker crashed; variables cleared"
+	// What an interrupt did to the session's processes (scope.go): after "variables
+	// preserved" (a timeout) or "Execution cancelled", each a list of "name (pid N,
+	// SIGINT)" items.
+	msgInterruptEnded    = "; the interrupt ended the cell's processes %s"
+	msgInterruptSurvived = "; the cell's processes still running after SIGINT: %s"
+	msgOthersEnded       = "; processes of earlier cells ended meanwhile: %s"
+	msgScopeMore         = " and %d more"
+	msgCrashed           = "Python worker crashed; variables cleared"
 	// msgRSS: the peak the worker reached, the budget, and how to change it.
 	msgRSS             = "Python worker exceeded RSS budget (peak %s MiB, budget %s MiB); variables cleared; restart repl-mcp with --max-memory-mib N for a larger budget (0 disables it), or hold less data at once"
 	msgAbandoned       = "Request abandoned; worker killed; external effects may already have occurred"

@@ -24,6 +24,11 @@ type Ready struct {
 	PythonVersion    string `json:"python_version"`
 	PythonExecutable string `json:"python_executable"`
 	Pid              int    `json:"pid"`
+	// PathHead is the directory first on the worker's PATH, the interpreter's own bin
+	// directory, and VirtualEnv the venv it runs in, as its activate script sets them
+	// (docs/contract.md §1.4); "" for none.
+	PathHead   string `json:"path_head,omitempty"`
+	VirtualEnv string `json:"virtual_env,omitempty"`
 	// siteDirs are the directories on the worker's sys.path at its start, siteAbsent
 	// the paths that were not there and would be read if they were (process.stale).
 	siteDirs, siteAbsent []string
@@ -78,17 +83,26 @@ type process struct {
 	spoke   atomic.Bool
 	toWork  *os.File
 	fromR   *os.File // frames from the worker
-	nativeR *os.File // the worker's fd 1 and 2
-	native  *nativeOutput
-	results chan resultFrame
+	nativeR *os.File // the worker's fd 1 and 2, as it started
+	// nativeSock takes the read ends of the pipes the worker puts at fd 1 and 2 later
+	// (worker/PROTOCOL.md, Native pipes); nativeMore are those ends, for reap to close.
+	nativeSock *os.File
+	nativeMu   sync.Mutex
+	nativeMore []*os.File
+	native     *nativeOutput
+	results    chan resultFrame
 	// owner is who hears the worker's frames and logs its failures: the session
 	// that started it, or, for a spare, the pool until a session claims it (bind).
 	owner atomic.Pointer[owner]
 
 	writeMu sync.Mutex
 
-	jobsMu sync.Mutex
-	jobs   map[int]bool // detached process groups, by leader pid
+	// childrenMu guards what the worker reported of the children it started: jobs,
+	// the detached process groups (by leader pid), and origins, every reported child
+	// (jobs too), each with the run it was started for ("" for none).
+	childrenMu sync.Mutex
+	jobs       map[int]string
+	origins    map[int]string
 
 	deadOnce sync.Once
 	dead     chan struct{} // closed when the protocol channel is gone
@@ -137,29 +151,31 @@ func spawn(spec spawnSpec) (*process, error) {
 		Args:    workerArgs(),
 		Env:     workerEnv(spec.env, spec.cache),
 		Dir:     spec.dir,
-	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild}})
+	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
-		proc:     gp.Process,
-		started:  started,
-		dir:      spec.dir,
-		dirInfo:  dirInfo,
-		toWork:   gp.Extra[0],
-		fromR:    gp.Extra[1],
-		nativeR:  gp.Output,
-		native:   newNativeOutput(),
-		results:  make(chan resultFrame, 4),
-		jobs:     map[int]bool{},
-		dead:     make(chan struct{}),
-		stopping: make(chan struct{}),
-		stopped:  make(chan struct{}),
+		proc:       gp.Process,
+		started:    started,
+		dir:        spec.dir,
+		dirInfo:    dirInfo,
+		toWork:     gp.Extra[0],
+		fromR:      gp.Extra[1],
+		nativeR:    gp.Output,
+		nativeSock: gp.Extra[2],
+		native:     newNativeOutput(),
+		results:    make(chan resultFrame, 4),
+		jobs:       map[int]string{},
+		origins:    map[int]string{},
+		dead:       make(chan struct{}),
+		stopping:   make(chan struct{}),
+		stopped:    make(chan struct{}),
 	}
 	p.bind(spec.events, spec.logger)
 	p.native.reset(newToken()) // collect startup complaints until the first run
 	p.readerWG.Add(2)
-	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR) }()
+	go func() { defer p.readerWG.Done(); p.native.drain(p.nativeR, p.native.first()) }()
 	sent := make(chan error, 1)
 	go func() {
 		p.writeMu.Lock()
@@ -190,12 +206,13 @@ func workerEnv(base []string, cache string) []string {
 	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
+			strings.HasPrefix(kv, "REPL_MCP_WORKER_NATIVE=") ||
 			strings.HasPrefix(kv, "REPL_MCP_WORKER_CACHE=") || strings.HasPrefix(kv, workerLimitsVar+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", WorkerLimitsEnv())
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", WorkerLimitsEnv())
 	if cache != "" {
 		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
 	}
@@ -251,8 +268,10 @@ func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, 
 		case f.Pid <= 0:
 			return Ready{}, errors.New(msgNoPid)
 		}
-		return Ready{Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid,
-			siteDirs: f.SiteDirs, siteAbsent: f.SiteAbsent}, nil
+		return Ready{
+			Type: "ready", Protocol: f.Protocol, PythonVersion: f.PythonVersion, PythonExecutable: f.PythonExecutable, Pid: f.Pid,
+			PathHead: f.PathHead, VirtualEnv: f.VirtualEnv, siteDirs: f.SiteDirs, siteAbsent: f.SiteAbsent,
+		}, nil
 	}
 }
 
@@ -289,6 +308,8 @@ func (p *process) readFrames(frames *frameReader) {
 			p.owner.Load().events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
+		case "process":
+			p.trackProcess(f)
 		case "image":
 			if err := images.add(f); err != nil {
 				p.die(err)
@@ -307,6 +328,12 @@ func (p *process) readFrames(frames *frameReader) {
 			}
 			res.Images = taken
 			res.noBarrier = f.Barrier != nil && !*f.Barrier
+			if f.NativePipe {
+				if err := p.takeNativePipe(); err != nil {
+					p.die(err)
+					return
+				}
+			}
 			p.results <- resultFrame{id: f.ID, result: res}
 		default:
 			p.die(fmt.Errorf("worker sent an unknown frame type %q", f.Type))
@@ -322,11 +349,12 @@ func (p *process) trackJob(f inFrame) {
 	if f.Pid <= 1 {
 		return
 	}
-	p.jobsMu.Lock()
-	defer p.jobsMu.Unlock()
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
 	switch f.Action {
 	case "started":
-		p.jobs[f.Pid] = true
+		p.jobs[f.Pid] = f.ID
+		p.originLocked(f.Pid, f.ID)
 		_ = p.proc.AddJob(f.Pid)
 	case "finished":
 		delete(p.jobs, f.Pid)
@@ -334,15 +362,50 @@ func (p *process) trackJob(f inFrame) {
 	}
 }
 
-// killJobs SIGKILLs the detached groups of the worker, as an interrupt does first.
-func (p *process) killJobs() {
-	p.jobsMu.Lock()
-	defer p.jobsMu.Unlock()
-	for pgid := range p.jobs {
+// trackProcess keeps which run a child the worker started works for (a `process`
+// frame): an interrupt signals the children of the interrupted run only (scope.go).
+func (p *process) trackProcess(f inFrame) {
+	if f.Pid <= 1 || f.Action != "started" {
+		return
+	}
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
+	p.originLocked(f.Pid, f.ID)
+}
+
+// originLocked records a child's run. Past maxOrigins entries those of processes that
+// are gone are dropped first, so the table stays bounded however many children the
+// worker starts; the caller holds childrenMu.
+func (p *process) originLocked(pid int, runID string) {
+	if len(p.origins) >= maxOrigins {
+		for known := range p.origins {
+			if syscall.Kill(known, 0) == syscall.ESRCH {
+				delete(p.origins, known)
+			}
+		}
+		if len(p.origins) >= maxOrigins {
+			clear(p.origins) // every one alive: the oldest go by start time instead (scope.go)
+		}
+	}
+	p.origins[pid] = runID
+}
+
+// killJobs SIGKILLs the detached groups of the worker (those started for runID only,
+// unless it is ""), as an interrupt does first, and returns their leaders.
+func (p *process) killJobs(runID string) []int {
+	p.childrenMu.Lock()
+	defer p.childrenMu.Unlock()
+	var killed []int
+	for pgid, run := range p.jobs {
+		if runID != "" && run != runID {
+			continue
+		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		delete(p.jobs, pgid)
 		_ = p.proc.RemoveJob(pgid)
+		killed = append(killed, pgid)
 	}
+	return killed
 }
 
 // die marks the protocol channel gone. A broken protocol (as opposed to EOF) kills the
@@ -383,13 +446,6 @@ func (p *process) sendLine(line []byte) error {
 	return nil
 }
 
-// interrupt kills the worker's detached jobs and sends SIGINT to its whole
-// process group.
-func (p *process) interrupt() {
-	p.killJobs()
-	_ = p.proc.Signal(syscall.SIGINT)
-}
-
 // stop stops the worker the one way there is, halt then reap, and returns once it is
 // reaped. It is idempotent and safe from any goroutine but the worker's own readers.
 // A caller that must not wait for the reap (lifecycle.reset, lifecycle.drop) calls
@@ -407,7 +463,7 @@ func (p *process) stop() {
 func (p *process) halt() {
 	p.haltOnce.Do(func() {
 		close(p.stopping)
-		p.killJobs()
+		p.killJobs("")
 		_ = p.proc.Signal(syscall.SIGKILL)
 		p.proc.Close()
 		// Not under writeMu: a write blocked on a worker that no longer reads ends
@@ -428,13 +484,41 @@ func (p *process) reap() {
 		select {
 		case <-done:
 		case <-time.After(barrierWait):
-			closeAll(p.fromR, p.nativeR)
+			p.closeReaders()
 			<-done
 		}
-		closeAll(p.fromR, p.nativeR)
+		p.closeReaders()
 		close(p.stopped)
 	})
 	<-p.stopped
+}
+
+// closeReaders closes the server's ends of the worker's outputs: its frames, its native
+// pipes and the socket that brings them.
+func (p *process) closeReaders() {
+	p.native.close()
+	closeAll(p.fromR, p.nativeR, p.nativeSock)
+	p.nativeMu.Lock()
+	defer p.nativeMu.Unlock()
+	closeAll(p.nativeMore...)
+}
+
+// takeNativePipe receives the read end of the pipe the worker has just put at its fd 1
+// and 2 (it sent it before the result that says so, so it is there) and drains it: it
+// becomes the current native pipe once that result is taken (nativeOutput.promote).
+// Called by the frame reader, which holds a count of readerWG, so adding one is safe.
+func (p *process) takeNativePipe() error {
+	f, err := receiveFile(p.nativeSock, barrierWait)
+	if err != nil {
+		return fmt.Errorf("worker announced a native pipe it did not send: %w", err)
+	}
+	p.nativeMu.Lock()
+	p.nativeMore = append(p.nativeMore, f)
+	p.nativeMu.Unlock()
+	src := p.native.expect()
+	p.readerWG.Add(1)
+	go func() { defer p.readerWG.Done(); p.native.drain(f, src) }()
+	return nil
 }
 
 // stale says why a worker that has waited (a spare) must not be handed out, or "":

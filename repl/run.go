@@ -43,6 +43,9 @@ type run struct {
 	id      string
 	req     ExecRequest
 	started time.Time
+	// dispatched is when its cell went to the worker: a process started since, that
+	// the worker did not report for another run, is the cell's (scope.go).
+	dispatched time.Time
 	// background: started by python_start, so no call waits for it.
 	background bool
 

@@ -169,6 +169,7 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 	}
 	r.startRPCs(ctx)
 	defer r.endRPCs()
+	r.dispatched = time.Now()
 	if svc := s.cfg.Services; svc != nil {
 		svc.RunStarted(s.id, r.id)
 		defer svc.RunEnded(s.id, r.id) // ends the run's unfinished uploads
@@ -251,11 +252,24 @@ func (s *Session) complete(p *process, r *run, res *Result) *Result {
 	if !res.noBarrier {
 		p.native.wait(barrierWait)
 	}
-	native, nativeCut := p.native.takeCut()
+	native, nativeCut := p.native.finish()
+	p.native.promote() // a pipe the worker put at fd 1 and 2 with this result is the next run's
 	stderr := CutText{res.Stderr, res.stderrGaps}.Join(native)
 	res.Stderr, res.stderrGaps = stderr.Text, stderr.Gaps
 	if nativeCut {
 		res.Truncated.Stderr = true
+	}
+	if bg, cut := p.native.takeBackground(); bg.Text != "" {
+		// What the session's processes wrote outside a run: theirs, not the cell's.
+		if res.BackgroundOutput == nil {
+			res.BackgroundOutput = &BackgroundOutput{}
+		}
+		b := res.BackgroundOutput
+		if b.Stderr != "" && !strings.HasSuffix(b.Stderr, "\n") {
+			b.Stderr += "\n" // the processes' lines start lines of their own
+		}
+		joined := CutText{b.Stderr, res.bgGaps[1]}.Join(bg)
+		b.Stderr, res.bgGaps[1], b.Truncated = joined.Text, joined.Gaps, b.Truncated || cut
 	}
 	if res.State == StateCleared {
 		// The worker ended its own state and exits; do not hand it another cell.
@@ -276,7 +290,8 @@ func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
 	first, rest, more := strings.Cut(*res.Error, "\n")
 	switch {
 	case res.State == StatePreserved:
-		first += msgKeptVariables
+		// Before what the interrupt did to the cell's processes (interrupt).
+		first = reason + msgKeptVariables + first[len(reason):]
 	case !strings.Contains(first, msgVariablesCleared):
 		first += "; " + msgVariablesCleared // the worker's own lines say why
 	}
@@ -292,12 +307,14 @@ func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
 	return res
 }
 
-// interrupt stops a run: SIGINT to the worker's group, then the grace period, then
-// the worker is stopped. It reports which of those ended the run.
+// interrupt stops a run: SIGINT to the worker and the processes its cell started
+// (scope.go), then the grace period, then the worker is stopped. It reports which of
+// those ended the run and, when the variables survived, which of the session's
+// processes ended meanwhile.
 func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason string) *Result {
 	r.enter(phaseLeaving)
 	r.endRPCs() // downstream calls are cancelled before the cell is
-	p.interrupt()
+	scope := p.interruptCell(r)
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
 	for {
@@ -306,7 +323,12 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 			if rf.id != r.id {
 				continue
 			}
-			return s.answered(p, r, rf.result, reason)
+			res := s.answered(p, r, rf.result, reason)
+			if res.State == StatePreserved && res.Error != nil && strings.HasPrefix(*res.Error, reason) {
+				// The first line says what became of the processes, after the reason.
+				res.Error = strPtr(reason + scope.note(scopeWait) + (*res.Error)[len(reason):])
+			}
+			return res
 		case <-p.dead:
 			return s.crashed(p, r, reason)
 		case <-p.proc.Exited():

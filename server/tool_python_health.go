@@ -36,7 +36,9 @@ const sessionHealthProperties = `{
     "project": {"type": "string"}, "closed": {"type": "boolean"}, "generation": {"type": "integer", "minimum": 0},
     "version": {"type": "string"}, "runtime": {"type": "string"}, "execution_mode": {"type": "string"},
     "python_executable": {"type": "string"},
-    "python": {"type": ["object", "null"], "properties": {"pid": {"type": "integer"}, "running": {"type": "boolean"}}},
+    "python": {"type": ["object", "null"], "properties": {"pid": {"type": "integer"}, "running": {"type": "boolean"},
+      "path_head": {"type": "string", "description": "the directory first on the worker's PATH: the interpreter's bin directory"},
+      "virtual_env": {"type": "string", "description": "VIRTUAL_ENV in the worker's environment, when its interpreter is a venv's"}}},
     "active_run": {"type": ["string", "null"]},
     "environment": {"type": "object", "properties": {
       "source": {"type": "string"}, "python": {"type": "string"}, "chosen_by": {"type": "string"},

@@ -44,10 +44,27 @@ class FigureTests(WorkerTestCase):
         self.assertEqual(run.result['value'], [])
         [png] = run.sent()
         self.assertEqual(png[:8], b'\x89PNG\r\n\x1a\n')
-        self.assertEqual(run.result['images'], [{'mime': 'image/png', 'bytes': len(png), 'width': 640, 'height': 480}])
         with Image.open(io.BytesIO(png)) as image:
-            self.assertEqual(image.size, (640, 480))
+            width, height = image.size
+        self.assertEqual(run.result['images'], [{'mime': 'image/png', 'bytes': len(png), 'width': width, 'height': height}])
+        self.assertTrue(width < 640 and height < 480, 'cropped to what is drawn, as Jupyter saves it')
         self.assertEqual(self.serve('plt.get_fignums()').images, {}, 'nothing shown again')
+
+    def test_figures_are_saved_tight_so_nothing_drawn_is_cut_off(self):
+        # Text below the figure's bottom edge (an x label pushed out by a large font does the
+        # same): bbox_inches="tight" grows the image to hold it, as Jupyter's inline backend
+        # does, where a plain savefig cuts it off at 640x480.
+        code = ('import matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([1, 2])\n'
+                'fig.text(0.5, -0.3, "BELOW", fontsize=40, color=(1, 0, 0))\nplt.show()')
+        run = self.serve(code)
+        self.assert_ok(run.result)
+        [png] = run.sent()
+        with Image.open(io.BytesIO(png)) as image:
+            rgb = image.convert('RGB')
+            width, height = rgb.size
+            bottom = [rgb.getpixel((x, y)) for y in range(height * 4 // 5, height) for x in range(width)]
+        self.assertGreater(height, 480, 'the image holds the text below the axes')
+        self.assertIn((255, 0, 0), bottom, 'the red text is drawn near the bottom of the image')
 
     def test_figures_left_open_are_shown_oldest_first_then_closed(self):
         code = ('import matplotlib.pyplot as plt\n'
@@ -78,10 +95,11 @@ class FigureTests(WorkerTestCase):
         self.assert_ok(run.result)
         self.assertNotIn('images', run.result)
         [kept] = run.result['image_artifacts']
-        self.assertEqual((kept['mime'], kept['width'], kept['height'], kept['reason']), ('image/png', 1000, 1000, IMAGE_PAST_BYTES))
+        self.assertEqual((kept['mime'], kept['reason']), ('image/png', IMAGE_PAST_BYTES))
         self.assertEqual(kept['size'], len(run.uploads[0]))
         with Image.open(io.BytesIO(run.uploads[0])) as image:
-            self.assertEqual(image.size, (1000, 1000))
+            self.assertEqual(image.size, (kept['width'], kept['height']))
+        self.assertGreater(kept['width'] * kept['height'], 500 * 500)
 
     def test_an_interrupted_cell_shows_nothing_and_closes_its_figures(self):
         run_id = self.worker.start('import matplotlib.pyplot as plt, time\nplt.plot([1, 2])\nprint("drawn", flush=True)\ntime.sleep(30)')

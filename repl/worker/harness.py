@@ -207,6 +207,7 @@ class WorkerProcess:
         self.event_buffer = b''
         self.native = b''
         self.jobs = []  # job frames, which may come at any time
+        self.processes = []  # process frames: the other children the worker reports
         self.images = []  # image frames collect() read, in order
         self.open_fds = {event_r, native_r}
         # While set, the native pipe is left unread: what a cell writes there is still in
@@ -241,13 +242,23 @@ class WorkerProcess:
         return bool(readable)
 
     def next_frame(self, timeout=RESULT_WAIT):
-        """The next frame other than `job` frames, which are kept in self.jobs."""
+        """The next frame other than `job` and `process` frames, which are kept in
+        self.jobs and self.processes."""
         deadline = time.monotonic() + timeout
         while True:
             frame = self._next_any_frame(deadline)
-            if frame['type'] != 'job':
+            if not self._keep_child(frame):
                 return frame
+
+    def _keep_child(self, frame):
+        """Keep a `job` or `process` frame; False for any other."""
+        if frame['type'] == 'job':
             self.jobs.append(frame)
+        elif frame['type'] == 'process':
+            self.processes.append(frame)
+        else:
+            return False
+        return True
 
     def _next_any_frame(self, deadline):
         while b'\n' not in self.event_buffer:
@@ -275,9 +286,8 @@ class WorkerProcess:
                 self._poll(remaining)
                 continue
             frame = self._next_any_frame(deadline)
-            if frame['type'] != 'job':
+            if not self._keep_child(frame):
                 raise AssertionError(f'unexpected frame {frame}')
-            self.jobs.append(frame)
 
     def drain_native(self, timeout=0.2):
         self.hold_native = False

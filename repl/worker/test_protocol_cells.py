@@ -971,8 +971,10 @@ __file__ = "reserved"
             {'name': 'blob', 'type': 'bytes', 'length': 2},
         ])
         bridge_names = 2  # mcp and ToolError (the artifact helpers are in HELPERS)
-        self.assertEqual(inventory['total_namespace_entries'], 2 + len(HELPERS) + bridge_names + 7)
-        self.assertEqual(inventory['omitted_including_helpers'], 2 + len(HELPERS) + bridge_names + 1)
+        shell_helper = 1  # __repl_shell__, what a cell's !cmd lines call
+        reserved = 2 + len(HELPERS) + bridge_names + shell_helper
+        self.assertEqual(inventory['total_namespace_entries'], reserved + 7)
+        self.assertEqual(inventory['omitted_including_helpers'], reserved + 1)
         self.assertIs(inventory['values_included'], False)
         self.assertFalse(os.path.exists(marker), 'a user hook ran during the inventory')
         self.assertEqual(self.worker.value('repl_namespace()["variables"][3]'), {'name': 'numbers', 'type': 'list', 'length': 3})

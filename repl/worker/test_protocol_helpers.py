@@ -16,6 +16,7 @@ import zipfile
 from harness import (
     HELPERS, HERE, WorkerProcess, WorkerTestCase, group_members, library_test, read_text, wait_gone, zombie_children,
 )
+from replworker.messages import SHELL_FORM_UNSUPPORTED
 
 # The real uv, which interop/.venv-uv holds beside the data venv (make interop-deps).
 UV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-uv', 'bin', 'uv'))
@@ -183,7 +184,33 @@ def tiny_wheel(directory):
 
 
 class ShellLineTests(WorkerTestCase):
-    """A cell's leading `!cmd` and `%pip ...` lines (docs/contract.md §7.1)."""
+    """A cell's `!cmd`, `x = !cmd` and `%pip ...` lines (docs/contract.md §7.1)."""
+
+    def test_commands_run_where_they_stand_after_python_and_in_blocks(self):
+        code = ('df = {"rows": 3}\n!echo after python\nfor n in (1, 2):\n    !echo in a loop\n'
+                '    if n == 2:\n        names = !printf "a\\nb\\n"; echo err >&2\n'
+                'def f():\n    !echo from f\n    return 7\n[df["rows"], names, f()]')
+        result = self.worker.run(code)
+        self.assert_ok(result)
+        self.assertEqual(result['value'], [3, ['a', 'b'], 7])
+        self.assertEqual(result['stdout'], (
+            '$ echo after python\nafter python\n$ echo in a loop\nin a loop\n$ echo in a loop\nin a loop\n'
+            '$ echo from f\nfrom f\n'
+        ))
+        self.assertEqual(result['stderr'], 'err\n', 'a captured command still streams its stderr')
+        self.assertEqual(self.worker.value('df'), {'rows': 3}, 'nothing of the cell is lost')
+
+    def test_an_unsupported_magic_fails_at_its_line_in_one_line(self):
+        run_id = self.worker.start('before = 1\n%timeit before\nafter = 2')
+        result, _ = self.worker.collect(run_id)
+        self.assertFalse(result['success'])
+        self.assertEqual(result['state'], 'preserved')
+        error = result['error']
+        self.assertIn(f'File "<repl:{run_id}>", line 2, in <module>\n    %timeit before', error)
+        self.assertTrue(error.endswith('RuntimeError: ' + SHELL_FORM_UNSUPPORTED.format('%timeit before')), error)
+        self.assertNotIn('SyntaxError', error)
+        self.assertEqual(self.worker.value('before'), 1, 'the lines before it ran')
+        self.assertIn('NameError', self.worker.run('after')['error'])
 
     def test_commands_run_first_and_say_so(self):
         result = self.worker.run("!echo one; echo two >&2\n\n!printf 'x\\ny'\nz = 5\nz * 2")
@@ -302,6 +329,34 @@ class ChildProcessTests(WorkerTestCase):
             self.worker.wait_for_job(pid, 'started', timeout=1)
             self.worker.wait_for_job(pid, 'finished', timeout=5)
         self.assertEqual(len(self.worker.jobs), 4 if sys.version_info >= (3, 11) else 2)
+
+    def test_every_child_is_reported_with_the_run_it_works_for(self):
+        # The server interrupts only the children of the run it interrupts (contract §5.6):
+        # every way a child starts is reported once, with the run of the code that started it.
+        first = self.worker.start(
+            'import os, subprocess, sys, threading, time, multiprocessing\n'
+            'go = threading.Event()\nlater = []\n'
+            'def starter():\n    go.wait()\n    later.append(subprocess.Popen(["true"]).pid)\n'
+            'threading.Thread(target=starter, daemon=True).start()\n'
+            'plain = subprocess.Popen(["true"])\nplain.wait()\n'
+            'forked = os.fork()\nif forked == 0:\n    os._exit(0)\nos.waitpid(forked, 0)\n'
+            'spawned = os.posix_spawnp("true", ["true"], os.environ)\nos.waitpid(spawned, 0)\n'
+            'kid = multiprocessing.get_context("spawn").Process(target=print)\nkid.start()\nkid.join(60)\n'
+            '[plain.pid, forked, spawned, kid.pid]')
+        result, _ = self.worker.collect(first)
+        self.assert_ok(result)
+        second = self.worker.start('go.set()\nwhile not later:\n    time.sleep(0.01)\nlater[0]')
+        late, _ = self.worker.collect(second)
+        self.assert_ok(late)
+        runs = {}
+        for frame in self.worker.processes:
+            self.assertEqual((frame['type'], frame['action']), ('process', 'started'), frame)
+            self.assertNotIn(frame['pid'], runs, 'each child reported once')
+            runs[frame['pid']] = frame['id']
+        for pid in result['value']:
+            self.assertEqual(runs.get(pid), first, (pid, self.worker.processes))
+        self.assertEqual(runs.get(late['value']), first, "a thread of the first run works for it in the second")
+        self.assertEqual(self.worker.jobs, [])
 
     def test_multiprocessing_spawn_works(self):
         code = (

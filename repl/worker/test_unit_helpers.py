@@ -14,7 +14,7 @@ import unittest
 import uuid
 from concurrent import futures
 
-from replworker import artifacts, bridge, cells, children, main, messages
+from replworker import artifacts, bridge, cells, children, main, messages, shelllines
 from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SHELL_ERROR_TAIL, SOURCE_FILE_BYTES
 from replworker.tracebacks import RunFailure
 
@@ -249,20 +249,21 @@ class SavedFileTests(unittest.TestCase):
 
 class CompileCellTests(unittest.TestCase):
     def test_trailing_expression_is_compiled_apart(self):
-        lines, body, tail = cells.compile_cell('x = 2\nx * 3', '<repl:c>')
+        body, tail = cells.compile_cell('x = 2\nx * 3', '<repl:c>')
         namespace = {}
         exec(body, namespace)
-        self.assertEqual([lines, eval(tail, namespace)], [[], 6])
-        self.assertIsNone(cells.compile_cell('x = 1', '<repl:c>')[2])
-        lines, body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
+        self.assertEqual(eval(tail, namespace), 6)
+        self.assertIsNone(cells.compile_cell('x = 1', '<repl:c>')[1])
+        body, tail = cells.compile_cell('import asyncio\nawait asyncio.sleep(0, 5)', '<repl:c>')
         self.assertTrue(tail.co_flags & inspect.CO_COROUTINE)  # top-level await: a coroutine to await
 
     def test_a_lone_expression_has_no_body(self):
         # Compiled once: nothing but the expression to evaluate.
-        lines, body, tail = cells.compile_cell('1 + 1  # comment', '<repl:c>')
-        self.assertEqual([lines, body, eval(tail, {})], [[], None, 2])
-        lines, body, tail = cells.compile_cell('!echo hi\nx', '<repl:c>', commands=True)
-        self.assertEqual([len(lines), body], [1, None])
+        body, tail = cells.compile_cell('1 + 1  # comment', '<repl:c>')
+        self.assertEqual([body, eval(tail, {})], [None, 2])
+        # A shell line is never the trailing value: `!echo hi` alone has none.
+        body, tail = cells.compile_cell('x = 1\n!echo hi', '<repl:c>', commands=True)
+        self.assertEqual([body is None, tail], [False, None])
 
     def test_a_one_line_expression_compiles_as_the_long_way_does(self):
         # Compiled from its text at once: the same code object the parse and compile of
@@ -282,7 +283,7 @@ class CompileCellTests(unittest.TestCase):
             fast = cells._one_line_expression(source, '<repl:c>')
             self.assertIsNotNone(fast, source)
             self.assertEqual(shape(fast), shape(long_way(source)), source)
-            self.assertEqual(cells.compile_cell(source, '<repl:c>', commands=True)[:2], ([], None), source)
+            self.assertEqual(cells.compile_cell(source, '<repl:c>', commands=True)[0], None, source)
         # Everything else takes the long way, which gives its result or its error.
         for source in ('x = 1', '1;', '(1,\n 2)', 'x\r\ny', ' 1', '# c\n1', '!ls', '%pip list', 'x = (', '1\x00', ''):
             self.assertIsNone(cells._one_line_expression(source, '<repl:c>'), source)
@@ -291,27 +292,60 @@ class CompileCellTests(unittest.TestCase):
         with self.assertRaises(SyntaxError):
             cells.compile_cell('x = (', '<repl:c>')
 
-    def test_leading_shell_lines(self):
-        source = '# setup\n!echo hi\n\n  %pip install -q x\n!  ls  \nimport os\n!not a command here'
-        commands, python = cells.split_commands(source)
-        # Which pip a %pip line runs is pip_command's (its own tests); here only the split.
-        pip = children.pip_command('install -q x')
-        self.assertEqual(commands, [(2, 'echo hi', False), (4, pip, True), (5, 'ls', False)])
-        self.assertEqual(python, '# setup\n\n\n\n\nimport os\n!not a command here')
-        self.assertEqual(cells.split_commands('x = 1\n!ls'), ([], 'x = 1\n!ls'))
-        self.assertEqual(cells.split_commands('%pipx run y')[0], [])  # only %pip itself
-        self.assertEqual(cells.split_commands('%pip')[0], [(1, children.pip_command(''), True)])
+    def test_shell_lines_anywhere(self):
+        # Where IPython takes them: a logical line of its own, at the top level or in a
+        # block, after Python lines too; the lines keep their numbers.
+        source = ('# setup\n!echo hi\nimport os\n  %pip install -q x\nfor f in range(2):\n'
+                  '    !echo {f}\n    files = !ls -a\nd["k"] = !pwd\nx = 1 if y != 2 else 3\n'
+                  'z = "%d" % 4\n!  ls  ')
+        text, originals = shelllines.transform(source)
+        pip = children.pip_command('install -q x')  # which pip is pip_command's (its own tests)
+        call = shelllines.HELPER
+        self.assertEqual(text.split('\n'), [
+            '# setup', f"{call}('echo hi', 0)", 'import os', f'  {call}({pip!r}, 1)', 'for f in range(2):',
+            f"    {call}('echo {{f}}', 0)", f"    files = {call}('ls -a', 2)", f"d[\"k\"] = {call}('pwd', 2)",
+            'x = 1 if y != 2 else 3', 'z = "%d" % 4', f"{call}('ls', 0)",
+        ])
+        self.assertEqual(sorted(originals), [2, 4, 6, 7, 8, 11])
+        self.assertEqual(originals[7], '    files = !ls -a')
+        self.assertEqual(shelllines.transform('%pipx run y')[0], f"{call}('%pipx run y', 3)")  # only %pip itself
+
+    def test_other_magics_raise_at_their_line(self):
+        text, _ = shelllines.transform('x = 1\n%timeit x\n%%time\n!!ls\nt = %who\ny = %pip list')
+        call = shelllines.HELPER
+        self.assertEqual(text.split('\n'), [
+            'x = 1', f"{call}('%timeit x', 3)", f"{call}('%%time', 3)", f"{call}('!!ls', 3)",
+            f"t = {call}('%who', 3)", f"y = {call}('%pip list', 3)",
+        ])
+        with self.assertRaises(RuntimeError) as caught:
+            shelllines.shell('%timeit x', shelllines.UNSUPPORTED)
+        self.assertEqual(str(caught.exception), messages.SHELL_FORM_UNSUPPORTED.format('%timeit x'))
+        self.assertNotIn('\n', str(caught.exception))
+
+    def test_lines_inside_strings_and_brackets_are_not_shell_lines(self):
+        for source in ('s = """\n!not a command\nx = !nor this\n"""', 'x = (1,\n!= 2)', 'y = (a\n % b)',
+                       'f(a,\n  b = !c)', 'x = 1 + \\\n!ls', "s = '''\n%timeit\n'''"):
+            text, originals = shelllines.transform(source)
+            self.assertEqual((text, originals), (source, {}), source)
+        self.assertEqual(shelllines.transform('x = 1\ny = x % 2 != 0'), ('x = 1\ny = x % 2 != 0', {}))
+
+    def test_compile_cell_with_shell_lines(self):
         # Only cells have them (a saved file's first line is Python); their lines keep their numbers.
         with self.assertRaises(SyntaxError):
             cells.compile_cell('!ls', '<repl:c>')
-        lines, body, tail = cells.compile_cell('!ls\nx = 1', '<repl:c>', commands=True)
-        self.assertEqual(len(lines), 1)
-        self.assertEqual(lines[0].co_filename, '<repl:c>')
-        self.assertEqual(lines[0].co_firstlineno, 1)
+        body, tail = cells.compile_cell('x = 1\n!ls\nx', '<repl:c>', commands=True)
+        self.assertEqual((body.co_filename, eval(tail, {'x': 7})), ('<repl:c>', 7))
         with self.assertRaises(SyntaxError) as caught:
             cells.compile_cell('!ls\nx = (', '<repl:c>', commands=True)
         self.assertEqual(caught.exception.lineno, 2)
-
+        # A `!` that is no line of its own stays a SyntaxError, with a note naming the forms.
+        with self.assertRaises(SyntaxError) as caught:
+            cells.compile_cell('x = 1\nprint(x); !ls', '<repl:c>', commands=True)
+        self.assertEqual((caught.exception.lineno, caught.exception.__notes__), (2, [messages.SHELL_FORM_HINT]))
+        # A transformed line's error shows the line as written.
+        with self.assertRaises(SyntaxError) as caught:
+            cells.compile_cell('1 = !ls', '<repl:c>', commands=True)
+        self.assertEqual(caught.exception.text, '1 = !ls')
 
 if __name__ == '__main__':
     unittest.main()

@@ -22,7 +22,8 @@ from .artifacts import (
 )
 from .bridge import RPCS, McpBridge, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
-from .children import CHILDREN, ShellError, ShellResult, exit_now, pip_command, run_line, sh
+from . import shelllines
+from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
 from .common import CELL_MODULE, MISSING, RUN_ID, read_prefix, type_name, utf8_prefix
 from .display import IMAGES, display
 from .interrupts import Interrupts
@@ -55,7 +56,7 @@ BASELINE_NAMES = {'__name__': CELL_MODULE, '__builtins__': builtins}
 RESERVED_NAMES = frozenset({'__file__', '__repl_result__', 'mcp'})
 _CELL_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 # First characters of a line that is no expression statement at column 0: indentation
-# (an error), a comment, and the shell lines of split_commands.
+# (an error), a comment, and the shell lines of shelllines.
 _NOT_AN_EXPRESSION_START = frozenset(' \t\f#!%')
 
 
@@ -170,40 +171,6 @@ def _check_argv(argv):
         raise RunFailure(ARGV_TOO_LARGE)
 
 
-def split_commands(source):
-    """A cell's leading shell lines, as agents used to notebooks type them: `!cmd` (run with
-    sh) and `%pip ARGS` (pip of the worker's own interpreter). Blank lines and comments may
-    come between them; the first other line ends them. Returns ([(line number, command,
-    whether it is pip)], the source with those lines blanked): what is left is Python,
-    with its lines numbered as in the cell."""
-    lines = source.split('\n')
-    commands = []
-    for index, line in enumerate(lines):
-        text = line.strip()
-        if not text or text.startswith('#'):
-            continue
-        if text.startswith('!'):
-            commands.append((index + 1, text[1:].strip(), False))
-        elif text == '%pip' or text.startswith(('%pip ', '%pip\t')):
-            commands.append((index + 1, pip_command(text[4:].strip()), True))
-        else:
-            break
-        lines[index] = ''
-    return commands, '\n'.join(lines) if commands else source
-
-
-def compile_command(lineno, command, pip, filename):
-    """`run_line(command, pip)` as code of the cell at `lineno`: a failure's traceback shows
-    the cell's own line."""
-    call = ast.Expression(ast.Call(
-        ast.Name('run_line', ast.Load()), [ast.Constant(command), ast.Constant(pip)], [],
-    ))
-    for node in ast.walk(call):
-        node.lineno = node.end_lineno = lineno
-        node.col_offset = node.end_col_offset = 0
-    return compile(call, filename, 'eval', dont_inherit=True)
-
-
 def _one_line_expression(source, filename):
     """The code of a cell that is one expression on one line (`df.shape`, `x`), compiled
     from its text at once, or None. It is the code the parse and compile below make of
@@ -218,32 +185,33 @@ def _one_line_expression(source, filename):
 
 
 def compile_cell(source, filename, commands=False):
-    """Code for the leading shell lines (with `commands`, see split_commands), the body and,
-    when the cell ends with an expression, for that expression; compiled apart so its value
-    is kept as an object (no implicit repr). The body is None when the expression is all
-    there is: a cell like `df.shape` is parsed once and compiled once."""
+    """Code for the body and, when the cell ends with an expression, for that expression;
+    compiled apart so its value is kept as an object (no implicit repr). With `commands`,
+    the cell's shell lines (`!cmd`, `x = !cmd`, `%pip`) are calls of the worker's helper
+    (shelllines), and a shell line is never the trailing value. The body is None when the
+    expression is all there is: a cell like `df.shape` is parsed once and compiled once."""
     tail = _one_line_expression(source, filename)
     if tail is not None:
-        return [], None, tail
-    lines = ()
-    if commands:
-        lines, source = split_commands(source)
-    module = ast.parse(source, filename, 'exec')
+        return None, tail
+    text, originals = shelllines.transform(source) if commands else (source, {})
+    try:
+        module = ast.parse(text, filename, 'exec')
+    except SyntaxError as exc:
+        if commands:
+            shelllines.explain(exc, source, originals)
+        raise
     tail = None
-    if module.body and isinstance(module.body[-1], ast.Expr):
+    if module.body and isinstance(module.body[-1], ast.Expr) and not shelllines.is_shell_call(module.body[-1]):
         expression = ast.Expression(module.body.pop().value)
         tail = compile(expression, filename, 'eval', _CELL_FLAGS, dont_inherit=True)
-    lines = [compile_command(lineno, command, pip, filename) for lineno, command, pip in lines]
     if tail is not None and not module.body:
-        return lines, None, tail
-    return lines, compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
+        return None, tail
+    return compile(module, filename, 'exec', _CELL_FLAGS, dont_inherit=True), tail
 
 
-async def cell_main(lines, body, tail, namespace):
-    """The cell task: run the leading shell lines, the body (if any), then evaluate the
-    trailing expression, awaiting either when it uses top-level await."""
-    for line in lines:
-        eval(line, {'run_line': run_line})
+async def cell_main(body, tail, namespace):
+    """The cell task: run the body (if any), then evaluate the trailing expression,
+    awaiting either when it uses top-level await."""
     if body is not None:
         result = eval(body, namespace)
         if body.co_flags & inspect.CO_COROUTINE:
@@ -318,6 +286,7 @@ class Worker:
             'checkpoint': checkpoint, 'restore': restore,
             'repl_history': repl_history, 'repl_source': repl_source, 'repl_namespace': repl_namespace,
             'ToolError': ToolError, **ARTIFACT_HELPERS, 'display': display, 'repl_export': repl_export,
+            shelllines.HELPER: shelllines.shell,
         }
 
     def _install_baseline(self):
@@ -459,12 +428,12 @@ class Worker:
         (trailing value or MISSING, exception or None)."""
         self._sources.add(run_id, filename, source)
         try:
-            lines, body, tail = compile_cell(source, filename, commands)
+            body, tail = compile_cell(source, filename, commands)
         except Exception as exc:  # SyntaxError, or the parser's ValueError/RecursionError/MemoryError
             return MISSING, exc
         context = contextvars.copy_context()
         context.run(RUN_ID.set, run_id)
-        task = context.run(self._loop.create_task, cell_main(lines, body, tail, self._namespace))
+        task = context.run(self._loop.create_task, cell_main(body, tail, self._namespace))
         self._interrupts.drive(task)
         if task.cancelled():
             return MISSING, asyncio.CancelledError()
@@ -683,8 +652,16 @@ class Worker:
         # written when the pipe holds no byte the server has yet to read, as after a cell
         # that wrote none: the result says so, and the server does not wait for it.
         frame = {'type': 'result', 'id': run_id, 'result': result}
-        if barrier is None or not self._native.mark(b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e'):
+        # After a run that started a child, the children keep the pipe and the next cells
+        # get a new one (native.py): what they write later is theirs, not a later cell's.
+        # A run whose execute frame could not be decoded has no barrier and ran nothing.
+        marked, rotated = (False, False) if barrier is None else self._native.mark_and_rotate(
+            b'\x1e' + barrier.encode('utf-8', 'replace') + b'\x1e', CHILDREN.take_spawned(),
+        )
+        if not marked:
             frame['barrier'] = False
+        if rotated:
+            frame['native_pipe'] = True
         self._channel.send(frame)
         if result['state'] == 'cleared':
             exit_now(EXIT_STATE_CLEARED)

@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import math
 import os
+import _posixsubprocess
 import select
 import shutil
 import signal
@@ -19,12 +20,14 @@ import time
 import weakref
 
 from .common import RUN_ID, module_name, utf8_prefix
+from .threads import THREADS
 from .limits import (
     CHILD_EXIT_WAIT, READ_CHUNK, REAP_INTERVAL, SHELL_CAPTURE, SHELL_DRAIN, SHELL_ERROR_TAIL,
     SHELL_EXIT_CHECK, SHELL_PROCESSES, SHELL_TIMEOUT,
 )
 from .messages import (
-    COMMAND_ECHO, PIP_MISSING, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_FAILED, SHELL_FAILED_TAIL, SHELL_LINE_FAILED,
+    COMMAND_ECHO, PIP_MISSING, SHELL_BAD_TIMEOUT, SHELL_BUSY, SHELL_CAPTURE_CUT, SHELL_FAILED, SHELL_FAILED_TAIL,
+    SHELL_LINE_FAILED,
 )
 
 
@@ -69,6 +72,10 @@ class _Children:
 
     def __init__(self):
         self._channel = None
+        self._forked = False  # in the child of a bare os.fork()
+        # Whether a child may have started since take_spawned last said: it holds the
+        # native pipe of its time (native.py).
+        self._spawned = False
         # id(weak reference) -> (weak reference, pid, run id, job?, reaped here?), until the
         # child is seen finished or its Popen object is gone.
         self._live = {}
@@ -83,19 +90,44 @@ class _Children:
         self._channel = channel
         os.register_at_fork(after_in_child=self._forget_all)
         subprocess.Popen = Popen
+        for module, name in _SPAWNERS:
+            plain = getattr(module, name, None)
+            if plain is not None:
+                setattr(module, name, _reporting(plain))
+        os.system = _marking(os.system)
         threading.Thread(target=self._reap_forever, name='repl-mcp-reaper', daemon=True).start()
 
+    def take_spawned(self):
+        """Whether a child started (or may have) since the last call; it says so once."""
+        spawned, self._spawned = self._spawned, False
+        return spawned
+
+    def spawning(self):
+        """A child is about to start, by a way that does not report it (os.system)."""
+        self._spawned = True
+
     def add(self, proc, reaped_elsewhere):
-        run_id = RUN_ID.get() or ''
+        self._spawned = True
+        run_id = _run_now()
         job = leads_group(proc.pid)
-        if job:
-            self._channel.send({'type': 'job', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
+        # A job's frame names its run too; any other child is reported as a process.
+        self._send({'type': 'job' if job else 'process', 'id': run_id, 'pid': proc.pid, 'action': 'started'})
         ref = weakref.ref(proc, self._forget)
         self._live[id(ref)] = (ref, proc.pid, run_id, job, not reaped_elsewhere)
 
+    def started(self, pid):
+        """Report a child started other than through Popen (a fork, a spawn) with its run."""
+        self._spawned = True
+        self._send({'type': 'process', 'id': _run_now(), 'pid': pid, 'action': 'started'})
+
+    def _send(self, frame):
+        if not self._forked:  # a forked child's frames would reach nobody
+            self._channel.send(frame)
+
     def _forget_all(self):
         """In a forked child: the worker's children are not its own to reap, report or
-        kill when it exits."""
+        kill when it exits, and its own are nobody's to hear of."""
+        self._forked = True
         self._live = {}
         self._dropped_jobs = collections.deque()
 
@@ -125,7 +157,7 @@ class _Children:
 
     def _finished(self, pid, run_id):
         kill_group(pid)  # what the job left behind in its group
-        self._channel.send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
+        self._send({'type': 'job', 'id': run_id, 'pid': pid, 'action': 'finished'})
 
     def _reap_forever(self):
         while True:
@@ -152,16 +184,62 @@ class _Children:
                 pass
 
 
+def _run_now():
+    """The run the calling code works for (threads.THREADS: a thread's, a pool job's, the
+    running cell's on the main thread), or '' for none: what a child it starts is
+    reported with."""
+    run_id = THREADS.current_run()
+    return run_id if run_id is not None else (RUN_ID.get() or '')
+
+
+# Where else a child process can start, besides subprocess.Popen: bare forks (the fork
+# context of multiprocessing, pty), multiprocessing's spawn and forkserver (fork_exec),
+# and posix_spawn. Each is wrapped to report the child with its run (`process` frames),
+# so the server can tell the children an interrupted cell started from those of earlier
+# cells (docs/contract.md §5.6). A child C code forks by itself is not reported: the
+# server judges it by its start time.
+_SPAWNERS = ((os, 'fork'), (os, 'forkpty'), (os, 'posix_spawn'), (os, 'posix_spawnp'), (_posixsubprocess, 'fork_exec'))
+_IN_POPEN = threading.local()  # .active: Popen reports its child itself, once it knows whether it is a job
+
+
+def _reporting(spawn):
+    """`spawn` made to report, in the parent, every child it starts."""
+    def reporting(*args, **kwargs):
+        result = spawn(*args, **kwargs)
+        pid = result[0] if type(result) is tuple else result
+        if pid and not getattr(_IN_POPEN, 'active', False):
+            CHILDREN.started(pid)
+        return result
+
+    reporting.__name__, reporting.__qualname__, reporting.__doc__ = spawn.__name__, spawn.__qualname__, spawn.__doc__
+    return reporting
+
+
+def _marking(system):
+    """os.system made to say that a child starts: it forks in C, and a command it puts in
+    the background (`cmd &`) holds the native pipe (native.py). Its pid is never known."""
+    def marking(command):
+        CHILDREN.spawning()
+        return system(command)
+
+    marking.__name__, marking.__qualname__, marking.__doc__ = system.__name__, system.__qualname__, system.__doc__
+    return marking
+
+
 _PlainPopen = subprocess.Popen
 
 
 class Popen(_PlainPopen):
     """subprocess.Popen inside the worker (CHILDREN.start installs it): each child is
-    tracked, so it is reaped without losing its status, reported when it is a job, and killed
-    when the worker exits."""
+    tracked, so it is reaped without losing its status, reported (as a job when it leads a
+    group of its own, else as a process), and killed when the worker exits."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        _IN_POPEN.active = True
+        try:
+            super().__init__(*args, **kwargs)
+        finally:
+            _IN_POPEN.active = False
         # asyncio's subprocess transport reaps its children itself: reaping them here would
         # take the status its child watcher waits for.
         caller = module_name(sys._getframe(1))
@@ -337,25 +415,28 @@ def pip_command(arguments):
     return f'{shell_quote(uv)} pip {arguments}'.rstrip()
 
 
-def run_line(command, pip=False):
-    """Run a cell's leading `!cmd` (or `%pip ...`, with pip=True) line: say so on stdout, run
-    it with sh in a new process group (killed when it ends, like sh()), and stream its
-    stdout and stderr into the cell's as they come. A non-zero status raises ShellError
-    (whose message leaves stderr to the cell's stderr, where it already is), so the rest
-    of the cell does not run after a failed install. After %pip the import
-    system forgets its directory caches, so what was installed imports at once."""
+def run_line(command, pip=False, capture=False):
+    """Run a cell's `!cmd` line (`%pip ...` with pip=True; `x = !cmd` with capture=True,
+    returning the list of its stdout's lines): say so on stdout (not for a capture), run it
+    with sh in a new process group (killed when it ends, like sh()), and stream its stderr,
+    and its stdout unless captured, into the cell's as they come. A non-zero status raises
+    ShellError (whose message leaves stderr to the cell's stderr, where it already is), so
+    the rest of the cell does not run after a failed install. After %pip the import system
+    forgets its directory caches, so what was installed imports at once."""
     if command is None:  # %pip with neither pip nor uv: see pip_command
         raise RuntimeError(PIP_MISSING.format(shell_quote(sys.executable)))
-    sys.stdout.write(COMMAND_ECHO.format(command))
+    if not capture:
+        sys.stdout.write(COMMAND_ECHO.format(command))
     if not _SHELL_SLOTS.acquire(blocking=False):
         raise RuntimeError(SHELL_BUSY)
+    kept = [] if capture else None
     try:
         proc = Popen(
             command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
         try:
-            stderr_tail = stream_output(proc)
+            stderr_tail = stream_output(proc, kept)
         finally:
             kill_group(proc.pid)
             proc.stdout.close()
@@ -368,21 +449,33 @@ def run_line(command, pip=False):
     if proc.returncode != 0:
         # Its stderr was streamed into the cell's: the error does not say it again.
         raise ShellError(ShellResult('', stderr_tail, proc.returncode), SHELL_LINE_FAILED.format(proc.returncode))
+    if not capture:
+        return None
+    text, cut = _shell_text(b''.join(kept))
+    if cut:
+        sys.stderr.write(SHELL_CAPTURE_CUT)
+    return text.splitlines()
 
 
-def stream_output(proc):
+def stream_output(proc, kept=None):
     """Copy a command's stdout and stderr into sys.stdout and sys.stderr as they come, as
-    UTF-8 (invalid bytes replaced), read by pump_pipes. Returns the last SHELL_ERROR_TAIL
-    characters of stderr."""
+    UTF-8 (invalid bytes replaced), read by pump_pipes; with a list `kept`, stdout's bytes
+    go there instead, at most SHELL_CAPTURE of them and one byte more, which says that some
+    were dropped. Returns the last SHELL_ERROR_TAIL characters of stderr."""
     streams = {
         proc.stdout.fileno(): ('stdout', codecs.getincrementaldecoder('utf-8')('replace')),
         proc.stderr.fileno(): ('stderr', codecs.getincrementaldecoder('utf-8')('replace')),
     }
     tail = ''
+    room = SHELL_CAPTURE + 1
 
     def copy(fd, data):
-        nonlocal tail
+        nonlocal tail, room
         name, decoder = streams[fd]
+        if kept is not None and name == 'stdout':
+            kept.append(data[:room])
+            room -= len(kept[-1])
+            return
         text = decoder.decode(data, final=not data)
         if text:
             getattr(sys, name).write(text)

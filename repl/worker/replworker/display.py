@@ -137,9 +137,11 @@ def _describe(exc):
 
 
 def render_figure(figure):
-    """A matplotlib Figure as PNG, drawn by its own savefig (the user's rcParams apply)."""
+    """A matplotlib Figure as PNG, drawn by its own savefig as Jupyter's inline backend
+    draws it: cropped to what is drawn (bbox_inches='tight'), so an axis label outside
+    the axes is not cut off at the figure's edge; the user's other rcParams apply."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format='png')
+    figure.savefig(buffer, format='png', bbox_inches='tight')
     return buffer.getvalue()
 
 

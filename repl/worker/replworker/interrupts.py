@@ -78,7 +78,7 @@ class _InterruptRetry:
 
 class _StraySignals:
     """Brings a SIGINT that another thread took to the main thread. The server signals the
-    worker's process group, and the kernel may hand a process-directed signal to any
+    worker process, and the kernel may hand a process-directed signal to any
     thread; Python's C handler then only marks it, and the Python handler runs when the
     main thread next executes bytecode. A cell blocked in time.sleep or a C call would
     not see its interrupt until that returned (its run timed out, and the worker with its

@@ -21,6 +21,29 @@ def python_version():
     return '.'.join(parts + ['0']) if len(parts) == 2 else version
 
 
+def activate():
+    """Make the worker's environment the session interpreter's, as its `activate` script
+    would: its bin directory first on PATH (so `!pip`, `!python`, `sh("python ...")` and
+    `subprocess.run(["python", ...])` find this interpreter and its tools) and, for a venv,
+    VIRTUAL_ENV naming it, with PYTHONHOME unset; an interpreter that is no venv unsets a
+    VIRTUAL_ENV inherited from the server's environment, which would name another one (uv
+    installs there). Returns (the bin directory, the venv or None) for the ready frame."""
+    executable = sys.executable
+    if not executable:  # an embedding that cannot say where it is: leave PATH alone
+        return None, None
+    bin_dir = os.path.dirname(executable)
+    path = os.environ.get('PATH', '')
+    if path.split(os.pathsep, 1)[0] != bin_dir:
+        os.environ['PATH'] = bin_dir + os.pathsep + path if path else bin_dir
+    venv = sys.prefix if sys.prefix != sys.base_prefix else None
+    if venv is not None:
+        os.environ['VIRTUAL_ENV'] = venv
+        os.environ.pop('PYTHONHOME', None)
+    else:
+        os.environ.pop('VIRTUAL_ENV', None)
+    return bin_dir, venv
+
+
 def run(path0):
     """Serve until EOF or shutdown. `path0` is the project directory the bootstrap took off
     sys.path while the worker's modules and the standard library loaded (a project's
@@ -43,6 +66,7 @@ def _serve(path0):
     IMAGES.start(channel)
     install_matplotlib_hook()
     sys.argv = ['']
+    bin_dir, venv = activate()
     # What the interpreter's start read (.pth files, site-packages): a spare worker
     # that waited is not handed out once one of these has changed since it started.
     site_dirs = [path for path in sys.path if path and os.path.isdir(path)]
@@ -63,6 +87,8 @@ def _serve(path0):
         'python_executable': sys.executable,
         'site_dirs': site_dirs,
         'site_absent': site_absent,
+        'path_head': bin_dir,
+        'virtual_env': venv,
     })
     channel.start_reader()
     worker.serve()

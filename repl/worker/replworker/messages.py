@@ -5,7 +5,7 @@ errors written to fd 2. Clients match substrings of many of them (reference sect
 
 from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
-    PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
+    PREVIEW_INT_BITS, RPC_PENDING, RPC_QUEUED, SHELL_CAPTURE, SHELL_PROCESSES, CHECKPOINT_VARIABLES,
 )
 from .limits import IMAGE_ARTIFACTS, IMAGE_BYTES, IMAGE_COUNT, SEARCH_LIMIT_MAX
 
@@ -88,7 +88,17 @@ PIP_MISSING = (
     '%pip: {0} has no pip (a venv made by `uv venv` has none) and uv is not on PATH; '
     'add pip with `!{0} -m ensurepip`, or put uv on PATH'
 )
-COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a leading !cmd or %pip line runs
+COMMAND_ECHO = '$ {}\n'  # written to a cell's stdout before a !cmd or %pip line runs
+_SHELL_FORMS = (
+    'repl-mcp runs `!cmd`, `x = !cmd` (the list of its stdout lines) and `%pip ARGS` as lines of '
+    'their own, at the top level of a cell or inside its blocks'
+)
+SHELL_FORM_UNSUPPORTED = '`{}` is not run here: ' + _SHELL_FORMS + '; write anything else as Python'
+SHELL_FORM_HINT = _SHELL_FORMS + '; anything else is Python'
+SHELL_CAPTURE_CUT = (
+    f'x = !cmd: the list holds the lines of the first {SHELL_CAPTURE:,} bytes of the command\'s stdout; '
+    'the rest was read and dropped (write large output to a file)\n'
+)
 SHELL_BAD_TIMEOUT = 'sh() timeout must be a finite positive number of seconds'
 
 # Checkpoints: refusals, and the reasons listed in `skipped`.
@@ -165,6 +175,7 @@ NOT_BOOL_OVERWRITE = 'overwrite must be True or False'
 # Protocol errors: one line on fd 2 before the worker exits with status 2.
 PROTOCOL_ERROR = 'repl-mcp worker: protocol error: {}\n'
 BAD_FDS = 'REPL_MCP_WORKER_FDS={!r} is not two open fds "R,W": {}'
+BAD_NATIVE_SOCKET = 'REPL_MCP_WORKER_NATIVE={!r} is not an open socket: {}'
 FRAME_NOT_JSON = 'frame is not UTF-8 JSON'
 FRAME_UNKNOWN = 'unknown or malformed frame (type {})'
 FRAME_TOO_LARGE = 'frame exceeds 1 MiB'

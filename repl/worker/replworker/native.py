@@ -1,12 +1,18 @@
 """The native-output pipe: fd 1 and fd 2 as the worker found them at start, which C code,
 `os.write(1, ...)` and child processes write to and the server reads; known by identity,
 and the barrier the worker writes there before a result when the server may not have read
-everything yet (PROTOCOL.md, The barrier)."""
+everything yet (PROTOCOL.md, The barrier). After a run that started a child process, the
+worker puts a new pipe at fd 1 and 2 (PROTOCOL.md, Native pipes): the children keep the
+old one, so the server can tell what they write from what later cells write."""
 
 import fcntl
 import os
+import socket
 import sys
 import termios
+
+from .channel import _null_over, _private_fd, protocol_error
+from .messages import BAD_NATIVE_SOCKET
 
 # Whether the kernel says how many bytes a pipe holds, asked on the end the worker writes:
 # Linux answers FIONREAD on either end of a pipe. Elsewhere the barrier is always written.
@@ -59,6 +65,43 @@ class NativeOutput:
                 copy = _private_copy(fd)
                 if copy is not None:
                     self._copies[identity] = copy
+        self._socket = _native_socket()  # where new pipes go to the server; None: never rotate
+        os.register_at_fork(after_in_child=self._disown)
+
+    def _disown(self):
+        """In the child of a bare os.fork(): the server's socket is the worker's alone."""
+        if self._socket is not None:
+            _null_over(self._socket.fileno())
+            self._socket = None
+
+    def mark_and_rotate(self, data, rotate):
+        """mark(data), and with `rotate`, a new pipe at fd 1 and 2 (those that still are
+        the pipe), its read end sent to the server first: the processes that hold the old
+        pipe write to it from now on, and the server reads what they write there as
+        theirs. Returns (whether the barrier was written, whether the pipe was replaced)."""
+        old = self._start[2]
+        if not rotate or self._socket is None or old is None:
+            return self.mark(data), False
+        read_end, write_end = os.pipe()  # both close-on-exec: no child gets them
+        try:
+            socket.send_fds(self._socket, [b'p'], [read_end])
+        except OSError:
+            os.close(write_end)
+            return self.mark(data), False  # the server reads the old pipe on
+        finally:
+            os.close(read_end)
+        marked = self.mark(data)  # into the old pipe: the run's bytes end there
+        new = _identity(write_end)
+        for fd in (1, 2):
+            if self._start[fd] == old and _identity(fd) == old:
+                os.dup2(write_end, fd)  # inheritable, as fd 1 and 2 are
+            if self._start[fd] == old:
+                self._start[fd] = new
+        copy = self._copies.pop(old, None)
+        if copy is not None and _identity(copy) == old:
+            os.close(copy)  # the worker holds none of the old pipe: it ends with its last writer
+        self._copies[new] = write_end  # close-on-exec and above fd 2: a private copy as it is
+        return marked, True
 
     def descriptor(self, fd):
         """A descriptor that is still what `fd` (1 or 2) was at start: `fd` itself while it
@@ -100,3 +143,18 @@ class NativeOutput:
                     self._copies[identity] = copy
                 return fd
         return None
+
+
+def _native_socket():
+    """The socket the server takes new native pipes on (REPL_MCP_WORKER_NATIVE, an fd
+    number), moved to a private descriptor like the protocol pipes; None without one (the
+    tests' and the bench's workers): the pipe then never changes."""
+    spec = os.environ.pop('REPL_MCP_WORKER_NATIVE', '')
+    if not spec:
+        return None
+    try:
+        fd = int(spec)
+        os.fstat(fd)
+        return socket.socket(fileno=_private_fd(fd))
+    except (ValueError, OSError) as exc:
+        protocol_error(BAD_NATIVE_SOCKET.format(spec, exc))
