@@ -138,7 +138,7 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 				polled, _ = w.textCall(t, "python_run", map[string]any{"run_id": run})
 				return !strings.HasPrefix(footerOf(polled), "[running;") && !strings.HasPrefix(footerOf(polled), "[starting;")
 			})
-			if polled != "going\n7\n[ok; generation 2; run "+run+"]" {
+			if polled != "going\n7\n[ok; generation 2; run "+run+`; code: "import time; print('going'); time.sleep(0.3); 7"]` {
 				t.Errorf("python_run of a finished background run: %q", polled)
 			}
 			if got, isError := w.textCall(t, "python_run", map[string]any{"run_id": "no-such-run"}); !isError || !strings.HasPrefix(got, "Error: Run not found") {
