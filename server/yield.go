@@ -29,7 +29,7 @@ func (s *Server) yieldAfter(ctx context.Context, given *float64) time.Duration {
 	case s.yieldDefault != nil:
 		return *s.yieldDefault
 	}
-	if call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest); call != nil && s.formFor(call) == formText {
+	if call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest); call != nil && s.formFor(call).text() {
 		return textFormYield
 	}
 	return 0
