@@ -35,8 +35,9 @@ import sys
 import types
 import warnings
 
-from .bridge import McpResult
+from .bridge import McpBridge, McpResult
 from .children import ShellResult
+from .toolfuncs import ToolLines
 from .common import MISSING, json_text, type_name, utf8_prefix, utf8_size
 from .limits import (
     INVENTORY_BYTES, INVENTORY_ENVELOPE, INVENTORY_LISTED, INVENTORY_SCANNED, INVENTORY_TYPE_CHARS,
@@ -78,7 +79,7 @@ def plain_json(value, depth, budget):
         return value
     if depth >= PREVIEW_DEPTH:
         raise NotPreviewable
-    if cls is list or cls is tuple or cls is ReplHistory:
+    if cls is list or cls is tuple or cls is ReplHistory or cls is ToolLines:
         if len(value) > PREVIEW_ITEMS:
             raise NotPreviewable
         return [plain_json(item, depth + 1, budget) for item in value]
@@ -129,7 +130,7 @@ def _json_copy(value, depth, room, numbers=False):
         copy = value
     elif depth >= PREVIEW_NESTING:
         raise NotPreviewable
-    elif cls is list or cls is tuple or cls is ReplHistory:
+    elif cls is list or cls is tuple or cls is ReplHistory or cls is ToolLines:
         room[0] -= 1 + len(value)
         if room[0] < 0:
             raise _TooBig
@@ -364,8 +365,10 @@ def _render(value, room, depth, state):
     if cls is ShellResult:
         text = str.__str__(value)
         return _cut_repr(text, len(text), PREVIEW_MORE_CHARS, room, state)
-    if cls is list or cls is ReplHistory:
+    if cls is list or cls is ReplHistory or cls is ToolLines:
         return _list(value, '[', ']', '[]', room, depth, state)
+    if cls is McpBridge:
+        return _fit(McpBridge._preview(value), room, state)
     if cls is tuple:
         return _list(value, '(', ')', '()', room, depth, state)
     if cls is dict or cls is McpResult:
