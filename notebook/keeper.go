@@ -233,7 +233,7 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	if fc.Python != nil {
 		version, executable = fc.Python.PythonVersion, fc.Python.PythonExecutable
 	}
-	record := func() { k.recordCell(s, c, version, executable) }
+	record := func() { k.recordCell(s, c, version, executable, fc.Project) }
 	if k.live != "" {
 		k.flush()
 		record()
@@ -242,22 +242,50 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	k.later(record)
 }
 
+// SessionEvent records what happened to a session beside its cells, where it
+// happened among them. The live notebook shows it from the next cell on: an event
+// alone (a burst of busy refusals, say) does not rewrite the file.
+func (k *Keeper) SessionEvent(e repl.SessionEvent) {
+	s := k.session(e.SessionID, e.SessionName)
+	c := cell{Started: e.At, RunID: e.RunID, Event: &event{Kind: string(e.Kind), At: e.At, RunID: e.RunID, Text: e.Text}}
+	k.later(func() { k.recordEntry(s, c, e.Project) })
+}
+
+// recordEntry adds an event's entry to s's record.
+func (k *Keeper) recordEntry(s *kept, c cell, project string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if project != "" {
+		s.info.project = project
+	}
+	if err := k.addLocked(s, c); err != nil {
+		k.log.Warn("notebook: cannot record a session event", "session", s.info.id, "err", err)
+	}
+}
+
+// addLocked adds c to s's record, made on first use; s.mu is held.
+func (k *Keeper) addLocked(s *kept, c cell) error {
+	if s.record == nil {
+		rec, err := newRecord(filepath.Join(k.dir, s.info.id), k.limits)
+		if err != nil {
+			return err
+		}
+		s.record = rec
+	}
+	return s.record.add(c)
+}
+
 // recordCell adds c to s's record and rewrites s's live notebook, if any.
-func (k *Keeper) recordCell(s *kept, c cell, version, executable string) {
+func (k *Keeper) recordCell(s *kept, c cell, version, executable, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if version != "" || executable != "" {
 		s.info.pythonVersion, s.info.pythonExecutable = version, executable
 	}
-	if s.record == nil {
-		rec, err := newRecord(filepath.Join(k.dir, s.info.id), k.limits)
-		if err != nil {
-			k.log.Warn("notebook: cannot keep the session's record", "session", s.info.id, "err", err)
-			return
-		}
-		s.record = rec
+	if project != "" {
+		s.info.project = project
 	}
-	if err := s.record.add(c); err != nil {
+	if err := k.addLocked(s, c); err != nil {
 		k.log.Warn("notebook: cannot record a cell", "session", s.info.id, "err", err)
 		return
 	}
@@ -350,7 +378,7 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 	defer s.mu.Unlock() // a cell that finishes meanwhile waits: the notebook is one moment's
 	cells, dropped := 0, 0
 	if s.record != nil {
-		cells, dropped = len(s.record.kept), s.record.dropped
+		cells, dropped = s.record.cells(), s.record.dropped
 	}
 	write := k.writerLocked(s)
 	var size int64
@@ -419,7 +447,7 @@ func cellOf(fc repl.FinishedCell) cell {
 		// A fresh worker's end says nothing of the session's namespace.
 		Success: res.Success, Cleared: res.State == repl.StateCleared && !fc.Fresh,
 		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
-		ImagesNotShown: len(res.ImageArtifacts),
+		ImagesNotShown: len(res.ImageArtifacts), Stopped: string(fc.Stopped),
 	}
 	if res.ReturnRepr != "" && res.ReturnValue != nil {
 		c.Preview = &res.ReturnRepr // what Jupyter shows of a builtin value

@@ -45,6 +45,20 @@ type cell struct {
 	Displays []display `json:"displays,omitempty"`
 	// ImagesNotShown counts the images past the run's inline bounds (artifacts).
 	ImagesNotShown int `json:"images_not_shown,omitempty"`
+	// Stopped says what stopped the run when it did not end on its own (repl.StopKind).
+	Stopped string `json:"stopped,omitempty"`
+	// Event, when set, makes this entry no cell the session ran but something that
+	// happened to the session there (repl.SessionEvent): a markdown cell, with no
+	// execution count of its own.
+	Event *event `json:"event,omitempty"`
+}
+
+// event is a session event as the record keeps it.
+type event struct {
+	Kind  string    `json:"kind"`
+	At    time.Time `json:"at"`
+	RunID string    `json:"run_id,omitempty"`
+	Text  string    `json:"text"`
 }
 
 type display struct {
@@ -94,6 +108,7 @@ type entry struct {
 	offset  int64 // where its JSON starts there
 	size    int64
 	helpers []string // the repl-mcp-only helpers its code uses
+	event   bool     // a session event, no cell
 }
 
 type limits struct {
@@ -117,7 +132,9 @@ func (r *record) path(segment int) string {
 // once its server died), read only under the session's lock once add has returned:
 // nothing is fsynced.
 func (r *record) add(c cell) error {
-	c.Count = r.next
+	if c.Event == nil {
+		c.Count = r.next
+	}
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -130,8 +147,10 @@ func (r *record) add(c cell) error {
 	if _, err := r.segment.Write(data); err != nil {
 		return err
 	}
-	r.kept = append(r.kept, entry{count: c.Count, segment: r.segNo, offset: r.segSize, size: int64(len(data)), helpers: helpersIn(c.Code)})
-	r.next++
+	r.kept = append(r.kept, entry{count: c.Count, segment: r.segNo, offset: r.segSize, size: int64(len(data)), helpers: helpersIn(c.Code), event: c.Event != nil})
+	if c.Event == nil {
+		r.next++
+	}
 	r.segSize += int64(len(data))
 	r.segUsed++
 	r.live[r.segNo]++
@@ -167,7 +186,9 @@ func (r *record) dropOldest() error {
 	oldest := r.kept[0]
 	r.kept = r.kept[1:]
 	r.bytes -= oldest.size
-	r.dropped++
+	if !oldest.event {
+		r.dropped++ // what the notebook counts is cells: an event goes unsaid
+	}
 	r.live[oldest.segment]--
 	if r.live[oldest.segment] > 0 || oldest.segment == r.segNo {
 		return nil
@@ -213,6 +234,17 @@ func (r *record) used() []string {
 		}
 	}
 	return used
+}
+
+// cells counts the kept entries that are cells, not events.
+func (r *record) cells() int {
+	n := 0
+	for _, e := range r.kept {
+		if !e.event {
+			n++
+		}
+	}
+	return n
 }
 
 // contents is what a notebook of the record is written from.

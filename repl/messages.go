@@ -16,6 +16,11 @@ const (
 		"To wait for this run: python_run {\"run_id\": \"%[1]s\", \"wait\": %[4]d}; to stop it: python_cancel {\"run_id\": \"%[1]s\"}"
 	msgBusy = "A cell is already running in this session; wait for it with python_run or stop it with python_cancel; " +
 		"parallel agents each open their own session with python_session_open"
+	// The notebook's events (Session.RecordEvent): the busy refusal (the active run,
+	// how long it had run, its code; the refused call's code) and python_cancel (the
+	// run, after how long, its code).
+	msgEventBusy        = "A call was refused: run %s had been running for %s (code: %s), so this code did not run: %s"
+	msgEventCancel      = "python_cancel asked run %s to stop after %s (code: %s)"
 	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
 	msgTimedOut         = "Execution timed out after %s s"
 	msgKeptVariables    = "; variables preserved"

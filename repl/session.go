@@ -174,7 +174,7 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return s.early(r, msgBeforeDispatch)
 	case errors.Is(err, ErrBusy):
-		return s.early(r, s.busyError())
+		return s.early(r, s.busyError(r))
 	default:
 		return s.early(r, err.Error())
 	}
@@ -182,14 +182,17 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 
 // busyError names the run that holds the slot, how long it has run and what it
 // runs, and how to wait for it or stop it: the caller may never have seen its id.
-func (s *Session) busyError() string {
+// The session's notebook records the refusal of refused, as it happened.
+func (s *Session) busyError(refused *run) string {
 	s.mu.Lock()
 	active := s.active
 	s.mu.Unlock()
 	if active == nil {
 		return msgBusy // released meanwhile
 	}
-	return fmt.Sprintf(msgBusyRun, active.id, waited(time.Since(active.started)), active.what(), int(MaxWait.Seconds()))
+	age := waited(time.Since(active.started))
+	s.RecordEvent(EventBusy, active.id, fmt.Sprintf(msgEventBusy, active.id, age, active.what(), refused.what()))
+	return fmt.Sprintf(msgBusyRun, active.id, age, active.what(), int(MaxWait.Seconds()))
 }
 
 // what is the run's first code line (at most busyCodeChars bytes), or the saved
@@ -341,6 +344,7 @@ func (s *Session) Cancel(runID string) (string, error) {
 		return "", errors.New(msgNoActiveRun)
 	}
 	r.cancel()
+	s.RecordEvent(EventCancel, r.id, fmt.Sprintf(msgEventCancel, r.id, waited(time.Since(r.started)), r.what()))
 	return r.id, nil
 }
 
