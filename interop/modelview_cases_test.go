@@ -526,7 +526,8 @@ func roundTwoPoints() []point {
 			}
 			m := ms[0]
 			lines, bytes := atoi(body[m[2]:m[3]]), atoi(body[m[4]:m[5]])
-			shown := body[:m[0]] + body[m[1]:]
+			// The marker's first newline ends the line shown before it.
+			shown := body[:m[0]] + "\n" + body[m[1]:]
 			if !strings.HasSuffix(shown, "\n") {
 				shown += "\n"
 			}

@@ -36,6 +36,15 @@ try {
   const v = await tools.mcp__repl__execute_python({code: "6 * 7", timeout: 45, ...(sid ? {session_id: sid} : {})});
   report.number = Number(v.content[0].text) + 1;
 } catch (e) { report.numberError = String(e); }
+const value = async (code) => (await tools.mcp__repl__execute_python({code, timeout: 45, ...(sid ? {session_id: sid} : {})})).structuredContent.value;
+try {
+  const shape = await value("import numpy as np, pandas as pd\ndf = pd.DataFrame(np.zeros((200000, 7)))\ndf.shape");
+  report.shape = shape;
+  report.cells = shape[0] * shape[1];
+  const d = await value("{'a': 1, 'b': None}");
+  report.dict = {a: d.a + 1, b: d.b === null, keys: Object.keys(d)};
+  report.float = (await value("np.float64(250.01)")) * 2;
+} catch (e) { report.valueError = String(e); }
 text(JSON.stringify(report));
 `
 
@@ -155,7 +164,9 @@ func checkDeferredLine(c *checker, body string) {
 	}
 }
 
-// checkCodeMode reads the report the script printed.
+// checkCodeMode reads the report the script printed: what the script read from the
+// text blocks, and the values it computed with from structuredContent (a DataFrame's
+// shape, a dict, a numpy float), which only code-mode calls carry.
 func checkCodeMode(c *checker, r records) {
 	g := stepGiven(c, r, "code")
 	m := regexp.MustCompile(`\{"sid".*\}`).FindString(g.Text())
@@ -167,6 +178,15 @@ func checkCodeMode(c *checker, r records) {
 		ParseError  string  `json:"parseError"`
 		Number      *int    `json:"number"`
 		NumberError string  `json:"numberError"`
+		Shape       []any   `json:"shape"`
+		Cells       float64 `json:"cells"`
+		Dict        struct {
+			A    float64  `json:"a"`
+			B    bool     `json:"b"`
+			Keys []string `json:"keys"`
+		} `json:"dict"`
+		Float      float64 `json:"float"`
+		ValueError string  `json:"valueError"`
 	}
 	if err := json.Unmarshal([]byte(m), &report); err != nil {
 		c.fatalf("the script printed no report (%v); the model read:\n%s", err, clip(g.Text(), 1500))
@@ -182,6 +202,18 @@ func checkCodeMode(c *checker, r records) {
 	}
 	if report.Blocks < 2 || !footerRun.MatchString(report.Footer) {
 		c.errorf("the last of %d blocks is not a footer naming the run: %q", report.Blocks, report.Footer)
+	}
+	if report.ValueError != "" {
+		c.errorf("reading structuredContent.value in JavaScript failed: %s", report.ValueError)
+	}
+	if fmt.Sprint(report.Shape) != "[200000 7]" || report.Cells != 1_400_000 {
+		c.errorf("df.shape read as %v (cells %v), want the array [200000, 7]", report.Shape, report.Cells)
+	}
+	if report.Dict.A != 2 || !report.Dict.B || strings.Join(report.Dict.Keys, ",") != "a,b" {
+		c.errorf("{'a': 1, 'b': None} read as %+v, want an object with a: 1 and b: null", report.Dict)
+	}
+	if report.Float != 500.02 {
+		c.errorf("np.float64(250.01) * 2 in JavaScript gave %v, want 500.02", report.Float)
 	}
 }
 

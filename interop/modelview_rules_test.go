@@ -185,7 +185,7 @@ func TestModelViewRoundTwoRules(t *testing.T) {
 		"health": {Texts: []string{"repl-mcp 0.1.0: trusted local Python.\nDefault session: session_id " + session + ", generation 1: worker running."}},
 		"json":   {Texts: []string{"{\"n\": 42}\n", foot}},
 		"values": {Texts: []string{"((200000, 6), None, True, {'a': 1})\n", foot}},
-		"large": {Texts: []string{strings.Join(head, "\n") + "\n[... 1,801 lines, 180,001 bytes of stdout left out; all of it: artifact " + artifact + " ...]\n" +
+		"large": {Texts: []string{strings.Join(head, "\n") + "\n[... 1,800 lines, 180,000 bytes of stdout left out; all of it: artifact " + artifact + " ...]\n" +
 			strings.Join(tail, "\n") + "\n", "[ok; generation 1; run " + run + "; complete stdout: artifact " + artifact + " (200,000 bytes); session " + session + "]"}},
 		"control": {Texts: []string{`title \x1b]0;pwned\x07 link \x1b]8;;http://e.x\x1b\t\x1b]8;;\x1b\ red \x1b[31mX\x1b[0m c1 \x9b2J bell \x07 bs a\x08b` +
 			"\n[stderr]\n" + `native \x1b[2J` + "\n" + `Traceback (most recent call last):` + "\n" + `ValueError: message \x1b[31m red` + "\n",

@@ -316,6 +316,13 @@ func (s *suite) modelViewServers(python string) func(marker, project string) (ma
 // (Claude Code's working directory, and the root it offers MCP servers), made before
 // Claude Code starts, and with more variables in its environment.
 func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
+	return s.runClaudeCodeAPI(t, steps, kind, servers, func(m *fakeModel) http.Handler { return anthropicAPI{m} }, nil, env...)
+}
+
+// runClaudeCodeAPI is runClaudeCodeWith against the fake API handler makes, with more
+// tools allowed than the steps call (Agent, to start sub-agents).
+func (s *suite) runClaudeCodeAPI(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error),
+	handler func(*fakeModel) http.Handler, allow []string, env ...string) *agentRun {
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -325,7 +332,7 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 	if fi, err := os.Stat(claude); err != nil || fi.Size() < 1<<20 {
 		t.Fatalf("%s is not Claude Code's native binary (%v): %s (npm ci must run the package's postinstall, which allowScripts in interop/package.json approves)", claude, statSize(fi, err), setupStep)
 	}
-	var allowed []string
+	allowed := append([]string(nil), allow...)
 	for _, st := range steps {
 		if name := claudeToolName(st.server, st.tool); !slices.Contains(allowed, name) {
 			allowed = append(allowed, name)
@@ -333,7 +340,7 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 	}
 	return runAgent(t, agentSetup{
 		kind:    kind,
-		handler: func(m *fakeModel) http.Handler { return anthropicAPI{m} },
+		handler: handler,
 		command: func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
 			home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
 			if err := mkdirs(home, project); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,7 +74,13 @@ type kept struct {
 	mu     sync.Mutex
 	info   session
 	record *record
+	// pending are the session's events since its last recorded cell (SessionEvent).
+	pending []event
 }
+
+// maxPendingEvents bounds a session's events waiting for its next cell: a client
+// that retries a busy call in a loop must not grow the keeper without end.
+const maxPendingEvents = 64
 
 var _ repl.Recorder = (*Keeper)(nil)
 
@@ -257,16 +264,41 @@ func (k *Keeper) CellFinished(fc repl.FinishedCell) {
 	if fc.Python != nil {
 		version, executable = fc.Python.PythonVersion, fc.Python.PythonExecutable
 	}
-	k.later(func() { k.recordCell(s, c, version, executable) })
+	k.later(func() { k.recordCell(s, c, version, executable, fc.Project) })
+}
+
+// SessionEvent records what happened to a session beside its cells, in order with
+// them: it waits in the session until its next cell is recorded, whose notebook cells
+// it precedes, and an export shows the ones still waiting after the last cell. The
+// live notebook shows it with the next cell: an event alone (a burst of busy refusals,
+// say) does not rewrite the file.
+func (k *Keeper) SessionEvent(e repl.SessionEvent) {
+	s := k.session(e.SessionID, e.SessionName)
+	ev := event{Kind: string(e.Kind), At: e.At, RunID: e.RunID, Text: e.Text}
+	k.later(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if e.Project != "" {
+			s.info.project = e.Project
+		}
+		if len(s.pending) == maxPendingEvents {
+			s.pending = s.pending[1:] // bounded: the oldest goes first
+		}
+		s.pending = append(s.pending, ev)
+	})
 }
 
 // recordCell adds c to s's record and tells liveLoop, with a live directory.
-func (k *Keeper) recordCell(s *kept, c cell, version, executable string) {
+func (k *Keeper) recordCell(s *kept, c cell, version, executable, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if version != "" || executable != "" {
 		s.info.pythonVersion, s.info.pythonExecutable = version, executable
 	}
+	if project != "" {
+		s.info.project = project
+	}
+	c.Events, s.pending = s.pending, nil
 	if s.record == nil {
 		rec, err := newRecord(filepath.Join(k.dir, s.info.id), k.limits)
 		if err != nil {
@@ -368,7 +400,7 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 	// The notebook is one moment's: the record as it is now, read without the lock, so
 	// that cells finishing meanwhile are recorded.
 	s.mu.Lock()
-	info := s.info
+	info, pending := s.info, slices.Clone(s.pending)
 	sn := &snapshot{}
 	if s.record != nil {
 		sn = s.record.snapshot(0)
@@ -379,7 +411,7 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 	var cells int
 	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
 		cw := &countingWriter{w: w}
-		n, err := writeNotebook(&failingWriter{w: cw}, info, sn.contents(), k.now())
+		n, err := writeNotebook(&failingWriter{w: cw}, info, sn.contents().then(pending), k.now())
 		size, cells = cw.n, n
 		return err
 	})
@@ -420,7 +452,7 @@ func cellOf(fc repl.FinishedCell) cell {
 		// A fresh worker's end says nothing of the session's namespace.
 		Success: res.Success, Cleared: res.State == repl.StateCleared && !fc.Fresh,
 		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
-		ImagesNotShown: len(res.ImageArtifacts),
+		ImagesNotShown: len(res.ImageArtifacts), Stopped: string(fc.Stopped),
 	}
 	if res.ReturnRepr != "" && res.ReturnValue != nil {
 		c.Preview = &res.ReturnRepr // what Jupyter shows of a builtin value

@@ -37,10 +37,12 @@ type nbCell struct {
 
 func (c nbCell) text() string { return strings.Join(c.Source, "") }
 
+// code is the cells the session ran: the code cells but the first, which changes to
+// the project directory (projectCell).
 func (n nb) code() []nbCell {
 	var out []nbCell
 	for _, c := range n.Cells {
-		if c.CellType == "code" {
+		if c.CellType == "code" && c.ID != "repl-mcp-project" {
 			out = append(out, c)
 		}
 	}
@@ -177,6 +179,66 @@ func TestNotebookErrorsAndLostState(t *testing.T) {
 	crashOut := n.code()[3].Outputs[0]
 	if crashOut["ename"] != "ReplMcpError" || crashOut["evalue"] != "Worker crashed" {
 		t.Fatalf("a failure that is no traceback: %v", crashOut)
+	}
+}
+
+// TestNotebookTellsWhatHappened: the notebook names the project the cells ran in, in
+// its metadata and as a first code cell that changes to it; the session's events (a
+// busy refusal, an interrupt) stand where they happened, between the cells, and count
+// as no cell; a timeout reads as a TimeoutError, an interrupt as a KeyboardInterrupt,
+// a dead worker as a DeadKernelError, Jupyter's names for them.
+func TestNotebookTellsWhatHappened(t *testing.T) {
+	k := keeper(t, "", 100, 1<<20)
+	project := "/home/me/it's here"
+	first := finished(1, 1, "import pandas as pd\nsales = pd.read_csv('sales.csv')", "", nil)
+	first.Project = project
+	k.CellFinished(first)
+	k.SessionEvent(repl.SessionEvent{SessionID: "0123456789abcdef", SessionName: "analysis", Project: project,
+		At: started.Add(90 * time.Second), Kind: repl.EventBusy, RunID: "run-slow", Text: "A call was refused: run run-slow had been running for 2 s"})
+	k.SessionEvent(repl.SessionEvent{SessionID: "0123456789abcdef", SessionName: "analysis",
+		At: started.Add(95 * time.Second), Kind: repl.EventCancel, RunID: "run-slow", Text: "python_cancel asked run run-slow to stop"})
+	stops := map[repl.StopKind]string{repl.StopTimeout: "Execution timed out after 2 s; variables preserved; for a longer cell ...",
+		repl.StopCancel: "Execution cancelled", repl.StopLost: "Python worker crashed; variables cleared (killed by SIGKILL)"}
+	for i, stop := range []repl.StopKind{repl.StopCancel, repl.StopTimeout, repl.StopLost} {
+		c := finished(2+i, 1, "slow()", "", nil)
+		c.Result.Success, c.Result.Error, c.Stopped = false, str(stops[stop]+"\nTraceback (most recent call last):\nKeyboardInterrupt"), stop
+		k.CellFinished(c)
+	}
+	out, n := export(t, k, filepath.Join(t.TempDir(), "s.ipynb"))
+	if out.Cells != 4 {
+		t.Errorf("exported %d cells, want the 4 the session ran (events are none)", out.Cells)
+	}
+	if n.Metadata.ReplMCP["project"] != project || !strings.Contains(n.Cells[0].text(), "The cells ran in `"+project+"`") {
+		t.Errorf("the project is not named: %v\n%s", n.Metadata.ReplMCP, n.Cells[0].text())
+	}
+	setup := n.Cells[1]
+	if setup.ID != "repl-mcp-project" || setup.CellType != "code" || setup.ExecutionCount != nil ||
+		!strings.HasSuffix(setup.text(), "import os\nos.chdir('/home/me/it\\'s here')") {
+		t.Errorf("the first code cell: %+v %q", setup, setup.text())
+	}
+	var order []string
+	for _, c := range n.Cells[2:] {
+		order = append(order, c.CellType+":"+strings.SplitN(c.text(), " (", 2)[0])
+	}
+	want := []string{"code:import pandas as pd\nsales = pd.read_csv('sales.csv')",
+		"markdown:**Call refused: a cell was already running**", "markdown:**Interrupted**", "code:slow()", "code:slow()", "code:slow()"}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("cells in order:\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
+	}
+	if text := n.Cells[3].text(); !strings.Contains(text, "(2026-12-01 21:01:30 UTC): A call was refused: run run-slow") {
+		t.Errorf("the busy event: %q", text)
+	}
+	code := n.code()
+	if *code[1].ExecutionCount != 2 {
+		t.Errorf("the cell after the events is number %d, want 2", *code[1].ExecutionCount)
+	}
+	for i, want := range [][2]string{{"KeyboardInterrupt", "Execution cancelled"},
+		{"TimeoutError", "Execution timed out after 2 s; variables preserved; for a longer cell ..."},
+		{"DeadKernelError", "Python worker crashed; variables cleared (killed by SIGKILL)"}} {
+		errOut := code[1+i].Outputs[0]
+		if errOut["ename"] != want[0] || errOut["evalue"] != want[1] {
+			t.Errorf("error of cell %d: %v %v, want %q", 2+i, errOut["ename"], errOut["evalue"], want)
+		}
 	}
 }
 

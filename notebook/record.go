@@ -46,6 +46,20 @@ type cell struct {
 	Displays []display `json:"displays,omitempty"`
 	// ImagesNotShown counts the images past the run's inline bounds (artifacts).
 	ImagesNotShown int `json:"images_not_shown,omitempty"`
+	// Stopped says what stopped the run when it did not end on its own (repl.StopKind).
+	Stopped string `json:"stopped,omitempty"`
+	// Events are what happened to the session since the cell before it
+	// (repl.SessionEvent): markdown cells before this one. They ride on the next cell
+	// so that the record, and a live notebook's appends, stay one entry per cell.
+	Events []event `json:"events,omitempty"`
+}
+
+// event is a session event as the record keeps it.
+type event struct {
+	Kind  string    `json:"kind"`
+	At    time.Time `json:"at"`
+	RunID string    `json:"run_id,omitempty"`
+	Text  string    `json:"text"`
 }
 
 type display struct {

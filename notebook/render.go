@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/repl"
 )
 
 // session is what a notebook says about the session it comes from.
@@ -18,6 +21,7 @@ type session struct {
 	id, name         string
 	pythonVersion    string // "3.12.1"; "" when no worker ever started
 	pythonExecutable string
+	project          string // the cells' working directory; "" before the first is recorded
 }
 
 // replOnlyHelpers are the names cells find in a repl-mcp worker and not in a Jupyter
@@ -43,6 +47,14 @@ type keptCells struct {
 	cell    func(i int) (cell, error)
 	used    []string // the repl-mcp-only helpers the cells use
 	dropped int
+	// events happened after the last cell (kept.pending): shown after it.
+	events []event
+}
+
+// then is kc with events shown after its last cell.
+func (kc keptCells) then(events []event) keptCells {
+	kc.events = events
+	return kc
 }
 
 // writeNotebook writes the nbformat 4.5 notebook of cells to w, as nbformat itself
@@ -58,6 +70,9 @@ func writeNotebook(w io.Writer, s session, cells keptCells, now time.Time) (int,
 		if err := r.next(cells.cell(i)); err != nil {
 			return 0, err
 		}
+	}
+	if err := r.events(cells.events); err != nil {
+		return 0, err
 	}
 	if err := r.tail(s, cells.dropped, now); err != nil {
 		return 0, err
@@ -104,7 +119,23 @@ func (r *renderer) emit(v any) error {
 
 func (r *renderer) head(s session, used []string, dropped int) error {
 	r.write("{\n \"cells\": [")
-	return r.emit(markdown("repl-mcp-about", aboutText(s, used, dropped)))
+	if err := r.emit(markdown("repl-mcp-about", aboutText(s, used, dropped))); err != nil {
+		return err
+	}
+	if setup := projectCell(s.project); setup != nil {
+		return r.emit(setup)
+	}
+	return nil
+}
+
+// events writes session events (SessionEvent) as markdown cells, where they happened.
+func (r *renderer) events(events []event) error {
+	for _, e := range events {
+		if err := r.emit(eventCell(r.cells, e)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // next writes the record's next cell, as read: a cell, or a *missingCell in its place.
@@ -115,6 +146,9 @@ func (r *renderer) next(c cell, err error) error {
 			"**Cell [%d] is not in this notebook**: %s.", missing.count, missing.why)))
 	}
 	if err != nil {
+		return err
+	}
+	if err := r.events(c.Events); err != nil {
 		return err
 	}
 	for _, v := range renderCell(c, r.any, r.previous, r.generation) {
@@ -161,7 +195,7 @@ func notebookMetadata(s session, dropped int, now time.Time) map[string]any {
 		"kernelspec":    map[string]any{"name": "python3", "display_name": display, "language": "python"},
 		"language_info": language,
 		"repl_mcp": map[string]any{
-			"session_id": s.id, "session_name": s.name,
+			"session_id": s.id, "session_name": s.name, "project": s.project,
 			"python_executable": s.pythonExecutable, "python_version": s.pythonVersion,
 			"cells_dropped": dropped, "written": now.UTC().Format(time.RFC3339Nano),
 		},
@@ -185,6 +219,59 @@ func renderCell(c cell, hasPrevious bool, previous cell, generation uint64) []an
 	return out
 }
 
+// projectCell is the notebook's first code cell: it changes to the project directory
+// the session's cells ran in, so that their relative paths (pd.read_csv("sales.csv"))
+// resolve when the notebook is run from anywhere else (jupyter nbconvert --execute).
+// nil when the project is not known, or is no path Python can be given as text.
+func projectCell(project string) map[string]any {
+	if project == "" || !utf8.ValidString(project) {
+		return nil
+	}
+	code := "# The directory the session's cells ran in (its project): relative paths resolve there.\n" +
+		"import os\nos.chdir(" + pythonString(project) + ")"
+	return map[string]any{
+		"cell_type": "code", "id": "repl-mcp-project", "execution_count": nil,
+		"metadata": map[string]any{"repl_mcp": map[string]any{"project": project}},
+		"source":   lines(code), "outputs": []any{},
+	}
+}
+
+// pythonString is s as a Python string literal.
+func pythonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// eventCell is a session event where it happened among the cells: a markdown cell,
+// named by its place in the notebook (i notebook cells come before it).
+func eventCell(i int, e event) map[string]any {
+	titles := map[string]string{
+		string(repl.EventBusy):   "Call refused: a cell was already running",
+		string(repl.EventCancel): "Interrupted",
+	}
+	title, ok := titles[e.Kind]
+	if !ok {
+		title = "Session event: " + e.Kind
+	}
+	text := fmt.Sprintf("**%s** (%s UTC): %s", title, e.At.UTC().Format("2006-01-02 15:04:05"), e.Text)
+	m := markdown(fmt.Sprintf("repl-mcp-event-%d", i+1), text)
+	m["metadata"] = map[string]any{"repl_mcp": map[string]any{"event": e.Kind, "run_id": e.RunID, "at": e.At.UTC().Format(time.RFC3339Nano)}}
+	return m
+}
+
 func restartText(c cell, before uint64) string {
 	if c.Reset {
 		return fmt.Sprintf("**The worker was reset before this cell** (`reset=true`, generation %d → %d): "+
@@ -203,7 +290,12 @@ func aboutText(s session, used []string, dropped int) string {
 	if s.pythonExecutable != "" {
 		fmt.Fprintf(&b, ", in Python %s (`%s`)", s.pythonVersion, s.pythonExecutable)
 	}
-	b.WriteString(". Each cell's metadata holds its run id, generation, start time and elapsed milliseconds.\n\n")
+	b.WriteString(". Each cell's metadata holds its run id, generation, start time and elapsed milliseconds.")
+	if s.project != "" {
+		fmt.Fprintf(&b, " The cells ran in `%s`; the first code cell changes to it, so that their relative paths "+
+			"resolve wherever the notebook runs.", s.project)
+	}
+	b.WriteString("\n\n")
 	if dropped > 0 {
 		fmt.Fprintf(&b, "**%d older cells were dropped**: a session's record keeps its newest %d cells and %d MiB.\n\n",
 			dropped, MaxCells, MaxBytes>>20)
@@ -307,7 +399,7 @@ func outputs(c cell) []any {
 		out = append(out, map[string]any{"output_type": "execute_result", "execution_count": c.Count, "data": data, "metadata": map[string]any{}})
 	}
 	if c.Error != nil {
-		ename, evalue := errorName(*c.Error)
+		ename, evalue := errorName(*c.Error, c.Stopped)
 		out = append(out, map[string]any{
 			"output_type": "error", "ename": ename, "evalue": evalue,
 			"traceback": strings.Split(strings.TrimRight(*c.Error, "\n"), "\n"),
@@ -361,10 +453,22 @@ func stream(name, text string) map[string]any {
 // message.
 var exceptionLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$`) })
 
-// errorName is the exception's name and message, from the traceback's last line;
-// an error that is no traceback (a timeout, a crash) is named by repl-mcp.
-func errorName(text string) (ename, evalue string) {
+// stopNames are the names a notebook gives a run that did not end on its own, as
+// Jupyter names the same: a timeout, an interrupt, a kernel that died.
+var stopNames = map[string]string{
+	string(repl.StopTimeout): "TimeoutError",
+	string(repl.StopCancel):  "KeyboardInterrupt",
+	string(repl.StopLost):    "DeadKernelError",
+}
+
+// errorName is the exception's name and message: what stopped the run, when it did
+// not end on its own (its message's first line); else from the traceback's last line;
+// an error that is neither is named by repl-mcp.
+func errorName(text, stopped string) (ename, evalue string) {
 	all := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if name, ok := stopNames[stopped]; ok {
+		return name, all[0]
+	}
 	if strings.Contains(text, "Traceback (most recent call last):") {
 		if m := exceptionLine().FindStringSubmatch(all[len(all)-1]); m != nil {
 			return m[1], m[2]

@@ -42,12 +42,30 @@ func boundary(s string, i int) bool { return i == len(s) || utf8.RuneStart(s[i])
 // Remove is c without text[from:to], widened to whole markers, and with one gap in its
 // place whose marker is marker(bytes, lines) of what that place now leaves out: the
 // bytes removed and those the gaps inside stood for. from and to must be UTF-8
-// boundaries.
+// boundaries. A cut at a byte count (the stream bounds) inserts its marker's newlines;
+// for one that keeps whole lines, RemoveLines.
 func (c CutText) Remove(from, to int, marker func(bytes, lines int64) string) CutText {
+	return c.remove(from, to, marker, false)
+}
+
+// RemoveLines is Remove for a cut that keeps whole lines, whose marker's first newline
+// ends the line shown before it: a plain newline at text[from] is shown by it, and is
+// not counted as left out. (Its last newline ends the marker's own line.) The reader
+// then finds exactly the stream's bytes between what the text shows before and after
+// the marker line.
+func (c CutText) RemoveLines(from, to int, marker func(bytes, lines int64) string) CutText {
+	return c.remove(from, to, marker, true)
+}
+
+func (c CutText) remove(from, to int, marker func(bytes, lines int64) string, keepsLines bool) CutText {
 	for _, g := range c.Gaps {
 		if g.At < to && from < g.At+g.Marker {
 			from, to = min(from, g.At), max(to, g.At+g.Marker)
 		}
+	}
+	var shown int64 // a plain newline at text[from] that the marker's first newline shows
+	if keepsLines && from < to && c.plainAt(from) && c.Text[from] == '\n' {
+		shown = 1
 	}
 	var bytes, lines int64
 	var before, after []Gap
@@ -64,8 +82,8 @@ func (c CutText) Remove(from, to int, marker func(bytes, lines int64) string) Cu
 			plain = g.At + g.Marker
 		}
 	}
-	bytes += int64(to - plain)
-	lines += int64(strings.Count(c.Text[plain:to], "\n"))
+	bytes += int64(to-plain) - shown
+	lines += int64(strings.Count(c.Text[plain:to], "\n")) - shown
 	m := marker(bytes, lines)
 	gaps := append(before, Gap{At: from, Marker: len(m), Bytes: bytes, Lines: lines})
 	for _, g := range after {
@@ -73,6 +91,16 @@ func (c CutText) Remove(from, to int, marker func(bytes, lines int64) string) Cu
 		gaps = append(gaps, g)
 	}
 	return CutText{Text: c.Text[:from] + m + c.Text[to:], Gaps: gaps}
+}
+
+// plainAt says whether text[i] is the stream's own, not a byte of a gap's marker.
+func (c CutText) plainAt(i int) bool {
+	for _, g := range c.Gaps {
+		if g.At <= i && i < g.At+g.Marker {
+			return false
+		}
+	}
+	return true
 }
 
 // Join is c followed by d.

@@ -63,3 +63,34 @@ func TestCutTextCountsAgainstTheWholeStream(t *testing.T) {
 		t.Fatalf("bounded: flag %v, %d bytes, gaps %+v; %d shown and %d counted of %d", flag, len(bounded.Text), bounded.Gaps, shown, counted, total)
 	}
 }
+
+// TestRemoveLinesCountsWhatTheReaderMisses: a cut that keeps whole lines shows the
+// newline ending the line before it as its marker's first newline, so that newline is
+// not counted as left out: what the text shows before and after the marker line, and
+// what the marker counts, are the stream, byte for byte. A cut inside a line counts all
+// it removed; a worker's marker at the cut's start is no newline of the stream.
+func TestRemoveLinesCountsWhatTheReaderMisses(t *testing.T) {
+	stream := "one\ntwo\nthree\nfour\n"
+	mark := func(bytes, lines int64) string { return "\n[... " + withCommas(int(bytes)) + " bytes left out ...]\n" }
+	whole := CutText{Text: stream}.RemoveLines(3, len("one\ntwo\nthree\n"), mark) // keeps "one", "four\n"
+	g := whole.Gaps[0]
+	if g.Bytes != int64(len("two\nthree\n")) || g.Lines != 2 {
+		t.Errorf("whole lines: %+v, want the 10 bytes and 2 newlines of two and three", g)
+	}
+	reader := whole.Text[:g.At] + "\n" + whole.Text[g.At+g.Marker:] // the marker's first newline ends "one"
+	if int64(len(reader))+g.Bytes != int64(len(stream)) {
+		t.Errorf("the reader sees %q and is told of %d bytes more, of a %d-byte stream", reader, g.Bytes, len(stream))
+	}
+	mid := CutText{Text: stream}.RemoveLines(2, 10, mark) // "on" + marker + "hree\nfour\n"
+	if g := mid.Gaps[0]; g.Bytes != 8 || g.Lines != 2 {
+		t.Errorf("inside lines: %+v, want all 8 bytes and 2 newlines", g)
+	}
+	if g := (CutText{Text: stream}).Remove(3, 14, mark).Gaps[0]; g.Bytes != 11 || g.Lines != 3 {
+		t.Errorf("Remove, which inserts its marker's newlines: %+v, want 11 bytes and 3 newlines", g)
+	}
+	marker := leftOutMarker(5)
+	cut := CutText{Text: "ab" + marker + "cd\nef\n", Gaps: []Gap{{At: 2, Marker: len(marker), Bytes: 5, Lines: 1}}}
+	if g := cut.RemoveLines(2, 2+len(marker)+3, mark).Gaps[0]; g.Bytes != 5+3 || g.Lines != 2 {
+		t.Errorf("a cut starting at a worker's marker: %+v, want its 5 bytes and cd's 3", g)
+	}
+}

@@ -76,6 +76,22 @@ func (l *lifecycle) currentGeneration() uint64 {
 	return l.generation
 }
 
+// nextLocked is the generation the session's next worker gets. l.mu is held.
+func (l *lifecycle) nextLocked() uint64 { return l.generation + 1 }
+
+// upcoming is the generation a run admitted now executes in: the live worker's,
+// unless the run resets it, the worker is gone or going, or none started yet, when
+// it is the next worker's (nextLocked). python_start names it before the run has
+// claimed a worker; a worker that dies in between makes it one more.
+func (l *lifecycle) upcoming(reset bool) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if (l.state == workerReady || l.state == workerBusy) && !reset && l.proc != nil && l.proc.alive() {
+		return l.generation
+	}
+	return l.nextLocked()
+}
+
 // setState moves the worker to next and wakes whoever waits for a change. A move the
 // table does not allow is a bug in the supervisor: it is refused and logged, never
 // applied. l.mu is held.
@@ -130,7 +146,7 @@ func (l *lifecycle) start() error {
 		return err
 	}
 	l.proc = p
-	l.generation++
+	l.generation = l.nextLocked()
 	ready := p.ready
 	l.lastReady = &ready
 	l.setState(workerReady)

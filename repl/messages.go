@@ -5,10 +5,22 @@ package repl
 // token.
 const (
 	// Runs.
-	// msgBusyRun: the active run, for how long, its first code line, how to wait
-	// for it and how to stop it.
-	msgBusyRun          = "A cell is already running: run %s, for %s, code: %s; wait for it with python_run {\"run_id\": \"%s\"} or stop it with python_cancel"
-	msgBusy             = "A cell is already running; inspect python_run or cancel it"
+	// msgBusyRun: that another call started the active run, the run, for how
+	// long, its first code line; that parallel agents each open their own session;
+	// how to wait for the run and how to stop it. The caller may be an agent that
+	// shares the session without knowing it (Claude Code's sub-agents share one MCP
+	// connection, so the default session), and may never have seen the run's id.
+	msgBusyRun = "A cell is already running in this session, started by another call: run %[1]s, for %[2]s, code: %[3]s. " +
+		"If you did not start it, another agent shares this session: parallel agents each open their own with " +
+		"python_session_open {\"name\": \"<your task>\"} and pass its session_id. " +
+		"To wait for this run: python_run {\"run_id\": \"%[1]s\", \"wait\": %[4]d}; to stop it: python_cancel {\"run_id\": \"%[1]s\"}"
+	msgBusy = "A cell is already running in this session; wait for it with python_run or stop it with python_cancel; " +
+		"parallel agents each open their own session with python_session_open"
+	// The notebook's events (Session.RecordEvent): the busy refusal (the active run,
+	// how long it had run, its code; the refused call's code) and python_cancel (the
+	// run, after how long, its code).
+	msgEventBusy        = "A call was refused: run %s had been running for %s (code: %s), so this code did not run: %s"
+	msgEventCancel      = "python_cancel asked run %s to stop after %s (code: %s)"
 	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
 	msgTimedOut         = "Execution timed out after %s s"
 	msgKeptVariables    = "; variables preserved"

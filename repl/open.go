@@ -25,7 +25,7 @@ const (
 // OpenRequest is python_session_open's input.
 type OpenRequest struct {
 	Name    string
-	Project string
+	Project string // relative to the server's project; empty: that project
 	Python  string // empty: the project's .venv, else the server default
 }
 

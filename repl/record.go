@@ -1,17 +1,88 @@
 package repl
 
 import (
+	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // Recorder keeps what a person reads of a session beyond its 64-run history: every
-// cell it finished, in order (package notebook). A session tells it of each
-// finished run, before the run's caller gets the result, and of its own close.
-// The calls for one session never overlap; those of different sessions may.
+// cell it finished, in order (package notebook), and what happened to the session
+// beside its cells. A session tells it of each finished run, before the run's caller
+// gets the result, of each event as it happens, and of its own close. The calls for
+// one session may overlap (an event while a cell runs); the recorder keeps them in
+// the order they were made.
 type Recorder interface {
 	CellFinished(c FinishedCell)
+	SessionEvent(e SessionEvent)
 	SessionClosed(sessionID string)
+}
+
+// EventKind names what happened to a session beside its cells.
+type EventKind string
+
+// The session events repl records itself. Others may record their own kinds through
+// Session.RecordEvent (a restart of the server, say).
+const (
+	// EventBusy: a call was refused because another cell was running.
+	EventBusy EventKind = "busy"
+	// EventCancel: python_cancel asked the running cell to stop.
+	EventCancel EventKind = "cancel"
+)
+
+// SessionEvent is something that happened to a session that is no cell of its own:
+// the notebook shows it where it happened, between the cells.
+type SessionEvent struct {
+	SessionID   string
+	SessionName string
+	Project     string
+	At          time.Time
+	Kind        EventKind
+	// RunID is the run the event concerns, "" for none.
+	RunID string
+	// Text says what happened, for a person: a sentence or two, plain text.
+	Text string
+}
+
+// RecordEvent tells the session's Recorder, if any, that kind happened now, about the
+// run runID ("" for none), in text's words.
+func (s *Session) RecordEvent(kind EventKind, runID, text string) {
+	if s.cfg.Recorder == nil {
+		return
+	}
+	s.cfg.Recorder.SessionEvent(SessionEvent{
+		SessionID: s.id, SessionName: s.name, Project: s.env.project,
+		At: time.Now(), Kind: kind, RunID: runID, Text: text,
+	})
+}
+
+// StopKind says what stopped a run that did not end on its own; "" for one that did.
+type StopKind string
+
+const (
+	StopTimeout StopKind = "timeout" // its timeout passed
+	StopCancel  StopKind = "cancel"  // python_cancel, the client's cancel, or before dispatch
+	StopLost    StopKind = "lost"    // the worker died, was killed, or passed its RSS budget
+)
+
+// stopOf reads what stopped a run from its error's first words, which the message
+// table fixes (msgTimedOut, msgCancelled, msgCrashed, msgRSS, msgAbandoned).
+func stopOf(res *Result) StopKind {
+	if res.Error == nil || res.Success {
+		return ""
+	}
+	err := *res.Error
+	timedOut, _, _ := strings.Cut(msgTimedOut, "%")
+	rss, _, _ := strings.Cut(msgRSS, "(")
+	switch {
+	case strings.HasPrefix(err, timedOut):
+		return StopTimeout
+	case strings.HasPrefix(err, msgCancelled):
+		return StopCancel
+	case strings.HasPrefix(err, msgCrashed), strings.HasPrefix(err, rss), strings.HasPrefix(err, msgAbandoned):
+		return StopLost
+	}
+	return ""
 }
 
 // FinishedCell is one run as its session finished it.
@@ -26,6 +97,10 @@ type FinishedCell struct {
 	Reset      bool // the run asked for a new worker first
 	Fresh      bool // a saved file run in a worker of its own: the namespace was untouched
 	Result     *Result
+	// Stopped says what stopped the run, when it did not end on its own.
+	Stopped StopKind
+	// Project is the session's project directory, its cells' working directory.
+	Project string
 	// Python is the handshake of the session's latest worker: its interpreter and
 	// version; nil when none ever started.
 	Python *Ready
@@ -69,6 +144,7 @@ func (s *Session) record(r *run, res *Result) {
 		SessionID: s.id, SessionName: s.name, Started: r.started,
 		Code: r.req.Code, SourcePath: r.req.SourcePath, Argv: r.req.Argv,
 		Reset: r.req.Reset, Fresh: r.req.Fresh, Result: res, Python: python,
+		Stopped: stopOf(res), Project: s.env.project,
 	})
 	res.HTML, res.Displays = "", nil
 }

@@ -3,6 +3,7 @@ package repl
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ type cellLog struct {
 	mu     sync.Mutex
 	cells  []FinishedCell
 	reprs  []string
+	events []SessionEvent
 	closed []string
 }
 
@@ -21,6 +23,12 @@ func (l *cellLog) CellFinished(c FinishedCell) {
 	defer l.mu.Unlock()
 	l.cells = append(l.cells, c)
 	l.reprs = append(l.reprs, c.Result.ReturnRepr)
+}
+
+func (l *cellLog) SessionEvent(e SessionEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
 }
 
 func (l *cellLog) SessionClosed(id string) {
@@ -74,5 +82,49 @@ func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 	}
 	if len(log.closed) != 1 || log.closed[0] != s.ID() {
 		t.Fatalf("closed: %v", log.closed)
+	}
+}
+
+// TestRecorderSeesSessionEvents: a call refused as busy and python_cancel are session
+// events, told as they happen with the run they concern; each recorded cell says what
+// stopped it (a cancel, a timeout) and the project it ran in.
+func TestRecorderSeesSessionEvents(t *testing.T) {
+	log := &cellLog{}
+	project, _ := filepath.EvalSymlinks(t.TempDir())
+	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: project,
+		Env: os.Environ(), Version: "test", Recorder: log})
+	defer m.Close(time.Second)
+	s := m.Default()
+	info, failed := s.Start(ExecRequest{Code: "import time\nfor _ in range(300): time.sleep(0.1)"})
+	if failed != nil {
+		t.Fatal(*failed.Error)
+	}
+	refused := s.Execute(t.Context(), ExecRequest{Code: "x = 2\ny = 3"})
+	if refused.Recorded() {
+		t.Fatal("a refused call is recorded in the history")
+	}
+	if _, err := s.Cancel(info.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.Await(t.Context(), info.RunID, 10*time.Second, nil)
+	timedOut := s.Execute(t.Context(), ExecRequest{Code: "import time; time.sleep(5)", Timeout: 200 * time.Millisecond})
+	if timedOut.Success {
+		t.Fatal("the sleep did not time out")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.events) != 2 {
+		t.Fatalf("events %+v, want the refusal and the cancel", log.events)
+	}
+	busy, cancel := log.events[0], log.events[1]
+	if busy.Kind != EventBusy || busy.RunID != info.RunID || busy.Project != project ||
+		!strings.Contains(busy.Text, "code: import time") || !strings.HasSuffix(busy.Text, "so this code did not run: x = 2") {
+		t.Errorf("busy event %+v", busy)
+	}
+	if cancel.Kind != EventCancel || cancel.RunID != info.RunID || !strings.HasPrefix(cancel.Text, "python_cancel asked run "+info.RunID+" to stop after ") {
+		t.Errorf("cancel event %+v", cancel)
+	}
+	if len(log.cells) != 2 || log.cells[0].Stopped != StopCancel || log.cells[1].Stopped != StopTimeout || log.cells[0].Project != project {
+		t.Fatalf("cells %+v", log.cells)
 	}
 }

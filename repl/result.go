@@ -116,7 +116,21 @@ type Result struct {
 	// noBarrier: the worker wrote no barrier before this result (its frame's
 	// "barrier": false), and the native output is not waited for (native.go).
 	noBarrier bool
+	// code is the run's first code line, or the saved file it ran (run.what).
+	code string
+	// unrecorded: the run never reached the history (a refusal before any worker:
+	// busy, limits, closed, cancelled before dispatch), so no python_run finds it.
+	unrecorded bool
 }
+
+// Code is the run's first code line (at most 80 bytes), or "file PATH" for a saved
+// file: what python_run's text names, so that a poller can tell whether the run is
+// its own.
+func (r *Result) Code() string { return r.code }
+
+// Recorded says whether the session's history holds this run, so that python_run
+// can read it back by its id: false for a call refused before it became a run.
+func (r *Result) Recorded() bool { return !r.unrecorded }
 
 // workerResult is the result of a worker's result frame (worker/PROTOCOL.md, "The
 // result object"), decoded straight into a Result: the contract's fields land in it

@@ -259,6 +259,9 @@ type Snapshot struct {
 	NativeStderrEnd   int64     `json:"native_stderr_end"`
 	OutputLimit       int       `json:"output_limit_bytes_per_stream"`
 	LiveTruncated     Truncated `json:"truncated"`
+	// Code is the run's first code line or saved file (Result.Code), for the text
+	// python_run answers with: not a field of the contract's snapshot.
+	Code string `json:"-"`
 }
 
 func (r *run) snapshot(from Offsets) (Snapshot, error) {
@@ -272,6 +275,7 @@ func (r *run) snapshot(from Offsets) (Snapshot, error) {
 		StdoutEnd:   r.stdout.end,
 		StderrEnd:   r.stderr.end,
 		OutputLimit: LiveLimit,
+		Code:        r.what(),
 	}
 	var err error
 	if s.Stdout, s.StdoutStart, s.LiveTruncated.Stdout, err = r.stdout.from("stdout", offsetOf(from.Stdout)); err != nil {

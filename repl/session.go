@@ -139,6 +139,15 @@ func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 		s.release(r)
 		return nil, res
 	}
+	// The generation the run executes in, not the session's now: before a
+	// session's first run (or a reset) that is the next worker's.
+	gen := s.worker.currentGeneration()
+	if !r.req.Fresh {
+		gen = s.worker.upcoming(r.req.Reset)
+	}
+	r.mu.Lock()
+	r.generation = gen // what its snapshots say while it starts
+	r.mu.Unlock()
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
@@ -146,7 +155,7 @@ func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 		s.execute(s.lifetime, r)
 	}()
 	return &StartInfo{
-		ServerID: s.serverID, SessionID: s.id, Generation: s.worker.currentGeneration(),
+		ServerID: s.serverID, SessionID: s.id, Generation: gen,
 		RunID: r.id, Status: RunStarting, PollTool: "python_run", CancelTool: "python_cancel",
 	}, nil
 }
@@ -165,7 +174,7 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return s.early(r, msgBeforeDispatch)
 	case errors.Is(err, ErrBusy):
-		return s.early(r, s.busyError())
+		return s.early(r, s.busyError(r))
 	default:
 		return s.early(r, err.Error())
 	}
@@ -173,18 +182,27 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 
 // busyError names the run that holds the slot, how long it has run and what it
 // runs, and how to wait for it or stop it: the caller may never have seen its id.
-func (s *Session) busyError() string {
+// The session's notebook records the refusal of refused, as it happened.
+func (s *Session) busyError(refused *run) string {
 	s.mu.Lock()
 	active := s.active
 	s.mu.Unlock()
 	if active == nil {
 		return msgBusy // released meanwhile
 	}
-	what := firstLine(active.req.Code, busyCodeChars)
-	if active.req.SourcePath != "" {
-		what = "file " + active.req.SourcePath
+	age := waited(time.Since(active.started))
+	s.RecordEvent(EventBusy, active.id, fmt.Sprintf(msgEventBusy, active.id, age, active.what(), refused.what()))
+	return fmt.Sprintf(msgBusyRun, active.id, age, active.what(), int(MaxWait.Seconds()))
+}
+
+// what is the run's first code line (at most busyCodeChars bytes), or the saved
+// file it runs: how the session's texts name a run to an agent that may not know
+// whether the run is its own.
+func (r *run) what() string {
+	if r.req.SourcePath != "" {
+		return "file " + r.req.SourcePath
 	}
-	return fmt.Sprintf(msgBusyRun, active.id, waited(time.Since(active.started)), what, active.id)
+	return firstLine(r.req.Code, busyCodeChars)
 }
 
 // firstLine is code's first non-blank line, cut to at most limit bytes.
@@ -209,10 +227,12 @@ func waited(d time.Duration) string {
 	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + " s"
 }
 
-// early is a failure of a run that never reached a worker.
+// early is a failure of a run that never reached a worker nor the history: its run
+// id names nothing python_run can read (Result.Recorded).
 func (s *Session) early(r *run, msg string) *Result {
 	res := failure(r.id, msg, StatePreserved)
 	s.identify(res, r)
+	res.unrecorded = true
 	return res
 }
 
@@ -224,6 +244,7 @@ func (s *Session) identify(res *Result, r *run) {
 	res.ServerID = s.serverID
 	res.SessionID = s.id
 	res.ElapsedMS = msSince(r.started)
+	res.code = r.what()
 	if res.Generation == 0 {
 		res.Generation = s.worker.currentGeneration()
 	}
@@ -323,6 +344,7 @@ func (s *Session) Cancel(runID string) (string, error) {
 		return "", errors.New(msgNoActiveRun)
 	}
 	r.cancel()
+	s.RecordEvent(EventCancel, r.id, fmt.Sprintf(msgEventCancel, r.id, waited(time.Since(r.started)), r.what()))
 	return r.id, nil
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,7 +53,29 @@ type form uint8
 const (
 	formStructured form = iota
 	formText
+	// formCode is the text form plus structuredContent, for a call Codex's code mode
+	// makes (codeModeCall): its JavaScript gets the whole CallToolResult, and reads
+	// values from structuredContent while the model reads the text it prints.
+	formCode
 )
+
+// text says whether the form's content is the text form's.
+func (f form) text() bool { return f != formStructured }
+
+// codeModeCallPrefix starts the _meta.callId of every tool call Codex 0.171.0's code
+// mode makes from the model's JavaScript (exec-<uuid>); a direct call's callId is the
+// model's own function-call id.
+const codeModeCallPrefix = "exec-"
+
+// codeModeCall reports a call from Codex's code mode.
+func codeModeCall(req mcp.Request) bool {
+	call, ok := req.(*mcp.CallToolRequest)
+	if !ok || call.Params == nil {
+		return false
+	}
+	id, _ := call.Params.Meta["callId"].(string)
+	return strings.HasPrefix(id, codeModeCallPrefix)
+}
 
 // clientInfoRequest is what go-sdk's server requests say about their client:
 // clientInfo from the request's _meta under 2026-07-28, else from initialize.
@@ -70,6 +93,9 @@ func (s *Server) formFor(req mcp.Request) form {
 	}
 	if r, ok := req.(clientInfoRequest); ok {
 		if info := r.ClientInfo(); info != nil && textClient(info.Name) {
+			if info.Name == "codex-mcp-client" && codeModeCall(req) {
+				return formCode
+			}
 			return formText
 		}
 	}

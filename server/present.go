@@ -28,17 +28,22 @@ func present(f form, value any, kept *keptText) *mcp.CallToolResult {
 	if r, ok := value.(artifactRange); ok {
 		return presentRange(f, r) // up to 64 KiB of content, written once (tool_artifact_read.go)
 	}
-	if f == formText {
+	if f.text() {
 		failed := false
 		if e, ok := value.(execution); ok {
 			failed = e.failed() // the text form sends no JSON: nothing to encode
 		} else {
 			_, failed = encodeValue(value)
 		}
-		return withImages(&mcp.CallToolResult{
+		res := withImages(&mcp.CallToolResult{
 			Content: modelText(value, kept).content(),
 			IsError: failed,
 		}, value)
+		if f == formCode {
+			structured, _ := encodeValue(value)
+			withStructured(res, structured)
+		}
+		return res
 	}
 	structured, failed := encodeValue(value)
 	text := structuredText(value, structured)
@@ -57,6 +62,16 @@ func present(f form, value any, kept *keptText) *mcp.CallToolResult {
 		StructuredContent: json.RawMessage(structured),
 		IsError:           failed,
 	}, value)
+}
+
+// withStructured gives a text-form result structuredContent too (formCode), when the
+// reply stays within resultLimit with it; else the text stands alone, whole.
+func withStructured(res *mcp.CallToolResult, structured []byte) {
+	encoded, err := json.Marshal(res)
+	if err != nil || len(encoded)+len(structured)+envelopeOverhead > resultLimit {
+		return
+	}
+	res.StructuredContent = json.RawMessage(structured)
 }
 
 // encodedResult is a tool value already encoded as a compact JSON object, with its

@@ -138,7 +138,7 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 				polled, _ = w.textCall(t, "python_run", map[string]any{"run_id": run})
 				return !strings.HasPrefix(footerOf(polled), "[running;") && !strings.HasPrefix(footerOf(polled), "[starting;")
 			})
-			if polled != "going\n7\n[ok; generation 2; run "+run+"]" {
+			if polled != "going\n7\n[ok; generation 2; run "+run+`; code: "import time; print('going'); time.sleep(0.3); 7"]` {
 				t.Errorf("python_run of a finished background run: %q", polled)
 			}
 			if got, isError := w.textCall(t, "python_run", map[string]any{"run_id": "no-such-run"}); !isError || !strings.HasPrefix(got, "Error: Run not found") {
@@ -435,7 +435,9 @@ func checkStdoutCut(t *testing.T, got, first, last string, total, rows int) stri
 		t.Fatalf("stdout: %d markers; head %q, tail %q", len(ms), body[:40], body[len(body)-80:])
 	}
 	m := ms[0]
-	shown := body[:m[0]] + body[m[1]:] + "\n" // the part's own last newline ends the line before [stderr]
+	// The marker's first newline ends the row shown before it (the cut keeps whole
+	// rows); the part's own last newline ends the line before [stderr].
+	shown := body[:m[0]] + "\n" + body[m[1]:] + "\n"
 	lines, bytes := number(t, body[m[2]:m[3]]), number(t, body[m[4]:m[5]])
 	if len(shown)+bytes != total || strings.Count(shown, "\n")+lines != rows {
 		t.Errorf("stdout shows %d bytes, %d lines and says %d bytes, %d lines left out; the stream is %d bytes, %d lines",

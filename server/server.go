@@ -61,7 +61,8 @@ const instructions = "repl-mcp is a persistent Python session on this machine (t
 	"sandbox): call execute_python to run code; variables and imports persist between calls.\n" +
 	"For cells longer than a few minutes, python_start then python_run; python_cancel stops a run. " +
 	"Results say whether variables survived and name the run and generation. Large outputs are artifacts " +
-	"(artifact_read). Over HTTP under protocol 2026-07-28, pass python_health's session_id."
+	"(artifact_read). Sub-agents share the default session: each opens its own with python_session_open. " +
+	"Over HTTP under protocol 2026-07-28, pass python_health's session_id."
 
 // Shutdown budgets: how long the server lets runs stop on their own when it ends.
 const (

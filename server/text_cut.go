@@ -104,7 +104,7 @@ func (p part) cut(limit int) string {
 		// The tail is all there is after the cut: the head may have the rest.
 		head = visiblePrefix(before, room-visibleLen(tail))
 	}
-	return p.shown(c.Remove(len(head), len(p.text)-len(tail), func(b, l int64) string { return p.marker(b, l) }))
+	return p.shown(c.RemoveLines(len(head), len(p.text)-len(tail), func(b, l int64) string { return p.marker(b, l) }))
 }
 
 func (p part) gapLines() int64 {

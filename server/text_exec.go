@@ -91,6 +91,7 @@ const (
 	// Footer lists are bounded: their names, then how many more.
 	footerListed   = 4
 	footerNameMax  = 60
+	footerCodeMax  = 90 // a run's first code line: repl cuts it at 80 bytes, or names its file
 	footerErrorMax = 200
 )
 
@@ -385,8 +386,17 @@ func (e execution) footer(kept *keptText) string {
 	if e.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
-	if e.RunID != "" {
+	switch {
+	case !e.Recorded():
+		// A refusal before any worker: its id names nothing python_run can read.
+		items = append(items, "nothing ran")
+	case e.RunID != "":
 		items = append(items, "run "+e.RunID)
+		if e.polled && e.Code() != "" {
+			// A poller may not have started the run (an agent that shares the
+			// session): what it runs tells.
+			items = append(items, codeItem(e.Code()))
+		}
 	}
 	if e.polled && e.StdoutEnd != nil && e.StderrEnd != nil {
 		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *e.StdoutEnd, *e.StderrEnd))
@@ -438,6 +448,18 @@ func (e execution) footer(kept *keptText) string {
 		items = append(items, "session "+e.SessionID)
 	}
 	return "[" + strings.Join(items, "; ") + "]"
+}
+
+// codeItem is a footer's item naming a run's first code line, quoted as Python
+// quotes a string, since the line may hold the footer's own separators.
+func codeItem(code string) string {
+	code = cutFooter(code, footerCodeMax)
+	quote := "'"
+	if strings.Contains(code, "'") && !strings.Contains(code, `"`) {
+		quote = `"`
+	}
+	code = strings.ReplaceAll(code, `\`, `\\`)
+	return "code: " + quote + strings.ReplaceAll(code, quote, `\`+quote) + quote
 }
 
 // listed names the first few of xs, each bounded, then how many more there are.

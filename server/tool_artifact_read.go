@@ -98,8 +98,13 @@ const _ = uint(resultLimit - (6*artifacts.MaxReadLength + 2*(textLimit+len(textC
 // character cut at the end of a text prefix is written as U+FFFD, after those
 // bytes), so both JSON texts agree on every byte a cut text keeps.
 func presentRange(f form, r artifactRange) *mcp.CallToolResult {
-	if f == formText {
-		return &mcp.CallToolResult{Content: rangeText(r).content()}
+	if f.text() {
+		res := &mcp.CallToolResult{Content: rangeText(r).content()}
+		if f == formCode {
+			structured, _ := json.Marshal(r.wire(-1))
+			withStructured(res, structured)
+		}
+		return res
 	}
 	w := r.wire(-1)
 	head, err := json.Marshal(r.wire(textLimit))

@@ -116,7 +116,8 @@ func (s *Server) executePythonTool() tool {
 			"0.01..3600 s (default 120); a cell still running after yield_after seconds goes on in the background, and " +
 			"the result says how to wait for it with python_run (python_start starts one there at once). reset=true " +
 			"restarts the worker. Cancelling interrupts the code; external effects may already have happened. The " +
-			"result says whether the variables survived and names its run and generation.",
+			"result says whether the variables survived and names its run and generation. One cell runs at a time " +
+			"per session: agents working in parallel each open their own session with python_session_open.",
 		input:           append(executionInput(), yieldAfterParam()),
 		output:          executionResultSchema,
 		annotations:     annotations(false, true, false, true),

@@ -118,8 +118,9 @@ func healthText(h healthReport) string {
 	if l.WorkerRSSMiB > 0 {
 		rss = fmt.Sprintf("worker RSS %d MiB", l.WorkerRSSMiB)
 	}
-	fmt.Fprintf(&b, "Limits: code %d KiB, output %s bytes per stream, timeout %d s, %s, history %d runs.\n",
-		l.CodeBytes/1024, count(l.StreamBytes), l.TimeoutSeconds, rss, l.HistoryRuns)
+	// timeout_seconds is the largest timeout a call may pass, not the one it gets.
+	fmt.Fprintf(&b, "Limits: code %d KiB, output %s bytes per stream, timeout %d s unless a call passes one (at most %d s), %s, history %d runs.\n",
+		l.CodeBytes/1024, count(l.StreamBytes), int(repl.DefaultTimeout.Seconds()), l.TimeoutSeconds, rss, l.HistoryRuns)
 	b.WriteString(brokerText(h.Broker) + "\n")
 	others := make([]repl.Health, 0, len(h.Sessions.Sessions))
 	for _, o := range h.Sessions.Sessions {

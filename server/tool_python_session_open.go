@@ -27,13 +27,14 @@ func (s *Server) pythonSessionOpenTool() tool {
 	return tool{
 		name: "python_session_open",
 		description: "Open an independent, lazy Python session for a project: its own variables, cwd, worker, " +
-			"active run, history and generation. The interpreter is the explicit python, else the project's " +
+			"active run, history and generation. Parallel agents (sub-agents) share the default session, so each " +
+			"opens its own here: {\"name\": \"<task>\"} is enough. The interpreter is the explicit python, else the project's " +
 			".venv/bin/python (which must be valid), else the server default; it is probed now (at most 10 s) " +
 			"and the worker starts on the first execution. Pass the returned session_id to the other tools. " +
 			"Names are labels only; at most 32 sessions including the default.",
 		input: inputSchema{
 			{name: "name", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "A label for the session (1 to 128 bytes)."},
-			{name: "project", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "The project directory: the session's cwd, and where .venv is looked for."},
+			{name: "project", typ: "string", minLength: 1, maxLength: 4096, desc: "The project directory: the session's cwd, and where .venv is looked for. Default: the server's project, the default session's."},
 			{name: "python", typ: "string", desc: "Interpreter path or name; overrides the project's .venv."},
 		},
 		output:      sessionSchema,

@@ -49,6 +49,6 @@ type started repl.StartInfo
 
 // modelText names the run and the tools that follow it.
 func (v started) modelText() reply {
-	return reply{body: fmt.Sprintf("Started run %s (generation %d). Poll python_run with run_id %s for its output and "+
+	return reply{body: fmt.Sprintf("Started run %s, in generation %d. Poll python_run with run_id %s for its output and "+
 		"result; stop it with python_cancel.", v.RunID, v.Generation, v.RunID)}
 }

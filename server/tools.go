@@ -102,7 +102,7 @@ func (s *Server) register(t tool) {
 		}
 		f := s.formFor(req)
 		var kept *keptText
-		if f == formText {
+		if f.text() {
 			kept = keepText(ctx, sess, value)
 		}
 		return present(f, value, kept), nil

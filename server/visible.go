@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -29,8 +30,32 @@ func controlWidth(r rune, size int) int {
 		return 2
 	case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f:
 		return 4
+	case r >= 0xad && formatControl(r):
+		return escapeWidth(r)
 	}
 	return size
+}
+
+// formatControl reports a Unicode format control (category Cf) that the text form
+// escapes: the bidirectional embeddings, overrides and isolates (U+202A to U+202E,
+// U+2066 to U+2069) that reorder what a terminal shows, the invisible ones (U+200B,
+// U+2060, U+FEFF, the soft hyphen) and the tag characters (U+E0000 block) that hide
+// text from the person reading it. The zero-width joiner and non-joiner (U+200D,
+// U+200C), which join emoji and the letters of many scripts, stay as they are.
+func formatControl(r rune) bool {
+	return r != 0x200c && r != 0x200d && unicode.Is(unicode.Cf, r)
+}
+
+// escapeWidth is the size of r's escape as Python's repr writes it: \xhh, \uhhhh or
+// \Uhhhhhhhh.
+func escapeWidth(r rune) int {
+	switch {
+	case r <= 0xff:
+		return 4
+	case r <= 0xffff:
+		return 6
+	}
+	return 10
 }
 
 // visibleLen is the size of visible(s).
@@ -58,13 +83,20 @@ func visible(s string) string {
 	var b strings.Builder
 	b.Grow(visibleLen(s))
 	for _, r := range s {
-		switch w := controlWidth(r, max(utf8.RuneLen(r), 1)); {
+		switch {
 		case r == '\r':
 			b.WriteString(`\r`)
-		case w == 4 && r <= 0x9f:
-			b.WriteString(`\x`)
-			b.WriteByte(hex[r>>4])
-			b.WriteByte(hex[r&0xf])
+		case r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f || r >= 0xad && formatControl(r):
+			prefix, digits := `\x`, 2
+			if w := escapeWidth(r); w == 6 {
+				prefix, digits = `\u`, 4
+			} else if w == 10 {
+				prefix, digits = `\U`, 8
+			}
+			b.WriteString(prefix)
+			for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
+				b.WriteByte(hex[r>>shift&0xf])
+			}
 		default:
 			b.WriteRune(r)
 		}

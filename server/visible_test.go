@@ -18,13 +18,21 @@ func TestVisible(t *testing.T) {
 		"c1 \u009b2J é Ж":         `c1 \x9b2J é Ж`,
 		"bad \xff byte":           "bad \uFFFD byte",
 		"\u2028 is not a control": "\u2028 is not a control",
+		// Unicode format controls (category Cf): bidirectional overrides and
+		// isolates, invisible characters, tags; the joiners of emoji and scripts stay.
+		"a\u202eevil\u202c b":             `a\u202eevil\u202c b`,
+		"\u2066x\u2069\u202a\u202b\u202d": `\u2066x\u2069\u202a\u202b\u202d`,
+		"zero\u200bwidth\u2060\ufeff":     `zero\u200bwidth\u2060\ufeff`,
+		"soft\u00adhyphen":                `soft\xadhyphen`,
+		"tag\U000e0041\U000e007f":         `tag\U000e0041\U000e007f`,
+		"👨\u200d👩 \u0645\u200c\u06cc":     "👨\u200d👩 \u0645\u200c\u06cc",
 	} {
 		got := visible(in)
 		if got != want || visibleLen(in) != len(got) || !utf8.ValidString(got) {
 			t.Errorf("visible(%q) = %q (visibleLen %d), want %q", in, got, visibleLen(in), want)
 		}
 	}
-	s := strings.Repeat("a\x1bЖ\n", 100)
+	s := strings.Repeat("a\x1bЖ\u202e\U000e0041\n", 100)
 	for room := 0; room < 60; room++ {
 		p, q := visiblePrefix(s, room), visibleSuffix(s, room)
 		if visibleLen(p) > room || visibleLen(q) > room || !strings.HasPrefix(s, p) || !strings.HasSuffix(s, q) ||

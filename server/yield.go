@@ -29,7 +29,7 @@ func (s *Server) yieldAfter(ctx context.Context, given *float64) time.Duration {
 	case s.yieldDefault != nil:
 		return *s.yieldDefault
 	}
-	if call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest); call != nil && s.formFor(call) == formText {
+	if call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest); call != nil && s.formFor(call).text() {
 		return textFormYield
 	}
 	return 0
@@ -89,10 +89,15 @@ func snapshotText(r runningRun) reply {
 		{text: s.Stdout, what: "stdout"},
 		{label: "[stderr]", text: s.Stderr + s.NativeStderr, what: "stderr"},
 	}
-	items := []string{string(s.Status), "run " + s.RunID, fmt.Sprintf("%.1f s so far", s.ElapsedMS/1000), fmt.Sprintf("generation %d", s.Generation)}
+	items := []string{string(s.Status), "run " + s.RunID}
 	if r.yielded {
-		items = append([]string{"still running as run " + s.RunID}, items[2:]...)
+		items = []string{"still running as run " + s.RunID}
+	} else if s.Code != "" {
+		// A poller may not have started the run (an agent that shares the
+		// session): what it runs tells.
+		items = append(items, codeItem(s.Code))
 	}
+	items = append(items, fmt.Sprintf("%.1f s so far", s.ElapsedMS/1000), fmt.Sprintf("generation %d", s.Generation))
 	for _, c := range []struct {
 		name string
 		cut  bool

@@ -494,7 +494,7 @@ class ArtifactTests(WorkerTestCase):
                 self.assert_refused(f'artifact({args})', f'ValueError: {ARTIFACT_UNSUPPORTED}')
         # Exact JSON past a bound: the message names the bound, and how to save it anyway.
         past_bounds = [
-            '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_000',
+            '2 ** 4096', '[-(2 ** 4096)]', 'deep', '[0] * 100_001', '[[0] * 50_000, [0] * 50_000]',
             '["x" * (4 * 1024 * 1024 + 1)]', '{"k" * (2 * 1024 * 1024 + 1): "v" * (2 * 1024 * 1024)}',
         ]
         for args in past_bounds:
@@ -502,7 +502,8 @@ class ArtifactTests(WorkerTestCase):
                 self.assert_refused(f'artifact({args})', 'ValueError: Artifact JSON is past its bounds (')
         self.assertEqual(self.worker.value('flag'), [])
         # Just within the budgets: the check passes and the upload begins.
-        accepted = ['2 ** 4095', 'deep[0]', '[0] * 99_999', '["x" * (4 * 1024 * 1024)]', '{"k" * (2 * 1024 * 1024): "v" * (2 * 1024 * 1024)}']
+        # 100,000 values held (the inner lists are two of them), the outer list not one.
+        accepted = ['2 ** 4095', 'deep[0]', '[0] * 100_000', '[[0] * 50_000, [0] * 49_998]', '["x" * (4 * 1024 * 1024)]', '{"k" * (2 * 1024 * 1024): "v" * (2 * 1024 * 1024)}']
         for args in accepted:
             with self.subTest(args=args):
                 run_id = self.worker.start(f'artifact({args})')

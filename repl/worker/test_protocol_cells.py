@@ -742,6 +742,11 @@ class LibraryPreviewProtocolTests(WorkerTestCase):
         self.assertIn('<table border="1" class="dataframe">', result['html'])
         self.assertIn('<table id="T_', self.worker.run('df.style')['html'])
         self.assertNotIn('html', self.worker.run('df["a"]'))
+        # describe() of a datetime column is an object column of Timestamps and numbers,
+        # which pandas formats itself: HTML like every other frame.
+        described = self.worker.run('pd.DataFrame({"x": [1.5, 2.5], "when": pd.date_range("2024-01-01", periods=2)}).describe()')
+        self.assertIn('<table border="1" class="dataframe">', described['html'])
+        self.assertIn('2024-01-01 12:00:00', described['html'])
         result = self.worker.run('np.arange(10_000_000)')
         self.assertEqual(result['return_value'], 'array([      0,       1,       2, ..., 9999997, 9999998, 9999999],\n'
                                                  '      shape=(10000000,), dtype=int64)')

@@ -95,14 +95,28 @@ class ToolFunctionTests(WorkerTestCase):
             ('mcp.files.write_file("/a", "x", **{"dry-run": "yes"})', "TypeError: mcp.files.write_file() argument 'dry-run' must be bool"),
             ('mcp.files.write_file("/a", "x", **{"dry_run": True})', "got an unexpected keyword argument 'dry_run'"),
             ('mcp.files.nope', "AttributeError: mcp.files has no tool 'nope'; dir(mcp.files) or mcp.help('files') lists its tools"),
+            ('mcp.files["nope"]', "KeyError: \"mcp.files has no tool 'nope'; dir(mcp.files) or mcp.help('files') lists its tools\""),
+            # A tool the registry's allowedTools leave out: the broker's reason and action.
+            ('mcp.files.write_text', "AttributeError: mcp.files has no tool 'write_text' that cells may call: "
+             'The allowedTools of this server in /p/.mcp.json do not list this tool. '
+             'Add the tool to the server\'s allowedTools in /p/.mcp.json, then call mcp.refresh().'),
             ('mcp.nowhere', "AttributeError: mcp has no server 'nowhere'; dir(mcp) and mcp.servers() list the servers"),
         ]
+        explained = {
+            'nope': {'status': 'tool_missing', 'evidence': 'cached_catalogue', 'reason': 'The cached catalogue of this server does not list the tool.', 'actions': ['Inspect mcp.list_tools(server).']},
+            'write_text': {'status': 'not_granted', 'evidence': 'allowed_tools',
+                           'reason': 'The allowedTools of this server in /p/.mcp.json do not list this tool.',
+                           'actions': ["Add the tool to the server's allowedTools in /p/.mcp.json, then call mcp.refresh()."]},
+        }
         for code, message in cases:
             with self.subTest(code=code):
                 run_id = self.worker.start(code)
                 self.answer(run_id, 'servers', {'servers': ['files']})
                 if 'nowhere' not in code:
                     self.answer(run_id, 'tools', {'tools': FILES, 'ttlMs': 0})
+                    tool = 'nope' if 'nope' in code else 'write_text' if 'write_text' in code else None
+                    if tool is not None:
+                        self.assertEqual(self.answer(run_id, 'explain', explained[tool]), {'server': 'files', 'tool': tool})
                 result, events = self.worker.events_until_result(run_id)
                 self.assertIn(message, result['error'])
                 self.assertEqual(events, [], 'nothing may be sent after a refused call')
@@ -204,12 +218,20 @@ class ToolFunctionTests(WorkerTestCase):
         self.worker.reply(rpc['id'], error='MCP transport unavailable; request was not retried')
         self.answer(run_id, 'tools', {'tools': FILES, 'ttlMs': 60000})
         result, _ = self.worker.collect(run_id)
-        self.assertEqual(result['value'], [
+        lines = [
             # both words in the name and the description, then one of them in the name
             'files.read_text_file(path: str, *, head: float = None, tail: float = None) — Read the complete contents of a file as text.',
             "files.write_file(path: str, content: str, *, mode: Literal['w', 'a'] = 'w', **kwargs) — Create or overwrite a file.",
             "server 'down' was not searched: MCP transport unavailable; request was not retried",
-        ])
+        ]
+        self.assertEqual(result['value'], lines)
+        # A list, read as lines: one per line where a person or a model reads it.
+        self.assertEqual(result['return_repr'], '\n'.join(lines))
+        run_id = self.worker.start('r = mcp.search("read file")\nprint(r)\n[type(r).__name__, isinstance(r, list), r[0][:5]]')
+        self.answer(run_id, 'servers', {'servers': ['files']})
+        result, outputs = self.worker.collect(run_id)
+        self.assertEqual(''.join(o['text'] for o in outputs), '\n'.join(lines[:2]) + '\n')
+        self.assertEqual(result['value'], ['ToolLines', True, 'files'])
         run_id = self.worker.start('[mcp.search("", limit=1), mcp.search("zebra")]')
         self.answer(run_id, 'servers', {'servers': ['files']})
         result, _ = self.worker.collect(run_id)  # the catalogue is still fresh: no listing
@@ -258,6 +280,40 @@ class ToolFunctionTests(WorkerTestCase):
         self.assert_ok(result)
         self.assertEqual(result['value'][:2], ['A', 'B'])
         self.assertIn('Its inputSchema gives no Python signature (RecursionError: ', result['value'][2])
+
+    def test_tool_result_reads_as_python(self):
+        # A trailing ToolResult shows as Python shows the dict it is, like every other value.
+        run_id = self.worker.start('mcp.files.read_text_file("/a")')
+        self.catalogue(run_id)
+        self.answer(run_id, 'call', envelope('hi'))
+        result, _ = self.worker.collect(run_id)
+        self.assertEqual(result['value'], {'content': [{'type': 'text', 'text': 'hi'}], 'isError': False})
+        self.assertEqual(result['return_repr'], "{'content': [{'type': 'text', 'text': 'hi'}], 'isError': False}")
+
+    def test_mcp_itself_previews_its_servers_and_tools(self):
+        run_id = self.worker.start('mcp')
+        self.answer(run_id, 'servers', {'servers': ['down', 'files', 'files-writer']})
+        listed = {}
+        for _ in range(3):
+            rpc = self.worker.next_rpc(run_id)
+            self.assertEqual(rpc['op'], 'tools')
+            listed[rpc['params']['server']] = rpc
+        self.worker.reply(listed['down']['id'], error='MCP transport unavailable; request was not retried')
+        self.worker.reply(listed['files']['id'], {'tools': FILES, 'ttlMs': 60000})
+        self.worker.reply(listed['files-writer']['id'], {'tools': FILES[:1], 'ttlMs': 60000})
+        result, _ = self.worker.collect(run_id)
+        self.assert_ok(result)
+        self.assertEqual(result['return_value'], "<mcp: 3 servers for the broker: mcp.down (tools not listed: MCP transport unavailable; "
+                         "request was not retried), mcp.files (3 tools), mcp.files_writer (1 tool); mcp.search(words) finds a tool, "
+                         "help(mcp) says how to call one>")
+        run_id = self.worker.start('mcp')
+        self.answer(run_id, 'servers', {'servers': []})
+        self.assertEqual(self.worker.collect(run_id)[0]['return_value'], "<mcp: no MCP servers are configured for the broker; the project's "
+                         ".mcp.json or --config registers them, mcp.explain(server) says why one is missing>")
+        run_id = self.worker.start('mcp')
+        rpc = self.worker.next_rpc(run_id)
+        self.worker.reply(rpc['id'], error='Broker disabled')
+        self.assertEqual(self.worker.collect(run_id)[0]['return_value'], '<mcp: the broker did not list its servers (Broker disabled); help(mcp) describes the bridge>')
 
     def test_help_of_a_server_without_tools_says_so(self):
         run_id = self.worker.start('mcp.help("bare")')

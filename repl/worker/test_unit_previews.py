@@ -354,6 +354,30 @@ class LibraryPreviewTests(unittest.TestCase):
                             ([np.float64(0.5), np.bool_(True)], '[np.float64(0.5), np.True_]')):
             self.assertEqual(preview_text(value), text)
 
+    def test_numpy_numbers_are_json_values_beside_their_repr(self):
+        # return_value reads as Python shows the value; `value` is the JSON a client
+        # computes with (Codex's code mode reads np.float64(250.01) as a number).
+        np = self.np
+        cases = (
+            (np.float64(250.01), 'np.float64(250.01)', 250.01),
+            (np.int64(3), 'np.int64(3)', 3),
+            (np.bool_(True), 'np.True_', True),
+            (np.float32(0.5), 'np.float32(0.5)', 0.5),
+            ({'mean': np.float64(2.5), 'n': np.int32(4)}, "{'mean': np.float64(2.5), 'n': np.int32(4)}", {'mean': 2.5, 'n': 4}),
+            ((np.uint8(7), 1.5), '(np.uint8(7), 1.5)', [7, 1.5]),
+        )
+        for value, shown, plain in cases:
+            self.assertEqual(previews.preview(value), (shown, plain, False))
+            self.assertIs(type(previews.preview(value)[1]), type(plain))
+        # No JSON number holds these exactly, or they are no numbers.
+        for value in (np.float64('nan'), np.longdouble(1) / 3, np.datetime64('2024-01-01'), np.str_('a'),
+                      np.complex128(1j), [np.float64(1.0), Box()]):
+            self.assertIs(previews.preview(value)[1], MISSING, repr(type(value)))
+
+        class MyFloat(np.float64):  # a subclass made in a cell is not numpy's
+            pass
+        self.assertIs(previews.preview(MyFloat(1.0))[1], MISSING)
+
     def test_user_objects_inside_library_values_are_previewed_safely(self):
         pd, np = self.pd, self.np
         cells = np.empty((3, 3), dtype=object)

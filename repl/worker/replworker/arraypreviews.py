@@ -112,6 +112,29 @@ def _numpy_scalar(value, cls, room, depth, state):
 _NUMPY_TYPES = {('numpy', 'ndarray'): _ndarray}
 
 
+def numpy_number(value, cls):
+    """The JSON builtin a numpy bool, integer or floating scalar equals exactly, or
+    NotPreviewable: `value` carries it (docs/contract.md §4.1), so that a client reading
+    JSON gets 250.01 where Python shows np.float64(250.01). Only numpy's own classes
+    (_named: not a subclass made in a cell), and only values a JSON number holds exactly:
+    finite floats of at most 64 bits, integers within PREVIEW_INT_BITS."""
+    named = _named(cls)
+    if named is None or named[0] != 'numpy':
+        raise NotPreviewable
+    if _has_base(cls, _loaded('numpy', 'bool_')):
+        return bool(value)
+    if _has_base(cls, _loaded('numpy', 'integer')):
+        number = int(value)
+        if number.bit_length() > PREVIEW_INT_BITS:
+            raise NotPreviewable
+        return number
+    if _has_base(cls, _loaded('numpy', 'floating')) and value.dtype.itemsize <= 8:
+        number = float(value)
+        if math.isfinite(number):
+            return number
+    raise NotPreviewable
+
+
 # ---- pandas ---------------------------------------------------------------------------------
 
 # pandas' own extension dtypes; any other (one a user registered) may run user code.

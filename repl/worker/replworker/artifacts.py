@@ -43,7 +43,9 @@ class _JsonBudget:
     __slots__ = ('nodes', 'string_bytes', 'size')
 
     def __init__(self):
-        self.nodes = ARTIFACT_JSON_NODES
+        # The bound counts the values a container holds, at any depth; the value itself
+        # is not one of them, so a list of exactly 100,000 ints is within it.
+        self.nodes = ARTIFACT_JSON_NODES + 1
         self.string_bytes = ARTIFACT_STRING_BUDGET
         self.size = 0  # a lower bound of the encoded JSON's size in bytes
 

@@ -381,9 +381,19 @@ class McpBridge:
     def __init__(self, rpcs):
         self._rpcs = rpcs
         self._names = None  # the broker's server names, asked once per cell (a bridge lives one)
+        # What the preview of `mcp` itself says (toolfuncs.alearn): why the servers could
+        # not be listed, and why some server's tools were not.
+        self._preview_error = None
+        self._unlisted = {}
 
     def __repr__(self):
         return MCP_REPR
+
+    async def _alearn(self):
+        await toolfuncs.alearn(self)
+
+    def _preview(self):
+        return toolfuncs.bridge_preview(self)
 
     def _server_names(self):
         if self._names is None:

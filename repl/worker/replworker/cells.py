@@ -346,6 +346,8 @@ class Worker:
         preview = extra = None
         notebook = {}  # for the session's notebook only (PROTOCOL.md, The result object)
         if exc is None and policy_error is None and value is not MISSING:
+            if type(value) is McpBridge and not interrupted:
+                self._upload(run_id, value._alearn())  # its preview names its servers and tools
             preview = value_preview(value)
             notebook = {'html': pandas_html(value)}
             # Only a value the preview had to cut may become an artifact: one that fits the

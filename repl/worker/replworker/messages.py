@@ -130,6 +130,15 @@ MCP_IMAGE_NOT_BASE64 = 'image block {} of the result has data that is not base64
 MCP_AMBIGUOUS_NAME = "mcp: {!r} could be any of {}; use mcp[name] with the exact name"
 MCP_NO_SUCH_SERVER = "mcp has no server {!r}; dir(mcp) and mcp.servers() list the servers"
 MCP_NO_SUCH_TOOL = '{} has no tool {!r}; dir({}) or mcp.help({!r}) lists its tools'
+# A tool the registry's allowedTools do not admit: the broker's reason and action (mcp.explain).
+MCP_TOOL_NOT_ALLOWED = '{} has no tool {!r} that cells may call: {} {}'
+# The preview of `mcp` itself: what it reaches, listed while the cell ran.
+MCP_PREVIEW = '<mcp: {} for the broker: {}; mcp.search(words) finds a tool, help(mcp) says how to call one>'
+MCP_PREVIEW_NONE = "<mcp: no MCP servers are configured for the broker; the project's .mcp.json or --config registers them, mcp.explain(server) says why one is missing>"
+MCP_PREVIEW_FAILED = '<mcp: the broker did not list its servers ({}); help(mcp) describes the bridge>'
+MCP_PREVIEW_TOOLS = '{} ({} tool{})'
+MCP_PREVIEW_UNLISTED = '{} (tools not listed: {})'
+MCP_PREVIEW_MORE = 'and {} more'
 MCP_TOOL_BAD_CALL = '{}(): {}; help({}) shows its signature'
 MCP_TOOL_NO_SIGNATURE = ('Its inputSchema gives no Python signature ({}): keyword arguments go to the tool as they are,\n'
                          'and the broker checks them against the schema.')

@@ -17,6 +17,9 @@ Either is dropped, not cut, past its bound: half a table is no table."""
 import sys
 
 from .limits import HTML_BYTES, PREVIEW_BYTES, PREVIEW_NESTING
+from .previews import _formats_itself
+from .toolfuncs import ToolLines
+from .toolresult import ToolResult
 
 # (module, class) of the values whose HTML is pandas' own.
 PANDAS_CLASSES = (('pandas.core.frame', 'DataFrame'), ('pandas.io.formats.style', 'Styler'))
@@ -77,10 +80,13 @@ def _plain_styler(styler, frame_cls):
 
 def _plain_frame(frame):
     """A DataFrame whose cells and labels pandas formats itself: numeric, boolean,
-    datetime, string or categorical-of-those columns, never object columns, whose
-    elements' __str__ would be the user's, nor user extension types; a non-object index;
-    at most LABEL_SCAN column labels, each an exact scalar."""
-    if not all(_plain_dtype(dtype) for dtype in frame.dtypes):
+    datetime, string or categorical-of-those columns, or object columns of at most
+    LABEL_SCAN cells in all each of which pandas formats itself (what describe() makes of
+    a datetime column: Timestamps and floats), never user extension types nor objects
+    whose __str__ would be the user's; a non-object index; at most LABEL_SCAN column
+    labels, each an exact scalar."""
+    objects = [i for i, dtype in enumerate(frame.dtypes) if not _plain_dtype(dtype)]
+    if objects and not _plain_objects(frame, objects):
         return False
     if not _plain_dtype(frame.index.dtype):
         return False
@@ -90,6 +96,23 @@ def _plain_frame(frame):
     if len(columns) > LABEL_SCAN:
         return False
     return all(_scalar(type(label)) for label in columns)
+
+
+def _plain_objects(frame, columns):
+    """Whether the columns at these positions are object columns of at most LABEL_SCAN
+    cells in all, each a value pandas formats itself (previews._formats_itself reads only
+    type slots)."""
+    numpy = sys.modules.get('numpy')
+    if numpy is None or len(frame) * len(columns) > LABEL_SCAN:
+        return False
+    for i in columns:
+        dtype = frame.dtypes.iloc[i]
+        if not _derives(type(dtype), numpy.dtype) or dtype.kind != 'O':
+            return False  # a user extension type, say
+        cells = frame.iloc[:, i].to_numpy()  # an object column's own array: no element code runs
+        if not all(_formats_itself(value) for value in cells):
+            return False
+    return True
 
 
 def _plain_dtype(dtype):
@@ -138,9 +161,9 @@ def _builtins_only(value, depth, budget):
         return budget[0] >= 0
     if depth >= PREVIEW_NESTING:
         return False
-    if cls is list or cls is tuple:
+    if cls is list or cls is tuple or cls is ToolLines:  # mcp.search's lines show one per line
         return all(_builtins_only(item, depth + 1, budget) for item in value)
-    if cls is dict:
+    if cls is dict or cls is ToolResult:  # a tool's result: the envelope, a dict of JSON
         return all(_scalar(type(k)) and _builtins_only(k, depth + 1, budget) and _builtins_only(v, depth + 1, budget)
                    for k, v in value.items())
     return False

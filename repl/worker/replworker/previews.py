@@ -35,8 +35,9 @@ import sys
 import types
 import warnings
 
-from .bridge import McpResult
+from .bridge import McpBridge, McpResult
 from .children import ShellResult
+from .toolfuncs import ToolLines
 from .common import MISSING, json_text, type_name, utf8_prefix, utf8_size
 from .limits import (
     INVENTORY_BYTES, INVENTORY_ENVELOPE, INVENTORY_LISTED, INVENTORY_SCANNED, INVENTORY_TYPE_CHARS,
@@ -78,7 +79,7 @@ def plain_json(value, depth, budget):
         return value
     if depth >= PREVIEW_DEPTH:
         raise NotPreviewable
-    if cls is list or cls is tuple or cls is ReplHistory:
+    if cls is list or cls is tuple or cls is ReplHistory or cls is ToolLines:
         if len(value) > PREVIEW_ITEMS:
             raise NotPreviewable
         return [plain_json(item, depth + 1, budget) for item in value]
@@ -98,11 +99,18 @@ class _TooBig(Exception):
     """The value is exact JSON so far, but its JSON would not fit the preview."""
 
 
-def _json_copy(value, depth, room):
+def _json_copy(value, depth, room, numbers=False):
     """A copy of `value` made of exact JSON builtins, or NotPreviewable. room[0] is a lower
     bound of the bytes its JSON may still take; passing it raises _TooBig, so the walk
-    stops after at most about PREVIEW_BYTES values however big the value is."""
+    stops after at most about PREVIEW_BYTES values however big the value is. With
+    `numbers`, numpy's numbers and bools count as the builtins they equal exactly."""
     cls = type(value)
+    if numbers and cls is not bool and cls is not int and cls is not float:
+        try:
+            value = numpy_number(value, cls)
+            cls = type(value)
+        except NotPreviewable:
+            pass
     if value is None or cls is bool:
         room[0] -= 4
         copy = value
@@ -122,11 +130,11 @@ def _json_copy(value, depth, room):
         copy = value
     elif depth >= PREVIEW_NESTING:
         raise NotPreviewable
-    elif cls is list or cls is tuple or cls is ReplHistory:
+    elif cls is list or cls is tuple or cls is ReplHistory or cls is ToolLines:
         room[0] -= 1 + len(value)
         if room[0] < 0:
             raise _TooBig
-        copy = [_json_copy(item, depth + 1, room) for item in value]
+        copy = [_json_copy(item, depth + 1, room, numbers) for item in value]
     elif cls is dict or cls is McpResult:
         room[0] -= 1 + len(value)
         if room[0] < 0:
@@ -136,7 +144,7 @@ def _json_copy(value, depth, room):
             if type(key) is not str:
                 raise NotPreviewable
             room[0] -= len(key) + 3
-            copy[key] = _json_copy(item, depth + 1, room)
+            copy[key] = _json_copy(item, depth + 1, room, numbers)
     else:
         raise NotPreviewable
     if room[0] < 0:
@@ -357,8 +365,10 @@ def _render(value, room, depth, state):
     if cls is ShellResult:
         text = str.__str__(value)
         return _cut_repr(text, len(text), PREVIEW_MORE_CHARS, room, state)
-    if cls is list or cls is ReplHistory:
+    if cls is list or cls is ReplHistory or cls is ToolLines:
         return _list(value, '[', ']', '[]', room, depth, state)
+    if cls is McpBridge:
+        return _fit(McpBridge._preview(value), room, state)
     if cls is tuple:
         return _list(value, '(', ')', '()', room, depth, state)
     if cls is dict or cls is McpResult:
@@ -551,7 +561,22 @@ def preview(value):
     except Exception:  # RecursionError, MemoryError: the preview must never fail the run
         return _omitted(value), MISSING, False
     shown, _, complete = utf8_prefix(text, PREVIEW_BYTES)
-    return shown, MISSING, state.cut or not complete
+    if state.cut or not complete:
+        return shown, MISSING, True
+    return shown, _numbers_value(value), False
+
+
+def _numbers_value(value):
+    """`value` for a value the preview rendered as Python shows it: its JSON when it is
+    numpy numbers in exact builtin containers (np.float64(250.01), {'mean': np.float64(2.5)}),
+    whose JSON a client reads as numbers; MISSING otherwise."""
+    if 'numpy' not in sys.modules:
+        return MISSING
+    try:
+        plain = _json_copy(value, 0, [PREVIEW_BYTES], numbers=True)
+    except (NotPreviewable, _TooBig, RecursionError):
+        return MISSING
+    return plain if utf8_size(json_text(plain)) <= PREVIEW_BYTES else MISSING
 
 
 # Renderings tried, each in a room shrunk by how much the last one's UTF-8 passed the
@@ -590,7 +615,7 @@ class ReplHistory(list):
 
 
 # Imported last: the numpy and pandas previews and the summaries use this module's helpers.
-from .arraypreviews import _NUMPY_TYPES, _PANDAS_TYPES, _numpy_scalar  # noqa: E402
+from .arraypreviews import _NUMPY_TYPES, _PANDAS_TYPES, _numpy_scalar, numpy_number  # noqa: E402
 from .libsummaries import SUMMARISED as _SUMMARISED, library_summary  # noqa: E402
 
 # libsummaries reads these as previews._NAME.

@@ -7,17 +7,20 @@ The broker still checks every call against the schema: what is checked here is w
 Python function would check (names, required arguments, JSON types), so that a typo fails
 at once, with the signature to fix it by."""
 
+import asyncio
 import keyword
 import re
 import time
 
 from .limits import (
-    DOC_WIDTH, ENUM_LITERALS, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_REPLY_SLACK, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS,
-    SEARCH_SENTENCE_CHARS, TOOL_DOC_PARAM_CHARS,
+    DOC_WIDTH, ENUM_LITERALS, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_PREVIEW_SERVERS, MCP_PREVIEW_WAIT,
+    MCP_REPLY_SLACK, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS, SEARCH_SENTENCE_CHARS, TOOL_DOC_PARAM_CHARS,
 )
 from .messages import (
-    MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_HELP_NO_TOOLS, MCP_MALFORMED, MCP_NO_SUCH_TOOL, MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE,
-    MCP_TOOL_BAD_CALL, MCP_TOOL_NO_SIGNATURE,
+    MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_HELP_NO_TOOLS, MCP_MALFORMED, MCP_NO_SUCH_TOOL,
+    MCP_PREVIEW, MCP_PREVIEW_FAILED, MCP_PREVIEW_MORE, MCP_PREVIEW_NONE, MCP_PREVIEW_TOOLS, MCP_PREVIEW_UNLISTED, MCP_REPR,
+    MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE, MCP_TOOL_BAD_CALL, MCP_TOOL_NO_SIGNATURE,
+    MCP_TOOL_NOT_ALLOWED,
 )
 
 # ---- Names ----------------------------------------------------------------------------------
@@ -111,11 +114,28 @@ class Catalogues:
     def get(self, rpcs, server, timeout=MCP_CATALOGUE_TIMEOUT):
         """The server's catalogue: the one kept, while it is fresh, else listed (waiting at
         most `timeout` seconds, already checked)."""
-        entry = self._entries.get(server)
+        catalogue = self.kept(server)
+        if catalogue is not None:
+            return catalogue
         now = self._clock()
-        if entry is not None and now < entry[0]:
-            return entry[1]
         result = rpcs.call('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
+        return self._keep(rpcs, server, result, now)
+
+    async def aget(self, rpcs, server, timeout=MCP_CATALOGUE_TIMEOUT):
+        """get, awaitable."""
+        catalogue = self.kept(server)
+        if catalogue is not None:
+            return catalogue
+        now = self._clock()
+        result = await rpcs.acall('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
+        return self._keep(rpcs, server, result, now)
+
+    def kept(self, server):
+        """The server's catalogue while the one kept is fresh, else None."""
+        entry = self._entries.get(server)
+        return entry[1] if entry is not None and self._clock() < entry[0] else None
+
+    def _keep(self, rpcs, server, result, now):
         if type(result) is not dict or type(result.get('tools')) is not list:
             raise RuntimeError(MCP_MALFORMED.format('tools'))
         ttl = result.get('ttlMs')
@@ -388,13 +408,13 @@ class ServerTools:
         catalogue = self._catalogue()
         tool = catalogue.names.resolve(attr)
         if tool is None:
-            raise AttributeError(MCP_NO_SUCH_TOOL.format(self._label, attr, self._label, self._server))
+            raise AttributeError(self._missing(attr))
         return catalogue.function(tool, f'{self._label}.{attr}')
 
     def __getitem__(self, tool):
         catalogue = self._catalogue()
         if tool not in catalogue.definitions:
-            raise KeyError(MCP_NO_SUCH_TOOL.format(self._label, tool, self._label, self._server))
+            raise KeyError(self._missing(tool))
         attr = catalogue.names.attr_of(tool)
         return catalogue.function(tool, f'{self._label}.{attr}' if attr is not None else f'{self._label}[{tool!r}]')
 
@@ -403,6 +423,21 @@ class ServerTools:
 
     def __repr__(self):
         return f'<MCP server {self._server!r}: dir() lists its tools, mcp.help({self._server!r}) their signatures>'
+
+    def _missing(self, tool):
+        """Why the catalogue has no `tool`: the registry's allowedTools, when they do not
+        admit it (the broker's mcp.explain says so, and where to grant it), else that the
+        server lists no such tool."""
+        from .bridge import ToolError  # bridge imports this module
+        try:
+            why = self._rpcs.call('explain', {'server': self._server, 'tool': tool}, MCP_OP_WAIT)
+        except (ToolError, RuntimeError):  # not from the cell's own code path, say: the plain reason
+            why = None
+        if type(why) is dict and why.get('evidence') == 'allowed_tools' and type(why.get('reason')) is str:
+            actions = why.get('actions')
+            action = actions[0] if type(actions) is list and actions and type(actions[0]) is str else ''
+            return MCP_TOOL_NOT_ALLOWED.format(self._label, tool, why['reason'], action).rstrip()
+        return MCP_NO_SUCH_TOOL.format(self._label, tool, self._label, self._server)
 
 
 def server_label(names, server):
@@ -425,6 +460,15 @@ def access_suffix(catalogue, tool):
 
 
 # ---- Search ---------------------------------------------------------------------------------
+
+class ToolLines(list):
+    """What mcp.search returns: a list of lines, shown one per line (print, a trailing
+    value) rather than as a list's repr on one line."""
+
+    def __repr__(self):
+        return '\n'.join(str.__str__(line) if type(line) is str else '?' for line in list.__iter__(self))
+
+    __str__ = __repr__
 
 _SPLIT = re.compile(r'[^0-9a-z]+')
 _CAMEL = re.compile(r'(?<=[a-z0-9])(?=[A-Z])')
@@ -487,7 +531,7 @@ def search(bridge, query, limit):
         lines.append(MCP_SEARCH_MORE.format(len(ranked) - limit))
     if not ranked:
         lines.append(MCP_SEARCH_NONE.format(query, len(server_names.real)))
-    return lines + unavailable
+    return ToolLines(lines + unavailable)
 
 
 def server_help(bridge, server, timeout):
@@ -509,3 +553,57 @@ def tool_help(bridge, server, tool, timeout):
     function = catalogue.function(tool, server_label(server_names, server) + access_suffix(catalogue, tool))
     doc = '\n'.join('    ' + line if line else '' for line in function.__doc__.split('\n'))
     return f'{function.__qualname__}{function.__signature__}\n{doc}'
+
+
+# ---- The preview of `mcp` -------------------------------------------------------------------
+
+async def alearn(bridge):
+    """List the broker's servers and their tools (at most MCP_PREVIEW_WAIT seconds for
+    the listings in all), so that the preview of `mcp` itself names them: the worker runs
+    it while the cell that ends in `mcp` is still active."""
+    from .bridge import ToolError, _field  # bridge imports this module
+    try:
+        bridge._names = Names(_field('servers', await bridge._rpcs.acall('servers', {}, MCP_OP_WAIT), 'servers'))
+    except (ToolError, RuntimeError, ValueError) as exc:
+        bridge._preview_error = first_sentence(str(exc), SEARCH_SENTENCE_CHARS)
+        return
+    pending = {}
+    for server in bridge._names.real[:MCP_PREVIEW_SERVERS]:
+        if CATALOGUES.kept(server) is None:
+            pending[server] = asyncio.ensure_future(CATALOGUES.aget(bridge._rpcs, server, MCP_PREVIEW_WAIT))
+    if pending:
+        await asyncio.wait(pending.values(), timeout=MCP_PREVIEW_WAIT)
+    bridge._unlisted = {}
+    for server, task in pending.items():
+        if not task.done():
+            task.cancel()
+            bridge._unlisted[server] = f'no answer within {MCP_PREVIEW_WAIT:g} s'
+        elif task.exception() is not None:
+            bridge._unlisted[server] = first_sentence(str(task.exception()), SEARCH_SENTENCE_CHARS)
+
+
+def bridge_preview(bridge):
+    """`mcp` as a trailing value: its servers and how many tools each offers cells, from
+    what alearn listed (no rpc: the preview runs after the cell's calls are over)."""
+    error = bridge._preview_error
+    if error is not None:
+        return MCP_PREVIEW_FAILED.format(error)
+    names = bridge._names
+    if names is None:
+        return MCP_REPR
+    if not names.real:
+        return MCP_PREVIEW_NONE
+    unlisted = bridge._unlisted
+    shown = []
+    for server in names.real[:MCP_PREVIEW_SERVERS]:
+        label = server_label(names, server)
+        catalogue = CATALOGUES.kept(server)
+        if catalogue is not None:
+            n = len(catalogue.definitions)
+            shown.append(MCP_PREVIEW_TOOLS.format(label, n, '' if n == 1 else 's'))
+        else:
+            shown.append(MCP_PREVIEW_UNLISTED.format(label, unlisted.get(server, 'mcp.help(' + repr(server) + ') lists them')))
+    if len(names.real) > MCP_PREVIEW_SERVERS:
+        shown.append(MCP_PREVIEW_MORE.format(len(names.real) - MCP_PREVIEW_SERVERS))
+    count = len(names.real)
+    return MCP_PREVIEW.format(f'{count} server{"" if count == 1 else "s"}', ', '.join(shown))
