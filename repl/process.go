@@ -74,6 +74,8 @@ type process struct {
 	nativeR *os.File // the worker's fd 1 and 2
 	native  *nativeOutput
 	results chan resultFrame
+	// snapshots are the worker's answers to snapshot requests (snapshot.go).
+	snapshots chan snapshotReport
 	// owner is who hears the worker's frames and logs its failures: the session
 	// that started it, or, for a spare, the pool until a session claims it (bind).
 	owner atomic.Pointer[owner]
@@ -131,17 +133,18 @@ func spawn(spec spawnSpec) (*process, error) {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
-		proc:     gp.Process,
-		started:  started,
-		toWork:   gp.Extra[0],
-		fromR:    gp.Extra[1],
-		nativeR:  gp.Output,
-		native:   newNativeOutput(),
-		results:  make(chan resultFrame, 4),
-		jobs:     map[int]bool{},
-		dead:     make(chan struct{}),
-		stopping: make(chan struct{}),
-		stopped:  make(chan struct{}),
+		proc:      gp.Process,
+		started:   started,
+		toWork:    gp.Extra[0],
+		fromR:     gp.Extra[1],
+		nativeR:   gp.Output,
+		native:    newNativeOutput(),
+		results:   make(chan resultFrame, 4),
+		snapshots: make(chan snapshotReport, 4),
+		jobs:      map[int]bool{},
+		dead:      make(chan struct{}),
+		stopping:  make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	p.bind(spec.events, spec.logger)
 	p.native.reset(newToken()) // collect startup complaints until the first run
@@ -272,6 +275,11 @@ func (p *process) readFrames(frames *frameReader) {
 			p.owner.Load().events.onRPCCancel(f)
 		case "job":
 			p.trackJob(f)
+		case "snapshot":
+			select {
+			case p.snapshots <- snapshotReport{id: f.ID, status: f.Status, summary: f.Summary, err: f.Error}:
+			default: // nobody asked for this many: a stale answer
+			}
 		case "image":
 			if err := images.add(f); err != nil {
 				p.die(err)

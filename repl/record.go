@@ -60,7 +60,7 @@ func boundDisplays(displays []Display) []Display {
 // HTML and displays, which only the record keeps: the history does not hold them for
 // nothing.
 func (s *Session) record(r *run, res *Result) {
-	if s.cfg.Recorder == nil || r.req.inventory {
+	if s.cfg.Recorder == nil || r.req.quiet() {
 		res.HTML, res.Displays = "", nil
 		return
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
@@ -71,6 +72,9 @@ func sessionLine(h repl.Health) string {
 	return fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",
 		cutFooter(h.Name, footerNameMax), h.SessionID, h.Generation, workerState(h), pythonText(h), cutPath(h.Project))
 }
+
+// clock is a time as the texts show one: UTC, to the second.
+func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // cutPath keeps both ends of a long path: the root says where, the end what.
 func cutPath(p string) string {
