@@ -88,19 +88,21 @@ func (s *Session) guard(r *run) *Result {
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
 		return nil
 	}
-	msg, replaced := msgStaleGeneration, false
+	msg, replaced, why := msgStaleGeneration, false, ""
 	if state == workerDead && !r.req.Reset && !r.req.Fresh {
 		if res := s.startWorker(r.ctx, r); res != nil {
 			return res
 		}
 		replaced = true
+		// The refusal is the new worker's first result: it says so, once.
+		_, why = s.worker.announced(s.worker.view().proc)
 		if *want == gen {
 			msg = msgWorkerRestarted
 		}
 	}
 	res := failure(r.id, msg, StatePreserved)
 	if replaced {
-		res.StateReset = &replaced
+		res.StateReset, res.StateResetReason = &replaced, why
 	}
 	res.Generation = s.worker.currentGeneration()
 	return res

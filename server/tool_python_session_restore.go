@@ -22,6 +22,12 @@ const restoreReportProperties = `
       "generation": {"type": "integer"}, "code_line": {"type": "string"}}}},
     "interrupted": {"type": "boolean"}`
 
+// restorableSchema is a snapshot a restore can load (repl.Restorable).
+const restorableSchema = `{"type": "object", "description": "a snapshot python_session_restore can load",
+  "properties": {"snapshot": {"type": "string"}, "session_id": {"type": "string"}, "session_name": {"type": "string"},
+    "generation": {"type": "integer"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"},
+    "bytes": {"type": "integer"}, "skipped": {"type": "integer"}, "stale": {"type": "integer"}}}`
+
 // restoreReportSchema is a restore's report (repl.RestoreReport).
 const restoreReportSchema = `{"type": "object", "properties": {` + restoreReportProperties + `}}`
 

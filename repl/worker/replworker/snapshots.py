@@ -228,7 +228,7 @@ class Snapshots:
         self.last_run = run_id
         ids, at, lines = {}, None, None
         for name, value in list(self._namespace.items()):
-            if type(name) is not str or name in self._reserved:
+            if not _variable(name, self._reserved):
                 continue
             ids[name] = id(value)
             if self._ids.get(name) != id(value):
@@ -336,8 +336,7 @@ class _Pass:
         self.skipped = []
 
     def run(self):
-        items = [(name, value) for name, value in list(self.o._namespace.items())
-                 if type(name) is str and name not in self.o._reserved]
+        items = [(name, value) for name, value in list(self.o._namespace.items()) if _variable(name, self.o._reserved)]
         if not items and self.table.complete_runs is None:
             return None  # nothing to save, and nothing saved before: no snapshot at all
         if len(items) > SNAPSHOT_VARIABLES:
@@ -521,6 +520,12 @@ class _Pass:
         self.table.entries = entries
         _sweep(self.dir_fd, keep={e['segment'] for e in manifest_entries if e['kind'] == 'pickle'})
         return manifest
+
+
+def _variable(name, reserved):
+    """Whether a namespace entry is a variable a snapshot keeps: not the worker's own, and
+    not a dunder name (Python's bookkeeping: __warningregistry__, __doc__)."""
+    return type(name) is str and name not in reserved and not (name.startswith('__') and name.endswith('__'))
 
 
 def _estimate(value):
