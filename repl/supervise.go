@@ -35,6 +35,9 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 		// inventory's start is no result the caller reads).
 		var why string
 		fresh, why = s.worker.announced(w.proc)
+		if fresh && r.req.Reset && why != "" {
+			why = ResetReset // asked for: whatever happened before, a deliberate fresh start
+		}
 		if fresh && why != "" {
 			res.StateResetReason = why
 			if why == ResetRestart && s.manager != nil {
@@ -102,7 +105,7 @@ func (s *Session) guard(r *run) *Result {
 	}
 	res := failure(r.id, msg, StatePreserved)
 	if replaced {
-		res.StateReset, res.StateResetReason = &replaced, why
+		res.StateReset, res.StateResetReason, res.Restored = &replaced, why, r.restored
 	}
 	res.Generation = s.worker.currentGeneration()
 	return res

@@ -211,4 +211,5 @@ CODE_LINE_BYTES = 120  # characters of the first code line of the run that bound
 SNAPSHOT_REASON_CHARS = 200  # characters of why a variable was not saved or not restored
 RESTORE_LISTED = 200  # variables a restore report lists by name, each way; the rest are counted
 RESTORE_REPORT_BYTES = 60_000  # bytes of a restore report's JSON
+SNAPSHOT_JOIN = 0.5  # seconds a new pass waits for the one before it to end
 SNAPSHOT_STOP_WAIT = 5.0  # seconds a restore waits for a pass to stop before it restores without adopting

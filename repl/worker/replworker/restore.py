@@ -14,7 +14,6 @@ import contextvars
 import importlib
 import io
 import os
-import pickle
 import sys
 
 from .common import RUN_ID, type_name
@@ -97,7 +96,8 @@ class _Loader:
             offset += length
         if entry_context(mac, self.manifest['snapshot'], entry['name'], 'pickle', in_band, lengths) != entry['mac']:
             raise _NotRestored(RESTORE_TAMPERED)
-        return _Unpickler(self, io.BytesIO(data), [pickle.PickleBuffer(b) for b in buffers]).load()
+        import pickle
+        return _unpickler()(self, io.BytesIO(data), [pickle.PickleBuffer(b) for b in buffers]).load()
 
     def _segment(self, name):
         if name not in self.segments:
@@ -121,17 +121,29 @@ class _Loader:
         return data
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, loader, file, buffers):
-        super().__init__(file, buffers=buffers)
-        self._loader = loader
+_UNPICKLER = []  # the class, once made
 
-    def persistent_load(self, pid):
-        if pid == NAMESPACE_PID:
-            return self._loader.namespace
-        if type(pid) is tuple and len(pid) == 2 and pid[0] == 'var' and type(pid[1]) is str:
-            return self._loader.load(pid[1])
-        raise pickle.UnpicklingError('unknown persistent id')
+
+def _unpickler():
+    """The Unpickler of entries: the namespace and other variables by their persistent
+    ids (made once, when a restore first needs it: pickle is no import of every start)."""
+    if _UNPICKLER:
+        return _UNPICKLER[0]
+    import pickle
+
+    class Unpickler(pickle.Unpickler):
+        def __init__(self, loader, file, buffers):
+            super().__init__(file, buffers=buffers)
+            self._loader = loader
+
+        def persistent_load(self, pid):
+            if pid == NAMESPACE_PID:
+                return self._loader.namespace
+            if type(pid) is tuple and len(pid) == 2 and pid[0] == 'var' and type(pid[1]) is str:
+                return self._loader.load(pid[1])
+            raise pickle.UnpicklingError('unknown persistent id')
+    _UNPICKLER.append(Unpickler)
+    return Unpickler
 
 
 def _text(exc):

@@ -3,14 +3,15 @@ the reader (restore): a private directory per snapshot, reached by descriptor an
 through a symbolic link; segment files of entries; a manifest that is its JSON body, a
 newline, the hex HMAC-SHA256 of MANIFEST_LABEL and the body under the user's key, and a
 newline; each entry authenticated by an HMAC of its place and bytes, listed in the
-manifest. Files are written whole: a temp file, fsync, rename, fsync of the directory."""
+manifest. Files are written whole: a temp file, fsync, rename, fsync of the directory.
 
-import datetime
-import hashlib
-import hmac
+hmac and hashlib (OpenSSL) are imported when a snapshot is first written or read, not
+at every worker's start."""
+
 import json
 import os
 import stat
+import time
 
 from .limits import MANIFEST_BYTES
 from .messages import (
@@ -35,11 +36,13 @@ class Refused(Exception):
 
 def now():
     """The time as the manifests write it: RFC 3339, UTC, milliseconds."""
-    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3] + 'Z'
+    seconds = time.time()
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds)) + f'.{int(seconds * 1000) % 1000:03d}Z'
 
 
 def key_id(key):
     """Names a key without revealing it; the server computes the same (statedir.Dir.KeyID)."""
+    import hashlib
     return hashlib.sha256(b'repl-mcp key id\n' + key).hexdigest()[:16]
 
 
@@ -116,6 +119,7 @@ def remove(dir_fd, name):
 
 def encode_manifest(body, key):
     """The manifest file: its body (compact JSON, one line), then its HMAC line."""
+    import hmac
     data = json.dumps(body, separators=(',', ':')).encode('ascii')
     mac = hmac.new(key, MANIFEST_LABEL + data, 'sha256').hexdigest()
     return data + b'\n' + mac.encode('ascii') + b'\n'
@@ -134,6 +138,7 @@ def read_manifest(dir_fd, key, snapshot):
         data = file.read(MANIFEST_BYTES + 1)
     if len(data) > MANIFEST_BYTES:
         raise Refused(SNAP_MANIFEST_TOO_LARGE)
+    import hmac
     body, _, mac = data.removesuffix(b'\n').rpartition(b'\n')
     want = hmac.new(key, MANIFEST_LABEL + body, 'sha256').hexdigest().encode('ascii')
     try:
@@ -159,6 +164,7 @@ def _exists(dir_fd, name):
 
 def entry_mac(key):
     """The HMAC of an entry's bytes, to be ended with entry_context once they are all in."""
+    import hmac
     return hmac.new(key, ENTRY_LABEL, 'sha256')
 
 

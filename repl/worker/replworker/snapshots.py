@@ -27,14 +27,13 @@ dropped."""
 
 import ast
 import os
-import pickle
 import sys
 import threading
 import types
 import weakref
 
 from .common import type_name
-from .limits import CODE_LINE_BYTES, RECHECK_BYTES, SNAPSHOT_CHUNK, SNAPSHOT_REASON_CHARS, SNAPSHOT_VARIABLES
+from .limits import CODE_LINE_BYTES, RECHECK_BYTES, SNAPSHOT_CHUNK, SNAPSHOT_JOIN, SNAPSHOT_REASON_CHARS, SNAPSHOT_VARIABLES
 from .messages import SNAP_BUDGET, SNAP_CELL_CODE, SNAP_MODULE_UNNAMED, SNAP_NOT_PICKLABLE, SNAP_STALE, SNAP_TOO_MANY
 from .snapfiles import (
     MANIFEST_FORMAT, MANIFEST_NAME, NAMESPACE_PID, SEGMENT_PREFIX, SEGMENT_SUFFIX, TEMP_SUFFIX, Refused,
@@ -58,7 +57,8 @@ class _OverBudget(Exception):
 
 def make_pickler(namespace):
     """(Pickler class, its name): cloudpickle's, dill's or pickle's, extended with the
-    references of the module docstring."""
+    references of the module docstring (pickle is imported here, not at the worker's start)."""
+    import pickle
     base, name = pickle.Pickler, 'pickle'
     for module in ('cloudpickle', 'dill'):
         try:
@@ -251,9 +251,13 @@ class Snapshots:
 
     def start(self, command):
         """Begin a pass for a `snapshot` command (the main thread calls it between cells)."""
-        if self._thread is not None and self._thread.is_alive():
-            self._channel.send({'type': 'snapshot', 'id': command['id'], 'status': 'busy'})
-            return
+        if self._thread is not None:
+            # A pass that answered is on its way out (every command stops one); one stuck
+            # in an object's own pickling hook is left to finish.
+            self._thread.join(SNAPSHOT_JOIN)
+            if self._thread.is_alive():
+                self._channel.send({'type': 'snapshot', 'id': command['id'], 'status': 'busy'})
+                return
         self.stop_event.clear()
         self._thread = threading.Thread(target=self._run, args=(command,), name='repl-mcp-snapshot', daemon=True)
         self._thread.start()
