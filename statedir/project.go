@@ -130,7 +130,8 @@ func (p *Project) Update(change func(*State)) error {
 }
 
 // read reads the record; a missing one is empty. A record of another project (a
-// hash collision, or a directory moved by hand) is an error.
+// hash collision, or a directory moved by hand) is an error, unless p knows no
+// project yet (Sweep).
 func (p *Project) read() (State, error) {
 	f, err := privfile.Open(filepath.Join(p.dir, stateName))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -154,7 +155,7 @@ func (p *Project) read() (State, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return State{}, fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	if st.Format != stateFormat || st.Project != p.path {
+	if st.Format != stateFormat || (p.path != "" && st.Project != p.path) {
 		return State{Generation: st.Generation}, fmt.Errorf("%s is the record of %q, format %q", f.Name(), st.Project, st.Format)
 	}
 	return st, nil
