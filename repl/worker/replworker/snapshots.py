@@ -55,6 +55,10 @@ class _OverBudget(Exception):
     """The entry being written would pass the session's budget."""
 
 
+class DiskError(Exception):
+    """Writing the snapshot failed (a full disk): the pass fails, not the variable."""
+
+
 def make_pickler(namespace):
     """(Pickler class, its name): cloudpickle's, dill's or pickle's, extended with the
     references of the module docstring (pickle is imported here, not at the worker's start)."""
@@ -126,7 +130,10 @@ class _Sink:
                 raise _OverBudget
             self.mac.update(chunk)
             if self._fd is not None:
-                write_all(self._fd, chunk)
+                try:
+                    write_all(self._fd, chunk)
+                except OSError as exc:
+                    raise DiskError(f'{type_name(type(exc))}: {_text(exc)}') from None
         return len(data)
 
 
@@ -279,7 +286,7 @@ class Snapshots:
                 report = self._save(command)
         except Stopped:
             report = {'status': 'stopped'}
-        except Refused as exc:
+        except (Refused, DiskError) as exc:
             report = {'status': 'failed', 'error': str(exc)}
         except Exception as exc:  # disk full, a file we cannot write: never a cell's failure
             report = {'status': 'failed', 'error': f'{type_name(type(exc))}: {_text(exc)}'}
@@ -420,7 +427,7 @@ class _Pass:
                     old.checked = self.runs
                     return old
             return self._append(index, name, value, room)
-        except Stopped:
+        except (Stopped, DiskError):
             raise
         except _OverBudget:
             self.skipped.append(self._skip(name, value, SNAP_BUDGET.format(self.budget >> 20), estimate))
