@@ -76,7 +76,7 @@ const (
 
 	// Restarts, snapshots and restores (docs/contract.md §6.7).
 	// msgEarlierSession: the id, its name, when its server started, when this one did.
-	msgEarlierSession    = "Session not found or closed: %s (%q) belonged to an earlier repl-mcp server, started %s and gone since: the server restarted at %s, and the earlier sessions and their variables are gone unless restored"
+	msgEarlierSession    = msgSessionNotFound + ": %s (%q) belonged to an earlier repl-mcp server, started %s and gone since; the server restarted at %s, and the earlier sessions and their variables are gone unless restored"
 	msgEarlierRestorable = "; %d variables of it, saved %s, can be restored with python_session_restore %s"
 	msgDefaultNow        = ". The default session now is %s (generation %d): calls without session_id use it"
 	msgNoSnapshot        = "No snapshot to restore: none of this session's name was saved in its project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
