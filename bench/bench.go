@@ -126,6 +126,8 @@ type measurements struct {
 	artifacts artifactFigure
 
 	spare spareFigure
+
+	snapshots snapshotFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -185,6 +187,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.spare = b.measureSpare(ctx)
 	} else {
 		m.spare.err = errSkipped
+	}
+	if b.cfg.Figures.has("snapshots") {
+		b.say("snapshots: a 1 GiB DataFrame and 10,000 variables saved and restored, cells with snapshots on and off, cells during a pass")
+		m.snapshots = b.measureSnapshots(ctx)
+	} else {
+		m.snapshots.err = errSkipped
 	}
 	return m
 }

@@ -166,8 +166,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // the cold starts beside bare Python starts; broker is a cell's mcp.call against a
 // direct go-sdk call; artifacts is a 16 MiB artifact uploaded from a cell and read
 // back in ranges, against the same bytes through a file.
-// spare is reset and new-session cells on the spare worker (bench/spare.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare"}
+// spare is reset and new-session cells on the spare worker (bench/spare.go);
+// snapshots are the durable sessions' figures (bench/snapshot.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "snapshots"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

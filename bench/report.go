@@ -84,6 +84,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("broker call from a cell", m.broker.cellErr)
 	r.missing("artifact upload and read", m.artifacts.failure())
 	r.missing("spare worker rounds", m.spare.err)
+	r.missing("snapshots", m.snapshots.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -102,6 +103,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("spare") {
 		r.spareRows(m.spare)
+	}
+	if cfg.Figures.has("snapshots") {
+		r.snapshotRows(m.snapshots)
 	}
 	r.details = details(cfg, m)
 	return r
@@ -389,7 +393,8 @@ func details(cfg config, m *measurements) []string {
 	if f.shutdown != "" {
 		add("broker session shutdown: %s", f.shutdown)
 	}
-	return append(d, artifactDetails(m.artifacts)...)
+	d = append(d, artifactDetails(m.artifacts)...)
+	return append(d, snapshotDetails(m.snapshots)...)
 }
 
 func artifactDetails(f artifactFigure) []string {

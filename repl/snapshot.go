@@ -37,6 +37,9 @@ type SnapshotSummary struct {
 	Skipped   int       `json:"skipped"`
 	// Stale counts the variables whose entries may be older than they are.
 	Stale int `json:"stale"`
+	// TookMS is how long the pass that saved it took (its last part, when a command
+	// stopped it before); 0 for a snapshot this server did not write.
+	TookMS float64 `json:"took_ms,omitempty"`
 }
 
 // SnapshotState is a session's snapshot as health shows it.

@@ -26,7 +26,7 @@ const restoreReportProperties = `
 const restorableSchema = `{"type": "object", "description": "a snapshot python_session_restore can load",
   "properties": {"snapshot": {"type": "string"}, "session_id": {"type": "string"}, "session_name": {"type": "string"},
     "generation": {"type": "integer"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"},
-    "bytes": {"type": "integer"}, "skipped": {"type": "integer"}, "stale": {"type": "integer"}}}`
+    "bytes": {"type": "integer"}, "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}}}`
 
 // restoreReportSchema is a restore's report (repl.RestoreReport).
 const restoreReportSchema = `{"type": "object", "properties": {` + restoreReportProperties + `}}`

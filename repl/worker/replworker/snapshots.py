@@ -29,6 +29,7 @@ import ast
 import os
 import sys
 import threading
+import time
 import types
 import weakref
 
@@ -305,11 +306,13 @@ class Snapshots:
             runs = self.runs
             if table.complete_runs == runs:
                 return {'status': 'unchanged'}
+            began = time.perf_counter()
             manifest = _Pass(self, table, dir_fd, key, command, runs).run()
             if manifest is None:
                 return {'status': 'unchanged'}
             table.complete_runs = runs
-            return {'status': 'saved', 'summary': summary(manifest)}
+            took = round((time.perf_counter() - began) * 1000, 1)
+            return {'status': 'saved', 'summary': {**summary(manifest), 'took_ms': took}}
         finally:
             os.close(dir_fd)
 
