@@ -39,6 +39,13 @@
 // followed by a trivial cell, timed once the server reports a spare worker ready,
 // beside a warm cell timed between them.
 //
+// The snapshot figures (bench/snapshot.go) are a pass and a restore of a 1 GiB
+// DataFrame and of 10,000 small variables, each beside the same objects pickled into a
+// file and loaded back in a cell; a trivial cell with snapshots on beside one with
+// --no-snapshot, interleaved; and a trivial cell that arrives while a pass writes,
+// beside the same cell idle. They run on an interpreter with numpy and pandas (-python,
+// else the data venv's), their state directories in the scratch directory.
+//
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm
 // cell's cost between Python and Go.
