@@ -321,13 +321,17 @@ func (s *snapServer) cellsDuringPasses(ctx context.Context) (during, idle []time
 
 // snapshotRows are the snapshot figures' rows.
 func (r *report) snapshotRows(f snapshotFigure) {
-	if f.err != nil {
+	if f.err != nil || f.python == "" || len(f.on) == 0 || len(f.during) == 0 {
+		// Failed, or never run (a figure with no samples measured nothing).
 		r.rows = append(r.rows, row{figure: "snapshots (issue 32)", value: notMeasured(f.err), target: "-"})
 		return
 	}
 	pair := func(figure string, value, base time.Duration, baseText string) {
-		r.rows = append(r.rows, row{figure: figure, value: fmtDur(value), baseline: fmtDur(base) + " " + baseText,
-			ratio: fmtRatio(durRatio(value, base)), target: "-"})
+		ratio := "-"
+		if base > 0 {
+			ratio = fmtRatio(durRatio(value, base))
+		}
+		r.rows = append(r.rows, row{figure: figure, value: fmtDur(value), baseline: fmtDur(base) + " " + baseText, ratio: ratio, target: "-"})
 	}
 	pair("snapshot pass, 1 GiB DataFrame", f.frameSave, f.frameDump, "bare pickle + fsync")
 	pair("restore, 1 GiB DataFrame (python_session_restore)", f.frameRestore, f.frameLoad, "bare pickle load")
@@ -344,7 +348,7 @@ func (r *report) snapshotRows(f snapshotFigure) {
 
 // snapshotDetails says how the snapshot figures were measured.
 func snapshotDetails(f snapshotFigure) []string {
-	if errors.Is(f.err, errSkipped) {
+	if f.err != nil || f.python == "" {
 		return nil
 	}
 	d := []string{fmt.Sprintf("snapshots: interpreter %s; servers with --no-spare-worker and a state directory in the scratch directory, --snapshot-max-mib 4096", f.python),
