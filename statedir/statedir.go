@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/iota-uz/repl-mcp/internal/privfile"
 )
@@ -96,25 +95,9 @@ func privateDir(dir string, parents bool) error {
 	if err != nil {
 		return err
 	}
-	return CheckDir(dir, info)
+	return privfile.CheckDir(dir, info)
 }
 
-// CheckDir refuses a directory (info from Lstat) that is a symbolic link, not a
-// directory, another user's, or open to group or others.
-func CheckDir(dir string, info fs.FileInfo) error {
-	switch {
-	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s is a symbolic link", dir)
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case info.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s is open to group or others (mode %04o)", dir, info.Mode().Perm())
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d)", dir, st.Uid, os.Geteuid())
-	}
-	return nil
-}
 
 // loadKey reads the key file, or makes it: a temp file beside it linked into place,
 // so that two servers starting at once agree on one key.
