@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/privfile"
@@ -298,9 +297,6 @@ func (s *Server) End(at time.Time) error {
 // Project is the project the lifetime was launched in.
 func (s *Server) Project() *Project { return s.p }
 
-// errNotDir says a path that must be a directory is none.
-var errNotDir = errors.New("not a directory")
-
 // dirSize is the bytes of the regular files directly in dir.
 func dirSize(dir string) int64 {
 	entries, err := os.ReadDir(dir)
@@ -316,22 +312,13 @@ func dirSize(dir string) int64 {
 	return total
 }
 
-// statNoFollow is Lstat that says what a path is not.
+// statNoFollow is Lstat of a directory that must be private (privfile.CheckDir).
 func statNoFollow(path string) (fs.FileInfo, error) {
 	info, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
 	}
-	if info.Mode()&fs.ModeSymlink != 0 {
-		return nil, fmt.Errorf("%s is a symbolic link", path)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("%s: %w", path, errNotDir)
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s belongs to uid %d", path, st.Uid)
-	}
-	return info, nil
+	return info, privfile.CheckDir(path, info)
 }
 
 // anyServerLive reports whether a server of the project still runs.
