@@ -264,7 +264,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if o.oauthLogin == "" {
+	if o.oauthLogin == "" && !o.doctor {
+		// doctor is a diagnostic: it records no server lifetime and keeps no snapshot.
 		if cfg.State, err = stateDir(o, cfg.Logger); err != nil {
 			return err
 		}

@@ -3,8 +3,6 @@ package repl
 import (
 	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -228,6 +226,8 @@ func (ss *sessionSnapshots) ask(w workerView, held *statedir.Held, wait time.Dur
 			return "stopped", nil, ""
 		case <-deadline:
 			return "stopped", nil, ""
+		case <-s.lifetime.Done(): // the session closes: a pass stuck in a pickling hook must not hold it
+			return "stopped", nil, ""
 		}
 	}
 }
@@ -256,7 +256,7 @@ func letGo(h *statedir.Held) {
 	if h == nil {
 		return
 	}
-	if _, err := os.Lstat(filepath.Join(h.Path, "manifest")); err != nil {
+	if !h.Complete() {
 		h.Remove()
 		return
 	}

@@ -144,6 +144,12 @@ func (p *Project) Hold(id string) (*Held, error) {
 	return &Held{ID: id, Path: path, lock: lock}, nil
 }
 
+// Complete reports whether a pass completed the held snapshot (it has a manifest).
+func (h *Held) Complete() bool {
+	_, err := os.Lstat(filepath.Join(h.Path, manifestName))
+	return err == nil
+}
+
 // Release lets go of a held snapshot; it stays on disk.
 func (h *Held) Release() {
 	if h == nil || h.lock == nil {
