@@ -160,7 +160,6 @@ func createTokenFileIn(dir, token string) (*tokenFile, error) {
 	return &tokenFile{path: filepath.Join(dir, name), root: root, name: name}, nil
 }
 
-
 // remove deletes the file; the directory stays for the next server.
 func (f *tokenFile) remove() {
 	f.root.Remove(f.name)

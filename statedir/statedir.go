@@ -98,7 +98,6 @@ func privateDir(dir string, parents bool) error {
 	return privfile.CheckDir(dir, info)
 }
 
-
 // loadKey reads the key file, or makes it: a temp file beside it linked into place,
 // so that two servers starting at once agree on one key.
 func loadKey(path string) ([]byte, error) {
