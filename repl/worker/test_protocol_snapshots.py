@@ -30,6 +30,16 @@ class SnapshotProtocol(WorkerTestCase):
         worker.send_raw(json.dumps(frame).encode() + b'\n')
         return frame['id']
 
+    def wait_writing(self):
+        """Until the pass has begun writing its segment (bounded)."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for name in os.listdir(self.snapdir):
+                if name.endswith('.tmp') and os.path.getsize(os.path.join(self.snapdir, name)) > 0:
+                    return
+            time.sleep(0.002)
+        self.fail('the pass never began writing')
+
     def answer(self, worker, token):
         frame = worker.next_frame()
         self.assertEqual((frame['type'], frame['id']), ('snapshot', token), frame)
@@ -39,7 +49,7 @@ class SnapshotProtocol(WorkerTestCase):
         worker = self.worker
         self.assert_ok(worker.run('big = bytearray(256 << 20)\nsmall = {"n": 1}', bindings=True))
         token = self.ask(worker)
-        time.sleep(0.2)  # the pass is writing its 256 MiB now; nothing to wait for but it
+        self.wait_writing()
         run_id = worker.start('small["n"] + 1', bindings=True)
         # The cell ran at once and the pass gave way, in either order (the cell does not
         # wait for the pass to say so).
