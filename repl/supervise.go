@@ -158,7 +158,9 @@ func (s *Session) startWorker(ctx context.Context, r *run) *Result {
 	switch err := s.worker.start(); {
 	case err == nil:
 		s.workerStarted(s.worker.currentGeneration())
-		if !r.req.Reset {
+		if r.req.Reset {
+			s.snaps.takeReleased().Release() // a deliberate fresh start restores nothing, later either
+		} else {
 			s.restoreReleased(ctx, r)
 		}
 		return nil
