@@ -30,6 +30,7 @@ import (
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
+	"github.com/iota-uz/repl-mcp/statedir"
 )
 
 // releaseVersion is the release this source is, or will be once tagged:
@@ -74,7 +75,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--snapshot-dir DIR] [--no-snapshot] [--snapshot-max-mib N] [--idle-release MINUTES] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -95,6 +96,10 @@ type options struct {
 	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
 	notebookDir  string
 	noSpare      bool
+	snapshotDir  string
+	noSnapshot   bool
+	snapshotMiB  int
+	idleRelease  time.Duration
 	showVersion  bool
 	doctor       bool
 }
@@ -124,6 +129,17 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		return err
 	})
 	fs.BoolVar(&o.noSpare, "no-spare-worker", false, "keep no pre-started spare worker: by default, once a session has started Python, one more worker per interpreter and project waits (its memory shows in python_health) so that a reset, a crash recovery or a new session's first cell starts in milliseconds")
+	fs.StringVar(&o.snapshotDir, "snapshot-dir", "", "the state directory that outlives the server (`DIR`: the record of restarts, generations and the sessions' snapshots); default $XDG_STATE_HOME/repl-mcp, else ~/.local/state/repl-mcp")
+	fs.BoolVar(&o.noSnapshot, "no-snapshot", false, "take no snapshots of the sessions' variables between cells (python_session_restore still loads existing ones)")
+	fs.IntVar(&o.snapshotMiB, "snapshot-max-mib", repl.DefaultSnapshotMaxMiB, "bound of one session's snapshot, and of a project's snapshots together (the oldest are evicted), in MiB")
+	fs.Func("idle-release", "stop a session's worker idle for `MINUTES`, its variables saved; its next cell restores them first (default: never)", func(v string) error {
+		minutes, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(minutes) || minutes <= 0 || minutes > 7*24*60 {
+			return errors.New("must be minutes, more than 0 and at most a week")
+		}
+		o.idleRelease = time.Duration(minutes * float64(time.Minute))
+		return nil
+	})
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -176,6 +192,14 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	o.resultFormat = format
 	if o.maxMemoryMiB < 0 {
 		return o, usageError{fmt.Errorf("invalid value %d for --max-memory-mib: must be zero or more", o.maxMemoryMiB)}
+	}
+	if o.snapshotMiB < 1 {
+		return o, usageError{fmt.Errorf("invalid value %d for --snapshot-max-mib: must be 1 or more", o.snapshotMiB)}
+	}
+	if o.snapshotDir != "" {
+		if o.snapshotDir, err = filepath.Abs(o.snapshotDir); err != nil {
+			return o, usageError{fmt.Errorf("--snapshot-dir: %w", err)}
+		}
 	}
 	if o.notebookDir != "" {
 		if o.notebookDir, err = filepath.Abs(o.notebookDir); err != nil {
@@ -239,6 +263,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cfg, err := replConfig(o, stderr)
 	if err != nil {
 		return err
+	}
+	if o.oauthLogin == "" && !o.doctor {
+		// doctor is a diagnostic: it records no server lifetime and keeps no snapshot.
+		if cfg.State, err = stateDir(o, cfg.Logger); err != nil {
+			return err
+		}
 	}
 	brokers, closeBrokers, err := brokerSet(o, cfg)
 	if err != nil {
@@ -316,6 +346,36 @@ func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
 		errs = append(errs, err)
 	}
 	return nil, fmt.Errorf("no directory for the sessions' notebook records: %w", errors.Join(errs...))
+}
+
+// stateDir opens the state directory: --snapshot-dir, which must be usable, else the
+// XDG state directory's repl-mcp, else (a read-only home) one of this user's under the
+// temp directory, which survives restarts but not reboots; without any, the server
+// keeps no state (restart answers, generations across lifetimes, snapshots) and says
+// so in its log.
+func stateDir(o options, log *slog.Logger) (*statedir.Dir, error) {
+	if o.snapshotDir != "" {
+		d, err := statedir.Open(o.snapshotDir, log)
+		if err != nil {
+			return nil, fmt.Errorf("--snapshot-dir %s: %w", o.snapshotDir, err)
+		}
+		return d, nil
+	}
+	var errs []error
+	root, err := statedir.DefaultRoot(os.Getenv)
+	if err == nil {
+		var d *statedir.Dir
+		if d, err = statedir.Open(root, log); err == nil {
+			return d, nil
+		}
+	}
+	errs = append(errs, err)
+	d, err := statedir.Open(filepath.Join(os.TempDir(), fmt.Sprintf("repl-mcp-state-%d", os.Geteuid())), log)
+	if err == nil {
+		return d, nil
+	}
+	log.Warn("no state directory: no restart answers, snapshots or generations across restarts", "err", errors.Join(append(errs, err)...))
+	return nil, nil
 }
 
 // oauthLogin runs --oauth-login SERVER against the root broker's registry, read
@@ -485,7 +545,10 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		MaxMemoryMiB:  o.maxMemoryMiB,
 		CodeCache:     cache,
 		NoSpareWorker: o.noSpare,
-		Version:       buildVersion(),
-		Logger:        slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Snapshots: repl.SnapshotConfig{
+			Off: o.noSnapshot, MaxBytes: int64(o.snapshotMiB) << 20, IdleRelease: o.idleRelease,
+		},
+		Version: buildVersion(),
+		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil
 }

@@ -128,8 +128,9 @@ type measurements struct {
 
 	spare spareFigure
 
-	cells    dataFigure
-	notebook notebookFigure
+	cells     dataFigure
+	notebook  notebookFigure
+	snapshots snapshotFigure
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -201,6 +202,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.notebook = b.measureNotebook(ctx)
 	} else {
 		m.notebook.err = errSkipped
+	}
+	if b.cfg.Figures.has("snapshots") {
+		b.say("snapshots: a 1 GiB DataFrame and 10,000 variables saved and restored, cells with snapshots on and off, cells during a pass")
+		m.snapshots = b.measureSnapshots(ctx)
+	} else {
+		m.snapshots.err = errSkipped
 	}
 	return m
 }

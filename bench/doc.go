@@ -48,6 +48,13 @@
 // 100 KB, each after 10 and after 1,000 cells of its kind, in a server with
 // --notebook-dir beside the same cells in a server without it.
 //
+// The snapshot figures (bench/snapshot.go) are a pass and a restore of a 1 GiB
+// DataFrame and of 10,000 small variables, each beside the same objects pickled into a
+// file and loaded back in a cell; a trivial cell with snapshots on beside one with
+// --no-snapshot, interleaved; and a trivial cell that arrives while a pass writes,
+// beside the same cell idle. They run on an interpreter with numpy and pandas (-python,
+// else the data venv's), their state directories in the scratch directory.
+//
 // Beside the targets it reports one diagnostic: the same trivial cell sent to the
 // embedded worker over its own wire protocol, with no server, which splits a warm
 // cell's cost between Python and Go.

@@ -176,7 +176,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // spare is reset and new-session cells on the spare worker (bench/spare.go).
 // cells is the data cells against a bare exec loop (bench/datacells.go).
 // notebook is a cell's cost with --notebook-dir beside without (bench/notebook.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells", "notebook"}
+// snapshots are the durable sessions' figures (bench/snapshot.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells", "notebook", "snapshots"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

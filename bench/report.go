@@ -86,6 +86,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("spare worker rounds", m.spare.err)
 	r.missing("data cells", m.cells.err)
 	r.missing("cells with --notebook-dir", m.notebook.err)
+	r.missing("snapshots", m.snapshots.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -110,6 +111,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("notebook") {
 		r.notebookRows(m.notebook)
+	}
+	if cfg.Figures.has("snapshots") {
+		r.snapshotRows(m.snapshots)
 	}
 	r.details = details(cfg, m)
 	return r
@@ -397,7 +401,8 @@ func details(cfg config, m *measurements) []string {
 	if f.shutdown != "" {
 		add("broker session shutdown: %s", f.shutdown)
 	}
-	return append(d, artifactDetails(m.artifacts)...)
+	d = append(d, artifactDetails(m.artifacts)...)
+	return append(d, snapshotDetails(m.snapshots)...)
 }
 
 func artifactDetails(f artifactFigure) []string {

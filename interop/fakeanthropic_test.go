@@ -109,7 +109,7 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	// The scripted conversation opens with the test's prompt; any other request (a
 	// title, a summary, a side query) is not what the test drives.
-	scripted := false
+	scripted, turn := false, 0
 	calls := map[string]anthropicBlock{} // tool_use id → the call
 	var results []anthropicBlock
 	for i, msg := range req.Messages {
@@ -122,6 +122,8 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case msg.Role == "user" && b.Type == "text" && strings.Contains(b.Text, a.m.prompt):
 				scripted = true
+			case msg.Role == "user" && b.Type == "text" && a.m.later != "" && strings.Contains(b.Text, a.m.later):
+				turn = 1 // a continued conversation's later prompt
 			case msg.Role == "assistant" && b.Type == "tool_use":
 				calls[b.ID] = b
 			case msg.Role == "user" && b.Type == "tool_result":
@@ -210,6 +212,7 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
+		a.m.enterTurn(turn)
 		st, args = a.m.next(done)
 	}
 	sse := newSSE(w)

@@ -19,7 +19,7 @@ import (
 var replTools = []string{
 	"execute_python", "python_start", "python_health", "python_run", "python_cancel",
 	"python_session_open", "python_session_close", "python_session_list",
-	"python_session_inspect", "python_session_export", "python_execute_file",
+	"python_session_inspect", "python_session_export", "python_session_restore", "python_execute_file",
 	"artifact_create", "artifact_read", "artifact_save", "artifact_delete", "artifact_forward",
 }
 

@@ -28,6 +28,10 @@ type step struct {
 	// derive, when set, makes the arguments from what the model was given before; a
 	// non-empty skip says why the step cannot run, and it is recorded as not run.
 	derive func(given map[string]*given) (args map[string]any, skip string)
+	// turn is the prompt the step answers: 0 the CLI's first, 1 the fake's later
+	// prompt, with which a CLI continues the conversation in a new process
+	// (`claude --continue`); the first turn ends where the later one's steps begin.
+	turn int
 }
 
 // given is what an agent CLI gave its model for one tool call, as it reached the model
@@ -168,6 +172,10 @@ type fakeModel struct {
 	requests   int               // scripted requests served
 	finished   bool              // the final answer was sent
 	keptAlive  int               // turns spent waiting for a background task
+	// later is the prompt of a continued conversation's second turn ("" for none),
+	// and turn the turn the current request is in (step.turn).
+	later string
+	turn  int
 }
 
 func newFakeModel(agent, prompt string, steps []step) *fakeModel {
@@ -214,6 +222,9 @@ func (m *fakeModel) next(done map[string]bool) (*step, map[string]any) {
 		if done[st.id] {
 			continue
 		}
+		if st.turn > m.turn {
+			return nil, nil // the turn is over: its final answer, the script goes on later
+		}
 		if g, ok := m.given[st.id]; ok && g.Skipped != "" {
 			continue
 		}
@@ -243,6 +254,13 @@ func (m *fakeModel) next(done map[string]bool) (*step, map[string]any) {
 	}
 	m.finished = true
 	return nil, nil
+}
+
+// enterTurn says which turn of the conversation the current request is in.
+func (m *fakeModel) enterTurn(turn int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turn = turn
 }
 
 // countRequest counts a scripted request and returns how many there were, this one

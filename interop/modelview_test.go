@@ -142,6 +142,13 @@ type agentSetup struct {
 	// the run's private directory, marker the value of INTEROP_MARKER in the MCP
 	// servers' environment.
 	command func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error)
+	// then, when set, are commands run after the first has exited, one after the other,
+	// with the same scratch directory and fake model (a CLI that continues its
+	// conversation in a new process: `claude --continue`).
+	then []func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error)
+	// later is the prompt of the conversation's second turn, which a then command
+	// sends (fakeModel.later).
+	later string
 }
 
 // runAgent runs one CLI through the script inside its own network namespace, bounded
@@ -151,14 +158,51 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 	scratch := t.TempDir()
 	marker := markerFor(t)
 	fake := newFakeModel(setup.kind.name, modelViewPrompt, steps)
+	fake.later = setup.later
 	run := &agentRun{kind: setup.kind, stdout: newTail(256 << 10), stderr: newTail(256 << 10)}
 
-	ctx, cancel := context.WithTimeout(t.Context(), testwait.Bound(t, agentRunBound))
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Bound(t, agentRunBound*time.Duration(1+len(setup.then))))
 	defer cancel()
+	start := time.Now()
+	var leftovers []int
+	for i, command := range append([]func(context.Context, int, string, string) (*exec.Cmd, error){setup.command}, setup.then...) {
+		if i > 0 && run.exitErr != nil {
+			break // the conversation to continue went wrong already
+		}
+		run.exitErr = runOneAgent(t, ctx, setup, command, fake, run, scratch, marker)
+		for _, pid := range run.leftovers {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		leftovers = append(leftovers, run.leftovers...)
+	}
+	run.elapsed, run.leftovers = time.Since(start), leftovers
+	run.recs = fake.records()
+	t.Logf("%s ran the script in %v (exit: %v)", setup.kind.name, run.elapsed.Round(time.Millisecond), run.exitErr)
+	for _, id := range run.recs.order {
+		t.Logf("the model was given, for %s", run.recs.given[id].summary())
+	}
+	if len(run.recs.handled) > 0 {
+		t.Logf("other requests the fake answered: %q", run.recs.handled)
+	}
+	if dir := os.Getenv(modelViewDumpEnv); dir != "" {
+		path := filepath.Join(dir, setup.kind.name+".json")
+		if err := writeJSONFile(path, run.recs.dump()); err != nil {
+			t.Errorf("%s: %v", modelViewDumpEnv, err)
+		} else {
+			t.Logf("wrote what the model was given to %s", path)
+		}
+	}
+	return run
+}
+
+// runOneAgent runs one of a setup's commands to its end in a network namespace of its
+// own, the fake serving it there, and returns how it exited; run.leftovers are the
+// processes of it still alive soon after.
+func runOneAgent(t *testing.T, ctx context.Context, setup agentSetup, command func(context.Context, int, string, string) (*exec.Cmd, error), fake *fakeModel, run *agentRun, scratch, marker string) (exitErr error) {
 	var cmd *exec.Cmd
 	ls, err := startIsolated(1, func(ls []net.Listener) error {
 		var err error
-		cmd, err = setup.command(ctx, ls[0].Addr().(*net.TCPAddr).Port, scratch, marker)
+		cmd, err = command(ctx, ls[0].Addr().(*net.TCPAddr).Port, scratch, marker)
 		if err != nil {
 			return err
 		}
@@ -186,17 +230,16 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 		serving.Wait()
 	}()
 
-	start := time.Now()
+	started := time.Now()
 	var nsErr error
 	run.ownNetns, _ = netnsOf(0)
 	if run.netns, nsErr = netnsOf(cmd.Process.Pid); nsErr != nil {
 		run.netns = "unknown: " + nsErr.Error() // it exited at once, or /proc is not Linux's
 	}
-	run.exitErr = cmd.Wait()
+	exitErr = cmd.Wait()
 	if ctx.Err() != nil {
-		run.exitErr = errors.Join(run.exitErr, fmt.Errorf("killed after %v: %w", time.Since(start).Round(time.Second), context.Cause(ctx)))
+		exitErr = errors.Join(exitErr, fmt.Errorf("killed after %v: %w", time.Since(started).Round(time.Second), context.Cause(ctx)))
 	}
-	run.elapsed = time.Since(start)
 	killGroup(cmd)
 
 	// The MCP servers may sit in process groups of their own; everything the run
@@ -208,26 +251,7 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	for _, pid := range run.leftovers {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	run.recs = fake.records()
-	t.Logf("%s ran the script in %v (exit: %v)", setup.kind.name, run.elapsed.Round(time.Millisecond), run.exitErr)
-	for _, id := range run.recs.order {
-		t.Logf("the model was given, for %s", run.recs.given[id].summary())
-	}
-	if len(run.recs.handled) > 0 {
-		t.Logf("other requests the fake answered: %q", run.recs.handled)
-	}
-	if dir := os.Getenv(modelViewDumpEnv); dir != "" {
-		path := filepath.Join(dir, setup.kind.name+".json")
-		if err := writeJSONFile(path, run.recs.dump()); err != nil {
-			t.Errorf("%s: %v", modelViewDumpEnv, err)
-		} else {
-			t.Logf("wrote what the model was given to %s", path)
-		}
-	}
-	return run
+	return exitErr
 }
 
 // modelViewDumpEnv names a directory into which the test writes, per agent, every
@@ -323,6 +347,19 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 // tools allowed than the steps call (Agent, to start sub-agents).
 func (s *suite) runClaudeCodeAPI(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error),
 	handler func(*fakeModel) http.Handler, allow []string, env ...string) *agentRun {
+	return runAgent(t, s.claudeSetup(t, steps, kind, servers, handler, allow, env, ""), steps)
+}
+
+// claudeSetup is Claude Code's setup for runAgent against the fake API handler makes
+// (nil: the plain one), with more tools allowed than the steps call: the first run
+// with the model-view prompt, and, when later is not empty, a second that continues
+// the conversation in a new process (`claude --continue`) with the prompt later.
+func (s *suite) claudeSetup(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error),
+	handler func(*fakeModel) http.Handler, allow, env []string, later string) agentSetup {
+	t.Helper()
+	if handler == nil {
+		handler = func(m *fakeModel) http.Handler { return anthropicAPI{m} }
+	}
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -338,43 +375,55 @@ func (s *suite) runClaudeCodeAPI(t *testing.T, steps []step, kind agentKind, ser
 			allowed = append(allowed, name)
 		}
 	}
-	return runAgent(t, agentSetup{
+	setup := agentSetup{
 		kind:    kind,
 		handler: handler,
-		command: func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
-			home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
-			if err := mkdirs(home, project); err != nil {
-				return nil, err
-			}
-			config := filepath.Join(scratch, "claude-mcp.json")
-			made, err := servers(marker, project)
-			if err != nil {
-				return nil, err
-			}
-			configured := map[string]any{}
-			for name, srv := range made {
-				configured[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
-			}
-			if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
-				return nil, err
-			}
-			cmd := exec.CommandContext(ctx, claude, "-p", modelViewPrompt,
-				"--mcp-config", config, "--strict-mcp-config",
-				"--allowedTools", strings.Join(allowed, ","),
-				"--output-format", "stream-json", "--verbose")
-			cmd.Dir = project
-			cmd.Env = agentEnv(home,
-				"ANTHROPIC_BASE_URL=http://127.0.0.1:"+strconv.Itoa(port),
-				"ANTHROPIC_API_KEY=dummy",
-				"DISABLE_AUTOUPDATER=1",
-				"DISABLE_TELEMETRY=1",
-				"DISABLE_ERROR_REPORTING=1",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			)
-			cmd.Env = append(cmd.Env, env...)
-			return cmd, nil
-		},
-	}, steps)
+		command: claudeCommand(claude, allowed, servers, modelViewPrompt, env),
+	}
+	if later != "" {
+		setup.later = later
+		setup.then = append(setup.then, claudeCommand(claude, allowed, servers, later, env, "--continue"))
+	}
+	return setup
+}
+
+// claudeCommand makes Claude Code's command in print mode: prompt, the MCP servers
+// servers makes, the allowed tools, env added to its environment, and args before
+// the prompt (--continue).
+func claudeCommand(claude string, allowed []string, servers func(marker, project string) (map[string]agentServer, error), prompt string, env []string, args ...string) func(context.Context, int, string, string) (*exec.Cmd, error) {
+	return func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
+		home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
+		if err := mkdirs(home, project); err != nil {
+			return nil, err
+		}
+		config := filepath.Join(scratch, "claude-mcp.json")
+		made, err := servers(marker, project)
+		if err != nil {
+			return nil, err
+		}
+		configured := map[string]any{}
+		for name, srv := range made {
+			configured[name] = map[string]any{"type": "stdio", "command": srv.command, "args": srv.args, "env": srv.env}
+		}
+		if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, claude, append(args, "-p", prompt,
+			"--mcp-config", config, "--strict-mcp-config",
+			"--allowedTools", strings.Join(allowed, ","),
+			"--output-format", "stream-json", "--verbose")...)
+		cmd.Dir = project
+		cmd.Env = agentEnv(home,
+			"ANTHROPIC_BASE_URL=http://127.0.0.1:"+strconv.Itoa(port),
+			"ANTHROPIC_API_KEY=dummy",
+			"DISABLE_AUTOUPDATER=1",
+			"DISABLE_TELEMETRY=1",
+			"DISABLE_ERROR_REPORTING=1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		)
+		cmd.Env = append(cmd.Env, env...)
+		return cmd, nil
+	}
 }
 
 // runCodex runs `codex exec` against the fake Responses API, with approvals and the

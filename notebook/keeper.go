@@ -454,6 +454,9 @@ func cellOf(fc repl.FinishedCell) cell {
 		Stdout: res.Stdout, Stderr: res.Stderr, Preview: res.ReturnValue, HTML: res.HTML, Error: res.Error,
 		ImagesNotShown: len(res.ImageArtifacts), Stopped: string(fc.Stopped),
 	}
+	if res.StateReset != nil && *res.StateReset {
+		c.NewWorker = res.StateResetReason
+	}
 	if res.ReturnRepr != "" && res.ReturnValue != nil {
 		c.Preview = &res.ReturnRepr // what Jupyter shows of a builtin value
 	}

@@ -242,6 +242,26 @@ func TestNotebookTellsWhatHappened(t *testing.T) {
 	}
 }
 
+// The first cell after a server restart says so, where a restore brought the variables
+// back shows as an event, and an event after the last cell is still in an export.
+func TestNotebookSaysTheServerRestartedAndWhatCameBack(t *testing.T) {
+	k := keeper(t, "", 100, 1<<20)
+	first := finished(1, 7, "x", "", nil)
+	first.Result.StateReset, first.Result.StateResetReason = new(true), repl.ResetRestart
+	k.CellFinished(first)
+	k.SessionEvent(repl.SessionEvent{SessionID: "0123456789abcdef", SessionName: "analysis",
+		At: started.Add(time.Minute), Kind: repl.EventRestore, RunID: "run-r", Text: "2 of 3 variables came back"})
+	_, n := export(t, k, filepath.Join(t.TempDir(), "s.ipynb"))
+	var order []string
+	for _, c := range n.Cells[1:] {
+		order = append(order, c.CellType+":"+strings.SplitN(c.text(), " (", 2)[0])
+	}
+	want := []string{"markdown:**The server restarted before this cell**", "code:x", "markdown:**Variables restored from a snapshot**"}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("cells in order:\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestNotebookNamesReplOnlyHelpers(t *testing.T) {
 	k := keeper(t, "", 100, 1<<20)
 	k.CellFinished(finished(1, 1, "r = sh('ls')\nartifact_save(a, 'x')", "", nil))

@@ -32,15 +32,17 @@ type cell struct {
 	SourcePath string    `json:"source_path,omitempty"`
 	Argv       []string  `json:"argv,omitempty"`
 	Reset      bool      `json:"reset,omitempty"`
-	Fresh      bool      `json:"fresh,omitempty"`
-	Success    bool      `json:"success"`
-	Cleared    bool      `json:"cleared,omitempty"` // the namespace did not survive the run
-	Stdout     string    `json:"stdout,omitempty"`
-	Stderr     string    `json:"stderr,omitempty"`
-	Preview    *string   `json:"preview,omitempty"`
-	HTML       string    `json:"html,omitempty"`
-	Error      *string   `json:"error,omitempty"`
-	Images     []image   `json:"images,omitempty"`
+	// NewWorker says why the run's worker replaced one (repl.Result.StateResetReason).
+	NewWorker string  `json:"new_worker,omitempty"`
+	Fresh     bool    `json:"fresh,omitempty"`
+	Success   bool    `json:"success"`
+	Cleared   bool    `json:"cleared,omitempty"` // the namespace did not survive the run
+	Stdout    string  `json:"stdout,omitempty"`
+	Stderr    string  `json:"stderr,omitempty"`
+	Preview   *string `json:"preview,omitempty"`
+	HTML      string  `json:"html,omitempty"`
+	Error     *string `json:"error,omitempty"`
+	Images    []image `json:"images,omitempty"`
 	// Displays are what display() printed of objects that are no image; Stdout
 	// holds their text too.
 	Displays []display `json:"displays,omitempty"`

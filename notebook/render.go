@@ -207,7 +207,13 @@ func notebookMetadata(s session, dropped int, now time.Time) map[string]any {
 // session's before c, previous the cell before it); after c, when it stopped during c.
 func renderCell(c cell, hasPrevious bool, previous cell, generation uint64) []any {
 	var out []any
-	if hasPrevious && !c.Fresh && generation != 0 && c.Generation != generation && !previous.Cleared {
+	if c.NewWorker == repl.ResetRestart && !c.Fresh {
+		// The first cell after a server restart: the notebook of the earlier server's
+		// session is another file, so this one says where its cells' variables went.
+		out = append(out, markdown(fmt.Sprintf("repl-mcp-restart-%d", c.Count), fmt.Sprintf(
+			"**The server restarted before this cell** (generation %d): the variables of the session's earlier "+
+				"server are gone unless a python_session_restore below brought them back.", c.Generation)))
+	} else if hasPrevious && !c.Fresh && generation != 0 && c.Generation != generation && !previous.Cleared {
 		out = append(out, markdown(fmt.Sprintf("repl-mcp-restart-%d", c.Count), restartText(c, generation)))
 	}
 	out = append(out, codeCell(c))
@@ -259,8 +265,9 @@ func pythonString(s string) string {
 // named by its place in the notebook (i notebook cells come before it).
 func eventCell(i int, e event) map[string]any {
 	titles := map[string]string{
-		string(repl.EventBusy):   "Call refused: a cell was already running",
-		string(repl.EventCancel): "Interrupted",
+		string(repl.EventBusy):    "Call refused: a cell was already running",
+		string(repl.EventCancel):  "Interrupted",
+		string(repl.EventRestore): "Variables restored from a snapshot",
 	}
 	title, ok := titles[e.Kind]
 	if !ok {
@@ -276,6 +283,10 @@ func restartText(c cell, before uint64) string {
 	if c.Reset {
 		return fmt.Sprintf("**The worker was reset before this cell** (`reset=true`, generation %d → %d): "+
 			"the variables of the cells above are gone.", before, c.Generation)
+	}
+	if c.NewWorker == repl.ResetReleased {
+		return fmt.Sprintf("**The worker was released while idle before this cell** (generation %d → %d): its "+
+			"variables were saved, and restored before the cell ran (the call's result named any that did not come back).", before, c.Generation)
 	}
 	return fmt.Sprintf("**The worker was restarted before this cell** (it died or was recovered between cells, "+
 		"generation %d → %d): the variables of the cells above were lost.", before, c.Generation)

@@ -55,6 +55,11 @@ type inFrame struct {
 	RunID  string          `json:"run_id"`
 	Op     string          `json:"op"`
 	Params json.RawMessage `json:"params"`
+
+	// snapshot: ID is the request's token; how the pass ended, and what it saved
+	Status  string           `json:"status"`
+	Summary *SnapshotSummary `json:"summary"`
+	Error   string           `json:"error"`
 }
 
 // executeFrame asks the worker to run one cell.
@@ -69,6 +74,46 @@ type executeFrame struct {
 	Argv       []string `json:"argv,omitempty"`
 	// Inventory asks for namespace metadata instead of running anything.
 	Inventory bool `json:"inventory,omitempty"`
+	// Bindings asks the worker to note which variables the run bound, for snapshots.
+	Bindings bool `json:"bindings,omitempty"`
+	// Restore loads a snapshot instead of running code (repl/worker/PROTOCOL.md, Snapshots).
+	Restore *restoreSpec `json:"restore,omitempty"`
+}
+
+// snapshotPlace is where a snapshot is: its directory, id, the key that
+// authenticates it and the project it belongs to.
+type snapshotPlace struct {
+	Dir      string `json:"dir"`
+	Snapshot string `json:"snapshot"`
+	Key      string `json:"key"`
+	Project  string `json:"project"`
+}
+
+// restoreSpec is an execute's restore: the snapshot, and whether the worker goes on
+// writing its later snapshots there.
+type restoreSpec struct {
+	snapshotPlace
+	Adopt bool `json:"adopt"`
+}
+
+// snapshotFrame asks the worker for a pass over its namespace into a snapshot.
+type snapshotFrame struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	snapshotPlace
+	SessionID   string `json:"session_id"`
+	SessionName string `json:"session_name"`
+	ServerID    string `json:"server_id"`
+	Generation  uint64 `json:"generation"`
+	Budget      int64  `json:"budget"`
+}
+
+// snapshotReport is the worker's answer to a snapshotFrame.
+type snapshotReport struct {
+	id      string
+	status  string // saved, unchanged, stopped, failed, busy
+	summary *SnapshotSummary
+	err     string
 }
 
 var errFrameTooLarge = errors.New("frame exceeds 1 MiB")

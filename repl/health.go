@@ -22,6 +22,8 @@ type Health struct {
 	// Spare is the pre-started worker waiting for this session's launch (shared by
 	// every session of the same interpreter, project and environment).
 	Spare SpareState `json:"spare"`
+	// Snapshot is the session's snapshot, and the one a restore would load.
+	Snapshot SnapshotState `json:"snapshot"`
 }
 
 // PythonState is the last worker's handshake and whether that worker still runs.
@@ -56,6 +58,7 @@ type Limits struct {
 // Health describes the session without starting anything.
 func (s *Session) Health() Health {
 	spare := s.worker.spare()
+	snapshot := s.snapshotState()
 	w := s.worker.view()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,6 +89,7 @@ func (s *Session) Health() Health {
 		},
 		MemoryLimit: memoryLimitText(s.cfg.MaxMemoryMiB),
 		Spare:       spare,
+		Snapshot:    snapshot,
 	}
 	if p := s.env.probe; p != nil {
 		h.Environment.Version, h.Environment.ActualPythonExecutable, h.Environment.VersionInfo = p.Version, p.Executable, p
@@ -109,6 +113,15 @@ func (s *Session) Health() Health {
 		h.ActiveRun = strPtr(s.active.id)
 	}
 	return h
+}
+
+// snapshotState is the session's snapshot as health shows it: off without a state
+// directory or with --no-snapshot, when a restore may still load an offer.
+func (s *Session) snapshotState() SnapshotState {
+	if s.snaps != nil {
+		return s.snaps.state()
+	}
+	return SnapshotState{Status: "off", Restorable: s.offer()}
 }
 
 // chosenExplicitly is the rule of an opened session's python argument.

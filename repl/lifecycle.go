@@ -40,6 +40,18 @@ type lifecycle struct {
 	// joined: a worker has started, so the launch keeps a spare (spares.join) until
 	// close.
 	joined bool
+	// base is the generation the session's first worker starts above: the highest its
+	// project's earlier server lifetimes used (durable.go); 0 without a state directory.
+	base uint64
+	// gone says why the last worker left (a Reset* reason; "" for none, or a close),
+	// and, before the first start, why the session's first worker is not its first
+	// (ResetRestart). reason is the current worker's, from gone at its start, and
+	// announce whether its first result is still to be reported.
+	gone, reason string
+	announce     bool
+	// onGone hears of a worker that left the table (the session's snapshots let go of
+	// its directory); nil for none.
+	onGone func(p *process)
 }
 
 func newLifecycle(l launch, env sessionEnv, pool *spares, events workerEvents, logger *slog.Logger) *lifecycle {
@@ -76,8 +88,10 @@ func (l *lifecycle) currentGeneration() uint64 {
 	return l.generation
 }
 
-// nextLocked is the generation the session's next worker gets. l.mu is held.
-func (l *lifecycle) nextLocked() uint64 { return l.generation + 1 }
+// nextLocked is the generation the session's next worker gets: one past the last,
+// and past the project's highest of earlier server lifetimes (base), so that
+// generations never repeat (docs/contract.md §6.3). l.mu is held.
+func (l *lifecycle) nextLocked() uint64 { return max(l.generation, l.base) + 1 }
 
 // upcoming is the generation a run admitted now executes in: the live worker's,
 // unless the run resets it, the worker is gone or going, or none started yet, when
@@ -147,6 +161,7 @@ func (l *lifecycle) start() error {
 	}
 	l.proc = p
 	l.generation = l.nextLocked()
+	l.reason, l.gone, l.announce = l.gone, "", true
 	ready := p.ready
 	l.lastReady = &ready
 	l.setState(workerReady)
@@ -210,7 +225,43 @@ func (l *lifecycle) watch(p *process) {
 // stopping to after (stopped on purpose, dead when its variables are lost); any other
 // worker (one already replaced) is simply stopped.
 func (l *lifecycle) stop(p *process, after workerState) {
-	l.retire(p, after, p.stop)
+	reason := ""
+	if after == workerDead {
+		reason = ResetLost
+	}
+	l.retire(p, after, reason, p.stop)
+}
+
+// release stops the idle worker p, its namespace saved (--idle-release): stopped, or
+// dead when some of its variables could not be saved. It does nothing, and returns
+// false, unless p is the session's worker and idle.
+func (l *lifecycle) release(p *process, lost bool) bool {
+	after := workerStopped
+	if lost {
+		after = workerDead
+	}
+	l.mu.Lock()
+	// Checked and moved at once: a run that took it meanwhile keeps it.
+	if l.proc != p || l.state != workerReady || !l.setState(workerStopping) {
+		l.mu.Unlock()
+		return false
+	}
+	l.mu.Unlock()
+	p.stop()
+	l.retired(p, after, ResetReleased)
+	return true
+}
+
+// announced reports, once per worker, that p's first result is being made, and why p
+// is new (a Reset* reason, "" for a session's first worker).
+func (l *lifecycle) announced(p *process) (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.proc != p || !l.announce {
+		return false, ""
+	}
+	l.announce = false
+	return true, l.reason
 }
 
 // reset stops the session's worker p for a reset as stop does, except that it
@@ -218,12 +269,13 @@ func (l *lifecycle) stop(p *process, after workerState) {
 // goroutine close waits for: the reset's cell, on the spare, then does not wait for
 // the kernel to free the old worker's memory.
 func (l *lifecycle) reset(p *process) {
-	l.retire(p, workerStopped, func() { l.drop(p) })
+	l.retire(p, workerStopped, ResetReset, func() { l.drop(p) })
 }
 
 // retire moves the session's worker p through stopping to after around stop, or just
-// stops p when it is not the session's worker (any more).
-func (l *lifecycle) retire(p *process, after workerState, stop func()) {
+// stops p when it is not the session's worker (any more); reason says why it left
+// (gone). It reports whether p was the session's worker.
+func (l *lifecycle) retire(p *process, after workerState, reason string, stop func()) bool {
 	l.mu.Lock()
 	for l.proc == p && l.state == workerStopping {
 		// Another goroutine is stopping it: wait for the outcome.
@@ -235,12 +287,23 @@ func (l *lifecycle) retire(p *process, after workerState, stop func()) {
 	if l.proc != p || !l.setState(workerStopping) {
 		l.mu.Unlock()
 		stop()
-		return
+		return false
 	}
 	l.mu.Unlock()
 	stop()
+	l.retired(p, after, reason)
+	return true
+}
+
+// retired ends the stop of the session's worker p, which retire or release moved to
+// stopping: p leaves the table for after, with why it left.
+func (l *lifecycle) retired(p *process, after workerState, reason string) {
+	if l.onGone != nil {
+		l.onGone(p)
+	}
 	l.mu.Lock()
 	l.proc = nil
+	l.gone = reason
 	l.setState(after)
 	l.mu.Unlock()
 }

@@ -98,3 +98,18 @@ const (
 	maxDisplays     = 16
 	maxDisplayBytes = 196608
 )
+
+// Snapshots and restores (docs/contract.md §6.7, §13.1).
+const (
+	// DefaultSnapshotMaxMiB bounds a session's snapshot, and a project's snapshots
+	// together, unless --snapshot-max-mib says otherwise.
+	DefaultSnapshotMaxMiB = 2048
+	// snapshotDelay is how long a session is idle after a run before a pass.
+	snapshotDelay = 2 * time.Second
+	// finalSnapshotWait bounds the last pass of an idle worker at shutdown.
+	finalSnapshotWait = 1500 * time.Millisecond
+	// restoreTimeout bounds the restore before a released worker's next run.
+	restoreTimeout = 10 * time.Minute
+	// listingTTL is how long a listing of a project's snapshots is reused.
+	listingTTL = 2 * time.Second
+)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/statedir"
 )
 
 // Config is what every session of a server shares.
@@ -37,6 +39,12 @@ type Config struct {
 	Services Services
 	// Recorder keeps every finished cell for the session's notebook; nil keeps none.
 	Recorder Recorder
+	// State is the user's state directory (package statedir): the record of server
+	// lifetimes, the projects' generations and the snapshots. nil keeps nothing: no
+	// restart answers, every lifetime's generations start at 1, no snapshots.
+	State *statedir.Dir
+	// Snapshots says how sessions keep snapshots, when State is set.
+	Snapshots SnapshotConfig
 	// NoSpareWorker turns the spare worker off (--no-spare-worker): every reset,
 	// recovery and new session then waits for a worker's cold start.
 	NoSpareWorker bool
@@ -74,6 +82,10 @@ type Manager struct {
 	mu       sync.Mutex
 	def      *Session
 	sessions map[string]*Session
+
+	// state is what outlives this lifetime: its record, the projects' generations and
+	// snapshots (durable.go).
+	state *durable
 }
 
 // NewManager makes the manager and its default session. No Python starts here:
@@ -84,7 +96,9 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, serverID: newUUID(), lifetime: ctx, opening: make(chan struct{}, maxOpening), probeTimeout: probeTimeout, sessions: map[string]*Session{}}
 	m.spares = newSpares(cfg.NoSpareWorker, cfg.Logger)
+	m.beginLifetime()
 	m.def = newSession(ctx, defaultSessName, m.serverID, &m.cfg, defaultEnvironment(&m.cfg), m.spares)
+	m.attach(m.def, true)
 	m.sessions[m.def.id] = m.def
 	return m
 }
@@ -131,7 +145,8 @@ func (m *Manager) List() []Health {
 }
 
 // Close closes every session at once, giving active runs grace to stop, then stops
-// the spare workers.
+// the spare workers. An idle session's worker first gets a last snapshot pass, at
+// most finalSnapshotWait, so that a restart loses none of its last cells.
 func (m *Manager) Close(grace time.Duration) {
 	m.mu.Lock()
 	sessions := make([]*Session, 0, len(m.sessions))
@@ -141,8 +156,13 @@ func (m *Manager) Close(grace time.Duration) {
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range sessions {
+		wg.Go(func() { s.snaps.final(finalSnapshotWait) })
+	}
+	wg.Wait()
+	for _, s := range sessions {
 		wg.Go(func() { s.Close(grace) })
 	}
 	wg.Wait()
 	m.spares.close()
+	m.endLifetime()
 }

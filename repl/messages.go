@@ -21,6 +21,7 @@ const (
 	// run, after how long, its code).
 	msgEventBusy        = "A call was refused: run %s had been running for %s (code: %s), so this code did not run: %s"
 	msgEventCancel      = "python_cancel asked run %s to stop after %s (code: %s)"
+	msgEventRestore     = "%d of %d variables of session %q (saved %s UTC) were restored into generation %d; not restored: %s"
 	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
 	msgTimedOut         = "Execution timed out after %s s"
 	msgKeptVariables    = "; variables preserved"
@@ -92,6 +93,15 @@ const (
 	msgDefaultClose   = "The legacy default session cannot be closed; use execute_python reset=true to clear it"
 	msgNoSuchSession  = "Session not found or already closed"
 	msgOpenCancelled  = "Session opening cancelled before publication"
+
+	// Restarts, snapshots and restores (docs/contract.md §6.7).
+	// msgEarlierSession: the id, its name, when its server started, when this one did.
+	msgEarlierSession    = msgSessionNotFound + ": %s (%q) belonged to an earlier repl-mcp server, started %s and gone since; the server restarted at %s, and the earlier sessions and their variables are gone unless restored"
+	msgEarlierRestorable = "; %d variables of it, saved %s, can be restored with python_session_restore %s"
+	msgDefaultNow        = ". The default session now is %s (generation %d): calls without session_id use it"
+	msgNoSnapshot        = "No snapshot to restore: none of this session's name was saved in its project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
+	msgNoStateDir        = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
+	msgRestoreFailed     = "Snapshot not restored"
 
 	// Interpreter probes.
 	msgProbeTimeout  = "Interpreter probe timed out"

@@ -170,6 +170,7 @@ func (m *Manager) publish(ctx context.Context, name string, env sessionEnv) (*Se
 		return nil, errors.New(msgSessionLimit)
 	}
 	s := newSession(m.lifetime, name, m.serverID, &m.cfg, env, m.spares)
+	m.attach(s, false)
 	m.sessions[s.id] = s
 	return s, nil
 }
@@ -188,6 +189,7 @@ func (m *Manager) CloseSession(id string) (Health, error) {
 	}
 	delete(m.sessions, id)
 	m.mu.Unlock()
+	s.discard = true // its snapshots go with it
 	s.Close(closeGrace)
 	return s.Health(), nil
 }

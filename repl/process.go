@@ -91,6 +91,8 @@ type process struct {
 	nativeMore []*os.File
 	native     *nativeOutput
 	results    chan resultFrame
+	// snapshots are the worker's answers to snapshot requests (snapshot.go).
+	snapshots chan snapshotReport
 	// owner is who hears the worker's frames and logs its failures: the session
 	// that started it, or, for a spare, the pool until a session claims it (bind).
 	owner atomic.Pointer[owner]
@@ -166,6 +168,7 @@ func spawn(spec spawnSpec) (*process, error) {
 		nativeSock: gp.Extra[2],
 		native:     newNativeOutput(),
 		results:    make(chan resultFrame, 4),
+		snapshots:  make(chan snapshotReport, 4),
 		jobs:       map[int]string{},
 		origins:    map[int]string{},
 		dead:       make(chan struct{}),
@@ -310,6 +313,11 @@ func (p *process) readFrames(frames *frameReader) {
 			p.trackJob(f)
 		case "process":
 			p.trackProcess(f)
+		case "snapshot":
+			select {
+			case p.snapshots <- snapshotReport{id: f.ID, status: f.Status, summary: f.Summary, err: f.Error}:
+			default: // nobody asked for this many: a stale answer
+			}
 		case "image":
 			if err := images.add(f); err != nil {
 				p.die(err)

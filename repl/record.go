@@ -28,6 +28,8 @@ const (
 	EventBusy EventKind = "busy"
 	// EventCancel: python_cancel asked the running cell to stop.
 	EventCancel EventKind = "cancel"
+	// EventRestore: python_session_restore loaded a snapshot into the session.
+	EventRestore EventKind = "restore"
 )
 
 // SessionEvent is something that happened to a session that is no cell of its own:
@@ -135,7 +137,7 @@ func boundDisplays(displays []Display) []Display {
 // HTML and displays, which only the record keeps: the history does not hold them for
 // nothing.
 func (s *Session) record(r *run, res *Result) {
-	if s.cfg.Recorder == nil || r.req.inventory {
+	if s.cfg.Recorder == nil || r.req.quiet() {
 		res.HTML, res.Displays = "", nil
 		return
 	}

@@ -3,6 +3,7 @@ package repl
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -53,6 +54,17 @@ type Result struct {
 	Truncated  Truncated `json:"truncated"`
 	State      State     `json:"state"`
 	StateReset *bool     `json:"state_reset,omitempty"`
+	// StateResetReason says why the run's worker is new, when it replaced one (a
+	// Reset* reason: reset, lost, restart, released); absent for a session's first.
+	StateResetReason string `json:"state_reset_reason,omitempty"`
+	// ServerStarted is when this server started, with StateResetReason restart.
+	ServerStarted *time.Time `json:"server_started,omitempty"`
+	// Restorable is the snapshot a restore would load, on a result that reports
+	// variables lost (docs/contract.md §6.7).
+	Restorable *Restorable `json:"restorable,omitempty"`
+	// Restored is what the restore of a worker released while idle brought back
+	// before this run's code.
+	Restored *RestoreReport `json:"restored,omitempty"`
 	// ExecutionMode is set when a worker executed the run.
 	ExecutionMode            string `json:"execution_mode,omitempty"`
 	BackgroundTasksCancelled int    `json:"background_tasks_cancelled,omitempty"`

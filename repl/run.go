@@ -69,6 +69,8 @@ type run struct {
 
 	done   chan struct{} // closed once result is set
 	result *Result
+	// restored is what the restore of a released worker before this run brought back.
+	restored *RestoreReport
 
 	// rpcCtx bounds the run's bridge calls; stopRPCs cancels them all (interrupt,
 	// end of run). rpcs holds the cancel of each outstanding call by rpc id.

@@ -34,7 +34,13 @@ type ExecRequest struct {
 	YieldAfter time.Duration
 
 	inventory bool // a namespace inventory: no history, no user code
+	// restore loads a snapshot instead of running code (restore.go): no history either.
+	restore *restoreSpec
 }
+
+// quiet reports a run that is no cell (an inventory, a restore): it is kept neither in
+// the history nor in the notebook.
+func (req *ExecRequest) quiet() bool { return req.inventory || req.restore != nil }
 
 // ErrBusy is returned when the session's slot is taken.
 var ErrBusy = errors.New(msgBusy)
@@ -62,6 +68,15 @@ type Session struct {
 	slot chan struct{} // holds a token while a run owns the session
 
 	rpcs sync.WaitGroup // rpcs of cell code being served
+
+	// What outlives the session's workers (durable.go, snapshot.go): its project's
+	// state (nil without a state directory), the Manager that holds this lifetime's
+	// record, and its snapshots (nil when off). discard: python_session_close removes
+	// its snapshots; a server's shutdown keeps them.
+	proj    *projectState
+	manager *Manager
+	snaps   *sessionSnapshots
+	discard bool
 
 	mu      sync.Mutex
 	active  *run
@@ -93,6 +108,7 @@ func newSession(ctx context.Context, name, serverID string, cfg *Config, env ses
 	}
 	s.logger = cfg.Logger.With("session", s.id)
 	s.worker = newLifecycle(cfg.launch(env), env, pool, s, s.logger)
+	s.worker.onGone = func(p *process) { s.snaps.workerGone(p) }
 	if cfg.Services != nil {
 		cfg.Services.SessionOpened(s.id, env.project)
 	}
@@ -249,7 +265,7 @@ func (s *Session) identify(res *Result, r *run) {
 		res.Generation = s.worker.currentGeneration()
 	}
 	limit := PreviewLimit
-	if r.req.inventory {
+	if r.req.quiet() {
 		limit = inventoryLimit
 	}
 	res.bound(limit)
@@ -320,7 +336,10 @@ func (s *Session) execute(ctx context.Context, r *run) *Result {
 	res := s.dispatch(ctx, r)
 	s.identify(res, r)
 	r.enter(phaseLeaving)
-	if !r.req.inventory {
+	if !r.req.inventory && !r.req.Fresh {
+		s.snaps.ran()
+	}
+	if !r.req.quiet() {
 		s.mu.Lock()
 		s.history = append(s.history, res)
 		if len(s.history) > HistoryRuns {
@@ -411,6 +430,10 @@ func (s *Session) Close(grace time.Duration) {
 	}
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.SessionClosed(s.id)
+	}
+	s.snaps.close(s.discard)
+	if s.discard {
+		s.sessionClosed()
 	}
 	s.worker.close()
 }

@@ -25,13 +25,49 @@ func (s *Session) dispatch(ctx context.Context, r *run) *Result {
 	}
 	w, fresh, res := s.claimWorker(ctx, r)
 	if res != nil {
+		s.offerLost(res)
 		return res
 	}
 	res = s.runOn(ctx, r, w.proc, w.generation)
 	s.worker.idle(w.proc)
+	if !r.req.inventory {
+		// The first result of every new worker says so, whatever made it new (an
+		// inventory's start is no result the caller reads).
+		var why string
+		fresh, why = s.worker.announced(w.proc)
+		if fresh && r.req.Reset && why != "" {
+			why = ResetReset // asked for: whatever happened before, a deliberate fresh start
+		}
+		if fresh && why != "" {
+			res.StateResetReason = why
+			if why == ResetRestart && s.manager != nil {
+				started := s.manager.Started().UTC()
+				res.ServerStarted = &started
+			}
+		}
+	}
 	res.StateReset = &fresh
 	res.ExecutionMode = "persistent"
+	res.Restored = r.restored
+	s.offerLost(res)
 	return res
+}
+
+// offerLost adds to a result that reports lost variables (the worker died under it,
+// or it is the first of a worker that replaced one whose variables were lost, an
+// earlier server's, or a released one that did not all come back) the snapshot a
+// restore would load; a reset is a deliberate fresh start, offered nothing.
+func (s *Session) offerLost(res *Result) {
+	lost := res.State == StateCleared
+	switch res.StateResetReason {
+	case ResetLost, ResetRestart:
+		lost = true
+	case ResetReleased:
+		lost = res.Restored == nil || res.Restored.NotRestoredCount > 0
+	}
+	if lost {
+		res.Restorable = s.offer()
+	}
 }
 
 // guard enforces expected_generation before any source runs. A stale generation
@@ -55,19 +91,21 @@ func (s *Session) guard(r *run) *Result {
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
 		return nil
 	}
-	msg, replaced := msgStaleGeneration, false
+	msg, replaced, why := msgStaleGeneration, false, ""
 	if state == workerDead && !r.req.Reset && !r.req.Fresh {
-		if res := s.startWorker(r); res != nil {
+		if res := s.startWorker(r.ctx, r); res != nil {
 			return res
 		}
 		replaced = true
+		// The refusal is the new worker's first result: it says so, once.
+		_, why = s.worker.announced(s.worker.view().proc)
 		if *want == gen {
 			msg = msgWorkerRestarted
 		}
 	}
 	res := failure(r.id, msg, StatePreserved)
 	if replaced {
-		res.StateReset = &replaced
+		res.StateReset, res.StateResetReason, res.Restored = &replaced, why, r.restored
 	}
 	res.Generation = s.worker.currentGeneration()
 	return res
@@ -100,7 +138,7 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *R
 			if ctx.Err() != nil {
 				return workerView{}, false, failure(r.id, msgBeforeDispatch, StatePreserved)
 			}
-			if res := s.startWorker(r); res != nil {
+			if res := s.startWorker(ctx, r); res != nil {
 				return workerView{}, false, res
 			}
 			fresh = true
@@ -112,11 +150,19 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *R
 	}
 }
 
-// startWorker starts the session's worker for r. A start that fails leaves no
-// worker, and says that no Python state exists.
-func (s *Session) startWorker(r *run) *Result {
+// startWorker starts the session's worker for r, records its generation in the
+// project's state, and, when the last worker was released while idle, restores its
+// snapshot before r's code. A start that fails leaves no worker, and says that no
+// Python state exists.
+func (s *Session) startWorker(ctx context.Context, r *run) *Result {
 	switch err := s.worker.start(); {
 	case err == nil:
+		s.workerStarted(s.worker.currentGeneration())
+		if r.req.Reset {
+			s.snaps.takeReleased().Release() // a deliberate fresh start restores nothing, later either
+		} else {
+			s.restoreReleased(ctx, r)
+		}
 		return nil
 	case errors.Is(err, errStartRefused):
 		return failure(r.id, msgCrashed, StateCleared)
@@ -166,6 +212,7 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 	frame := executeFrame{
 		Type: "execute", ID: r.id, Code: r.req.Code, Timeout: r.req.Timeout.Seconds(), Barrier: token,
 		SourcePath: r.req.SourcePath, Argv: r.req.Argv, Inventory: r.req.inventory,
+		Bindings: s.snaps != nil && !r.req.quiet(), Restore: r.req.restore,
 	}
 	r.startRPCs(ctx)
 	defer r.endRPCs()

@@ -33,6 +33,14 @@ func protocolError(err error) *jsonrpc.Error {
 	return nil
 }
 
+// unknownSessionError is errSessionUnknown with the answer the sessions give for
+// that id: an earlier server lifetime's says that the server restarted
+// (repl.Manager.UnknownSession).
+type unknownSessionError struct{ msg string }
+
+func (e unknownSessionError) Error() string { return e.msg }
+func (e unknownSessionError) Unwrap() error { return errSessionUnknown }
+
 // fieldsError is a tool failure whose result carries fields beside "error", where a
 // tool's output schema requires them (python_cancel's cancel_requested: false).
 type fieldsError struct {

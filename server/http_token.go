@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,7 +127,7 @@ func createTokenFileIn(dir, token string) (*tokenFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPrivateDir(dir, info); err != nil {
+	if err := privfile.CheckDir(dir, info); err != nil {
 		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
@@ -159,23 +158,6 @@ func createTokenFileIn(dir, token string) (*tokenFile, error) {
 		return nil, fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
 	return &tokenFile{path: filepath.Join(dir, name), root: root, name: name}, nil
-}
-
-// checkPrivateDir refuses a directory (info from Lstat) that is a symbolic link,
-// belongs to another user or is open to group or others.
-func checkPrivateDir(dir string, info fs.FileInfo) error {
-	switch {
-	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s is a symbolic link", dir)
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case info.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s is open to group or others (mode %04o)", dir, info.Mode().Perm())
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d)", dir, st.Uid, os.Geteuid())
-	}
-	return nil
 }
 
 // remove deletes the file; the directory stays for the next server.

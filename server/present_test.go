@@ -186,7 +186,7 @@ func TestExecTextReadsLikeATerminal(t *testing.T) {
 			"Python worker crashed; variables cleared (exit status 3)\n[failed; generation 1]"},
 		{"a cleared state the error does not name", `{"success":false,"error":"Request abandoned; worker killed","state":"cleared","generation":1}`,
 			"Request abandoned; worker killed\n[failed; state cleared; generation 1]"},
-		{"a new worker after the first", `{"success":true,"stdout":"x\n","state":"preserved","state_reset":true,"generation":2}`,
+		{"a new worker after the first", `{"success":true,"stdout":"x\n","state":"preserved","state_reset":true,"state_reset_reason":"lost","generation":2}`,
 			"x\n[ok; generation 2; new worker: earlier variables are gone]"},
 		{"a saved file's exit code, in a fresh worker", `{"success":false,"error":"SystemExit: 3","exit_code":3,"execution_mode":"fresh","state":"preserved","generation":1}`,
 			"SystemExit: 3\n[failed; exit code 3; generation 1; fresh worker]"},

@@ -380,9 +380,7 @@ func (e execution) footer(kept *keptText) string {
 		items = append(items, fmt.Sprintf("exit code %d", *e.ExitCode))
 	}
 	items = append(items, fmt.Sprintf("generation %d", e.Generation))
-	if e.StateReset != nil && *e.StateReset && e.Generation > 1 {
-		items = append(items, "new worker: earlier variables are gone")
-	}
+	items = append(items, e.newWorkerItems()...)
 	if e.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
@@ -460,6 +458,31 @@ func codeItem(code string) string {
 	}
 	code = strings.ReplaceAll(code, `\`, `\\`)
 	return "code: " + quote + strings.ReplaceAll(code, quote, `\`+quote) + quote
+}
+
+// newWorkerItems say that the run's worker is new and why, when it replaced one, and
+// what a restore can bring back or brought back (docs/contract.md §6.7).
+func (e execution) newWorkerItems() []string {
+	var items []string
+	if e.StateReset != nil && *e.StateReset {
+		switch r := e.Restored; {
+		case e.StateResetReason == repl.ResetRestart && e.ServerStarted != nil:
+			items = append(items, "new worker: the server restarted at "+clock(*e.ServerStarted)+"; earlier variables are gone")
+		case e.StateResetReason == repl.ResetReleased && r != nil:
+			item := fmt.Sprintf("worker released while idle, restored: %d of %d variables back", r.RestoredCount, r.RestoredCount+r.NotRestoredCount)
+			if len(r.NotRestored) > 0 {
+				item += "; not back: " + listed(r.NotRestored, func(v repl.LostVariable) string { return v.Name + " (" + v.Reason + ")" })
+			}
+			items = append(items, item)
+		case e.StateResetReason != "":
+			items = append(items, "new worker: earlier variables are gone")
+		}
+	}
+	if o := e.Restorable; o != nil {
+		items = append(items, fmt.Sprintf("%d variable%s saved %s can be restored: python_session_restore {\"session_id\":\"%s\"}",
+			o.Variables, plural(o.Variables), clock(o.SavedAt), e.SessionID))
+	}
+	return items
 }
 
 // listed names the first few of xs, each bounded, then how many more there are.

@@ -50,6 +50,10 @@ const sessionHealthProperties = `{
     "memory_limit": {"type": "string"},
     "spare": {"type": "object", "description": "the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)",
       "properties": {"enabled": {"type": "boolean"}, "ready": {"type": "boolean"}, "pid": {"type": "integer"}, "rss_bytes": {"type": "integer"}}},
+    "snapshot": {"type": "object", "description": "the session's snapshot of its variables (off with --no-snapshot), and the one python_session_restore would load",
+      "properties": {"enabled": {"type": "boolean"}, "status": {"type": "string", "enum": ["off", "none", "saving", "saved", "failed"]},
+        "snapshot": {"type": "string"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"}, "bytes": {"type": "integer"},
+        "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}, "error": {"type": "string"}, "restorable": ` + restorableSchema + `}},
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
 // sessionListSchema is python_session_list's answer, and python_health's sessions.
@@ -113,6 +117,7 @@ func healthText(h healthReport) string {
 	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
 	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
+	b.WriteString(savedText(s.Snapshot) + "\n")
 	l := s.Limits
 	rss := "no RSS budget"
 	if l.WorkerRSSMiB > 0 {

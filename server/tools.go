@@ -67,6 +67,7 @@ func (s *Server) tools() []tool {
 		s.pythonSessionListTool(),
 		s.pythonSessionInspectTool(),
 		s.pythonSessionExportTool(),
+		s.pythonSessionRestoreTool(),
 		s.pythonExecuteFileTool(),
 		s.artifactCreateTool(),
 		s.artifactReadTool(),
@@ -122,7 +123,7 @@ func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallTool
 	}
 	if t.routed {
 		if sess, err = s.repl.Session(id); err != nil {
-			return nil, nil, errSessionUnknown
+			return nil, nil, unknownSessionError{s.repl.UnknownSession(id)}
 		}
 	}
 	value, err = t.handler.serve(ctx, sess, b.decode(t.input, args))

@@ -27,6 +27,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/statedir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -100,9 +101,14 @@ func newServerPartsFormat(t *testing.T, ctx context.Context, project string, for
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { notebooks.Close() })
+	state, err := statedir.Open(filepath.Join(t.TempDir(), "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	manager := repl.NewManager(ctx, repl.Config{
 		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(), Version: "test",
 		Services: cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks}), Recorder: notebooks,
+		State: state, Snapshots: repl.SnapshotConfig{Delay: 100 * time.Millisecond},
 	})
 	return New(Config{Version: "test", Repl: manager, Brokers: brokers, Artifacts: store, Notebooks: notebooks, ResultFormat: format})
 }
@@ -402,6 +408,17 @@ func TestToolResultsOnTheWire(t *testing.T) {
 		// A large trailing value becomes an artifact, declared in the schema too.
 		if sc := w.succeed(t, "execute_python", map[string]any{"code": "'Ж' * 100000"}); sc["artifact"] == nil {
 			t.Fatalf("a large value: %v", sc["artifact_error"])
+		}
+	})
+	t.Run("python_session_restore", func(t *testing.T) {
+		// Its own worker's snapshot is no restore's source; the one a reset left is.
+		w.fail(t, "python_session_restore", map[string]any{})
+		w.poll(t, "python_health", map[string]any{}, 20*time.Second, func(sc map[string]any) bool {
+			return sc["server"].(map[string]any)["snapshot"].(map[string]any)["status"] == "saved"
+		})
+		w.succeed(t, "execute_python", map[string]any{"code": "y = 2", "reset": true})
+		if sc := w.succeed(t, "python_session_restore", map[string]any{}); sc["restored_count"] != 1.0 {
+			t.Fatalf("restore after a reset: %v", sc)
 		}
 	})
 	t.Run("python_execute_file", func(t *testing.T) {

@@ -75,6 +75,23 @@ func Check(f *os.File) error {
 	return nil
 }
 
+// CheckDir refuses a directory (info from os.Lstat) that is a symbolic link, not a
+// directory, another user's, or open to group or others, saying which.
+func CheckDir(dir string, info fs.FileInfo) error {
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link", dir)
+	case !info.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case info.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s is open to group or others (mode %04o)", dir, info.Mode().Perm())
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d)", dir, st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
 // Kind names what a file that is not a regular file is, for messages.
 func Kind(m fs.FileMode) string {
 	switch {

@@ -41,6 +41,8 @@ from .native import NativeOutput
 from .output import STREAMS, Output, Spool
 from .sinks import Sink, no_input
 from .previews import ReplHistory, inventory, preview as value_preview
+from .restore import run_restore
+from .snapshots import Snapshots
 from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
 from .tracebacks import RunFailure, SourceHistory, format_error
@@ -249,6 +251,7 @@ class Worker:
         self._executor = CellExecutor()
         self._loop = CellLoop()
         self._loop.set_default_executor(self._executor)
+        self._snapshots = Snapshots(channel, self._namespace, self._reserved, self._sources)
         self._interrupts = Interrupts(self._loop, channel)  # last: it installs the SIGINT handler
 
     def _helpers(self):
@@ -300,12 +303,19 @@ class Worker:
             # Marked before the command leaves the queue: a SIGINT always finds it somewhere.
             self._interrupts.command_taken()
             command = self._channel.take_command()
+            if command['type'] == 'snapshot':  # saved on a thread while no command comes
+                self._interrupts.not_a_run()
+                self._snapshots.start(command)
+                continue
+            self._snapshots.stop()  # any command stops a snapshot at once
             if command['type'] == 'shutdown':
                 exit_now(0)
             if command['type'] == 'undecodable':
                 self._report_undecodable(command)
             elif command.get('inventory'):
                 self._report_inventory(command)
+            elif command.get('restore'):
+                run_restore(self, command)
             else:
                 self._execute(command)
 
@@ -374,6 +384,8 @@ class Worker:
             result['background_tasks_cancelled'] = cancelled
         if background:
             result['background_threads'] = background
+        if command.get('bindings'):  # what the run bound, for the snapshot's manifest
+            self._snapshots.note_run(run_id)
         printed = self._output.take_background()
         if printed:
             result['background_output'], cuts = printed

@@ -59,6 +59,8 @@ def parse_command(line):
         return frame
     if kind == 'execute' and _valid_execute(frame):
         return frame
+    if kind == 'snapshot' and _valid_snapshot(frame):
+        return frame
     if kind == 'rpc_result' and isinstance(frame.get('id'), str) and isinstance(frame.get('error', ''), (str, type(None))):
         return frame
     protocol_error(FRAME_UNKNOWN.format(repr(kind)[:100]))
@@ -88,6 +90,25 @@ def _valid_execute(frame):
         and isinstance(argv, list)
         and all(isinstance(arg, str) for arg in argv)
         and isinstance(frame.get('inventory', False), bool)
+        and isinstance(frame.get('bindings', False), bool)
+        and ('restore' not in frame or _valid_place(frame['restore'], ('adopt', bool)))
+    )
+
+
+def _valid_place(spec, *extra):
+    """A snapshot's place as a `snapshot` frame or an execute's `restore` names it."""
+    return (
+        isinstance(spec, dict)
+        and all(isinstance(spec.get(key), str) for key in ('dir', 'snapshot', 'key', 'project'))
+        and all(isinstance(spec.get(key, kind()), kind) for key, kind in extra)
+    )
+
+
+def _valid_snapshot(frame):
+    return (
+        _valid_place(frame)
+        and all(isinstance(frame.get(key), str) for key in ('id', 'session_id', 'session_name', 'server_id'))
+        and all(type(frame.get(key)) is int and frame[key] >= 0 for key in ('budget', 'generation'))
     )
 
 

@@ -155,6 +155,12 @@ class Interrupts:
         """Called before a command leaves the queue: a SIGINT always finds it somewhere."""
         self._command_taken = True
 
+    def not_a_run(self):
+        """The command taken was no run (a snapshot request): a SIGINT is only for one still
+        incoming."""
+        self._command_taken = False
+        self._pending = self._pending and self._channel.command_incoming()
+
     def result_due(self):
         """From here on a SIGINT can only be for a command still incoming."""
         self._command_taken = self._pending = False

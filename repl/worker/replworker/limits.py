@@ -205,3 +205,15 @@ IMAGE_ARTIFACTS = _server_int('IMAGE_ARTIFACTS')  # images one run keeps as arti
 
 if set(_given) != _taken:
     _refuse(f'has limits this worker does not know: {", ".join(sorted(set(_given) - _taken))}')
+
+# Snapshots of the namespace and their restore (snapshots.py, restore.py; docs/contract.md §6.7).
+SNAPSHOT_VARIABLES = 100_000  # variables one snapshot holds; the rest are skipped
+SNAPSHOT_CHUNK = 8 << 20  # bytes written, hashed or read at once: a command stops a pass within one
+RECHECK_BYTES = 2 << 30  # an entry up to this size is pickled again after every cell; a larger one is marked possibly older
+MANIFEST_BYTES = 64 << 20  # bytes of a manifest read back
+CODE_LINE_BYTES = 120  # characters of the first code line of the run that bound a variable
+SNAPSHOT_REASON_CHARS = 200  # characters of why a variable was not saved or not restored
+RESTORE_LISTED = 200  # variables a restore report lists by name, each way; the rest are counted
+RESTORE_REPORT_BYTES = 60_000  # bytes of a restore report's JSON
+SNAPSHOT_JOIN = 0.5  # seconds a new pass waits for the one before it to end
+SNAPSHOT_STOP_WAIT = 5.0  # seconds a restore waits for a pass to stop before it restores without adopting
