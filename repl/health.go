@@ -22,6 +22,8 @@ type Health struct {
 	// Spare is the pre-started worker waiting for this session's launch (shared by
 	// every session of the same interpreter, project and environment).
 	Spare SpareState `json:"spare"`
+	// Sandbox is the session's sandbox (docs/contract.md §11.4).
+	Sandbox SandboxHealth `json:"sandbox"`
 }
 
 // PythonState is the last worker's handshake and whether that worker still runs.
@@ -57,6 +59,11 @@ type Limits struct {
 func (s *Session) Health() Health {
 	spare := s.worker.spare()
 	w := s.worker.view()
+	var live *process
+	if w.state == workerReady || w.state == workerBusy {
+		live = w.proc
+	}
+	sb := s.sandboxHealth(live)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := Health{
@@ -68,7 +75,7 @@ func (s *Session) Health() Health {
 		Generation:       w.generation,
 		Version:          s.cfg.Version,
 		Runtime:          "go-supervisor/cpython-worker",
-		ExecutionMode:    "trusted-local; full filesystem access; not a security sandbox",
+		ExecutionMode:    executionModeText(s.cfg.Sandbox.Mode),
 		PythonExecutable: s.env.python,
 		Environment: Environment{
 			Source:        s.env.source,
@@ -105,6 +112,7 @@ func (s *Session) Health() Health {
 	if s.closed {
 		h.Environment.RuntimeStatus = "closed"
 	}
+	h.Sandbox = sb
 	if s.active != nil {
 		h.ActiveRun = strPtr(s.active.id)
 	}

@@ -33,6 +33,10 @@ type ExecRequest struct {
 	// then to the session (yield.go); Execute ignores it.
 	YieldAfter time.Duration
 
+	// Sandbox is the policy the call brought under --sandbox inherit-codex; a run
+	// without one is refused there.
+	Sandbox *CallPolicy
+
 	inventory bool // a namespace inventory: no history, no user code
 }
 
@@ -67,6 +71,8 @@ type Session struct {
 	active  *run
 	history []*Result // oldest first, at most HistoryRuns
 	closed  bool
+	// refusalNoted: a result has said the sandbox may have refused it (noteSandbox).
+	refusalNoted bool
 }
 
 // sessionEnv is where a session runs and with which interpreter.
@@ -297,6 +303,7 @@ func (s *Session) release(r *run) {
 // execute runs r on the worker (starting one if needed) and records its result.
 func (s *Session) execute(ctx context.Context, r *run) *Result {
 	res := s.dispatch(ctx, r)
+	s.noteSandbox(r, res)
 	s.identify(res, r)
 	r.enter(phaseLeaving)
 	if !r.req.inventory {

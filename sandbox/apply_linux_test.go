@@ -172,7 +172,7 @@ func TestApplyToThread(t *testing.T) {
 		{"read-only, network off", &Policy{Mode: ReadOnly, WritableRoots: SystemWritable}, map[string]string{
 			"write_root": refused, "write_outside": refused, "dev_null": "ok", "connect_loopback": refused,
 			"connect_proxy": "ok", // no proxy given: nothing to connect to
-			"udp": refused, "unix": refused, "socketpair": "ok",
+			"udp":           refused, "unix": refused, "socketpair": "ok",
 		}},
 		{"network unrestricted", &Policy{Mode: WorkspaceWrite, WritableRoots: []string{root}, Network: true}, map[string]string{
 			"write_root": "ok", "write_outside": refused, "connect_loopback": "ok", "udp": "ok", "unix": "ok",

@@ -22,6 +22,10 @@ const (
 	CodexCapability = CodexMetaKey
 )
 
+// ErrNoCodexPolicy is a call without Codex's sandbox policy under --sandbox
+// inherit-codex: it runs no code.
+var ErrNoCodexPolicy = errors.New(msgCodexMissing)
+
 // CodexContext is what the server adds to Codex's policy: the directory Codex's
 // "tmpdir" names (the server's $TMPDIR, which it inherits from Codex), and the
 // allowed-domains proxy, which stays open when Codex keeps the network restricted.
@@ -71,7 +75,7 @@ func FromCodex(meta map[string]any, ctx CodexContext) (*Policy, error) {
 	legacy, hasLegacy := meta[CodexLegacyMetaKey]
 	switch {
 	case !ok && !hasLegacy:
-		return nil, errors.New(msgCodexMissing)
+		return nil, ErrNoCodexPolicy
 	case !ok:
 		raw = legacy
 	case hasLegacy && !reflect.DeepEqual(raw, legacy):

@@ -15,8 +15,8 @@ const (
 	limitTruncate       = "truncate() by path fails everywhere, inside the writable roots too (Landlock ABI 3, Linux 6.2)"
 
 	// Codex's policy (FromCodex).
-	msgCodexMissing     = "Codex's sandbox policy is missing from this call (_meta[\"codex/sandbox-state-meta\"]): repl-mcp runs with --sandbox inherit-codex and refuses to run code without it; update Codex, or start repl-mcp with an explicit --sandbox mode"
-	msgCodexUnreadable  = "Codex's sandbox policy could not be read (%s): repl-mcp runs with --sandbox inherit-codex and refuses what it cannot enforce; start repl-mcp with an explicit --sandbox mode"
-	msgCodexCarveOut    = "Codex keeps %s read-only; it stays writable here (Landlock cannot take write access back beneath the writable root %s)"
+	msgCodexMissing      = "Codex's sandbox policy is missing from this call (_meta[\"codex/sandbox-state-meta\"]): repl-mcp runs with --sandbox inherit-codex and refuses to run code without it; update Codex, or start repl-mcp with an explicit --sandbox mode"
+	msgCodexUnreadable   = "Codex's sandbox policy could not be read (%s): repl-mcp runs with --sandbox inherit-codex and refuses what it cannot enforce; start repl-mcp with an explicit --sandbox mode"
+	msgCodexCarveOut     = "Codex keeps %s read-only; it stays writable here (Landlock cannot take write access back beneath the writable root %s)"
 	msgCodexReadsLimited = "Codex limits reads to some paths; repl-mcp's sandbox keeps reads open and cannot enforce that"
 )
