@@ -29,6 +29,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server"
 )
 
@@ -74,7 +75,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--sandbox MODE] [--add-writable-root DIR] [--allow-domain HOST] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -95,6 +96,7 @@ type options struct {
 	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
 	notebookDir  string
 	noSpare      bool
+	sandbox      sandboxFlags
 	showVersion  bool
 	doctor       bool
 }
@@ -124,6 +126,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		return err
 	})
 	fs.BoolVar(&o.noSpare, "no-spare-worker", false, "keep no pre-started spare worker: by default, once a session has started Python, one more worker per interpreter and project waits (its memory shows in python_health) so that a reset, a crash recovery or a new session's first cell starts in milliseconds")
+	defineSandboxFlags(fs, &o.sandbox)
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -169,6 +172,9 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	case loginSet && o.doctor:
 		return o, usageError{errors.New("doctor does not take --oauth-login")}
 	}
+	if err := o.sandbox.check(); err != nil {
+		return o, usageError{err}
+	}
 	format, err := server.ParseResultFormat(*resultFormat)
 	if err != nil {
 		return o, usageError{err}
@@ -201,7 +207,7 @@ var errHelp = errors.New("help shown")
 
 func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "repl-mcp: an MCP server that gives an AI agent a persistent CPython namespace.")
-	fmt.Fprintln(w, "Execution is trusted: cells have full access to this machine; this is not a sandbox.")
+	fmt.Fprintln(w, "By default execution is trusted: cells have full access to this machine. --sandbox confines them (Linux).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, usageLine)
 	fmt.Fprintln(w)
@@ -248,6 +254,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.oauthLogin != "" {
 		return oauthLogin(ctx, brokers.Root(), o.oauthLogin, stderr)
 	}
+	stopProxy, err := startProxy(o.sandbox, &cfg.Sandbox, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
 	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
 	defer store.Close()
 	notebooks, err := notebookKeeper(o, cfg)
@@ -263,7 +274,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	manager := repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
 	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
 	// schemas with a fresh 32 KiB buffer) in heap pages the runtime would keep resident
 	// while idle: return them once (docs/design.md, Performance targets). Over stdio,
@@ -477,7 +488,12 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 	if dir, err := os.UserCacheDir(); err == nil {
 		cache = filepath.Join(dir, "repl-mcp")
 	}
+	sandboxed, err := sandboxSettings(o.sandbox, project, sandbox.HostKernel(), stderr)
+	if err != nil {
+		return repl.Config{}, err
+	}
 	return repl.Config{
+		Sandbox:       sandboxed,
 		Python:        python,
 		PythonSource:  chosenBy,
 		Project:       project,

@@ -36,6 +36,7 @@ type SandboxHealth struct {
 	Policy string `json:"policy"`
 	// WritableRoots are where a cell may write; null under full access (anywhere the
 	// user may). A running worker's own temp directory and code cache are among them.
+	// The other lists are never null.
 	WritableRoots  []string `json:"writable_roots"`
 	Network        string   `json:"network"`
 	AllowedDomains []string `json:"allowed_domains"`
@@ -193,7 +194,8 @@ func userRoots(p *sandbox.Policy) []string {
 func (s *Session) sandboxHealth(w *process) SandboxHealth {
 	set := s.cfg.Sandbox
 	h := SandboxHealth{Mode: string(set.Mode), Policy: string(sandbox.FullAccess), Network: (*sandbox.Policy)(nil).NetworkText(),
-		LandlockABI: set.Enforcement.LandlockABI, AllowedDomains: set.Domains, NotEnforced: set.Enforcement.NotEnforced, Limits: set.Enforcement.Limits}
+		LandlockABI: set.Enforcement.LandlockABI, AllowedDomains: orEmpty(set.Domains), NotEnforced: orEmpty(set.Enforcement.NotEnforced),
+		Limits: orEmpty(set.Enforcement.Limits)}
 	if h.Mode == "" {
 		h.Mode = string(sandbox.FullAccess)
 	}
@@ -212,6 +214,14 @@ func (s *Session) sandboxHealth(w *process) SandboxHealth {
 	h.Policy, h.WritableRoots, h.Network = p.Name(), p.WritableRoots, p.NetworkText()
 	h.NotEnforced = append(slices.Clone(h.NotEnforced), p.NotEnforced...)
 	return h
+}
+
+// orEmpty is xs, or an empty list for none: health's lists are never null.
+func orEmpty(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 // hasPolicy says whether a call has set the policy (inherit-codex).

@@ -402,13 +402,13 @@ func (s *Session) Close(grace time.Duration) {
 
 // Inspect returns the session's metadata and, when namespace is set, the bounded
 // inventory of its variables (names and exact builtin types; no user code runs). The
-// inventory needs an idle session and starts the worker if none runs; it is not
-// recorded in history.
-func (s *Session) Inspect(ctx context.Context, namespace bool) (Health, json.RawMessage, error) {
+// inventory needs an idle session and starts the worker if none runs (under policy,
+// the call's under --sandbox inherit-codex); it is not recorded in history.
+func (s *Session) Inspect(ctx context.Context, namespace bool, policy *CallPolicy) (Health, json.RawMessage, error) {
 	if !namespace {
 		return s.Health(), nil, nil
 	}
-	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout})
+	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout, Sandbox: policy})
 	if err := s.tryReserve(r); err != nil {
 		return Health{}, nil, err
 	}

@@ -40,7 +40,7 @@ func ParseMode(s string) (Mode, error) {
 	for i, m := range Modes {
 		names[i] = string(m)
 	}
-	return "", fmt.Errorf("invalid value %q for --sandbox: %s", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("one of %s", strings.Join(names, ", "))
 }
 
 // SystemWritable are the paths every sandboxed worker may write besides its roots:

@@ -385,6 +385,7 @@ func (e execution) footer(kept *keptText) string {
 	if e.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
+	items = append(items, sandboxItems(e.Sandbox)...)
 	if e.RunID != "" {
 		items = append(items, "run "+e.RunID)
 	}

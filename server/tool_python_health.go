@@ -48,6 +48,7 @@ const sessionHealthProperties = `{
     "memory_limit": {"type": "string"},
     "spare": {"type": "object", "description": "the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)",
       "properties": {"enabled": {"type": "boolean"}, "ready": {"type": "boolean"}, "pid": {"type": "integer"}, "rss_bytes": {"type": "integer"}}},
+    "sandbox": ` + sandboxSchema + `,
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
 // sessionListSchema is python_session_list's answer, and python_health's sessions.
@@ -108,7 +109,7 @@ func (h healthReport) modelText() reply { return reply{body: healthText(h)} }
 func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
-	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
+	fmt.Fprintf(&b, "repl-mcp %s: %s\n", s.Version, sandboxText(s.Sandbox))
 	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	l := s.Limits
