@@ -259,9 +259,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer stopProxy()
-	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
+	// The sessions' manager is made below; saves on a session's behalf ask it
+	// whether its sandbox allows them (repl.Manager.MayWrite).
+	var manager *repl.Manager
+	confine := func(session, dir string) error {
+		if manager == nil {
+			return nil
+		}
+		return manager.MayWrite(session, dir)
+	}
+	if !cfg.Sandbox.Sandboxed() {
+		confine = nil
+	}
+	store := artifacts.New(artifacts.Config{Confine: confine, Logger: cfg.Logger})
 	defer store.Close()
-	notebooks, err := notebookKeeper(o, cfg)
+	notebooks, err := notebookKeeper(o, cfg, confine)
 	if err != nil {
 		return err
 	}
@@ -272,7 +284,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
-	manager := repl.NewManager(ctx, cfg)
+	manager = repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
 		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
 	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
@@ -312,7 +324,7 @@ func (w *afterFirstWrite) Write(p []byte) (int, error) {
 // cache directory, or, where that cannot be made (a read-only home), in a directory
 // of this user's under the temp directory; each server lifetime keeps its own
 // directory there and removes it at exit.
-func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
+func notebookKeeper(o options, cfg repl.Config, confine func(session, dir string) error) (*notebook.Keeper, error) {
 	var roots []string
 	if base, err := os.UserCacheDir(); err == nil {
 		roots = append(roots, filepath.Join(base, "repl-mcp", "notebooks"))
@@ -320,7 +332,7 @@ func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
 	roots = append(roots, filepath.Join(os.TempDir(), fmt.Sprintf("repl-mcp-notebooks-%d", os.Geteuid())))
 	var errs []error
 	for _, root := range roots {
-		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Logger: cfg.Logger})
+		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Confine: confine, Logger: cfg.Logger})
 		if err == nil {
 			return k, nil
 		}

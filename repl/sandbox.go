@@ -238,3 +238,34 @@ func executionModeText(mode sandbox.Mode) string {
 	}
 	return "sandboxed-local (--sandbox " + string(mode) + "); see sandbox"
 }
+
+// MayWrite says whether the server may write in dir, a real path, on session id's
+// behalf: anywhere under full access, else only beneath the writable roots of the
+// session's sandbox (its live worker's temp directory and code cache included).
+// artifact_save, python_session_export and their helpers in cells ask it, so that a
+// sandboxed cell cannot have the server write where the cell itself may not.
+func (m *Manager) MayWrite(id, dir string) error {
+	s, err := m.Session(id)
+	if err != nil {
+		if !m.cfg.Sandbox.Sandboxed() {
+			return nil
+		}
+		return err
+	}
+	p := s.worker.currentLaunch().policy
+	if w := s.worker.view(); w.proc != nil && w.proc.policy != nil {
+		p = w.proc.policy.WithRoot(w.proc.proc.TempDir())
+	}
+	if p == nil {
+		return nil
+	}
+	for _, root := range p.WritableRoots {
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		if root == "/" || dir == root || strings.HasPrefix(dir, strings.TrimSuffix(root, "/")+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf(msgSandboxWrite, p.Name(), strings.Join(userRoots(p), ", "), dir)
+}

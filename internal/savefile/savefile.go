@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"golang.org/x/sys/unix"
 )
 
 // Rules are the caller's errors for each rule a save can break, and the prefix of
@@ -29,6 +30,13 @@ type Rules struct {
 	// DirSyncFailed, when set, hears of a failed fsync of the directory after the
 	// destination is in place: the save happened, only its durability is in doubt.
 	DirSyncFailed func(err error)
+	// Confine, when set, is asked whether the destination's directory, its real
+	// path (symbolic links resolved, from the directory the save holds open), may be
+	// written; its error refuses the save. Every step after it is relative to that
+	// open directory, so no later swap of a path component (a symbolic link put in
+	// place of a directory) can lead the save elsewhere. The sandbox confines the
+	// server's writes on a sandboxed session's behalf with it.
+	Confine func(dir string) error
 }
 
 // Save writes what write produces to path under rules and returns the cleaned
@@ -49,7 +57,12 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	// The parent is checked before a trailing slash is judged: a missing parent is
 	// what the caller must fix first.
 	dir := filepath.Dir(path)
-	if st, err := os.Stat(dir); err != nil {
+	d, err := os.Open(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", rules.Parent, SysCause(err))
+	}
+	defer d.Close()
+	if st, err := d.Stat(); err != nil {
 		return "", fmt.Errorf("%w: %w", rules.Parent, SysCause(err))
 	} else if !st.IsDir() {
 		return "", rules.Parent
@@ -57,13 +70,25 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	if trailingSlash {
 		return "", fmt.Errorf("%w: the path ends in %c, which names a directory; give the file's name", rules.IsDir, filepath.Separator)
 	}
-
-	tmp := filepath.Join(dir, rules.TempPrefix+ids.UUID())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", rules.Write, SysCause(err))
+	if rules.Confine != nil {
+		real, err := realPath(d)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", rules.Parent, err)
+		}
+		if err := rules.Confine(real); err != nil {
+			return "", err
+		}
 	}
-	defer os.Remove(tmp) // already gone after a rename; removed here after a link or a failure
+
+	// From here on every step is relative to the directory held open.
+	at := int(d.Fd())
+	tmp, base := rules.TempPrefix+ids.UUID(), filepath.Base(path)
+	tfd, err := unix.Openat(at, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", rules.Write, err)
+	}
+	f := os.NewFile(uintptr(tfd), filepath.Join(dir, tmp))
+	defer unix.Unlinkat(at, tmp, 0) // already gone after a rename; removed here after a link or a failure
 	err = write(f)
 	if err == nil {
 		if serr := f.Sync(); serr != nil {
@@ -84,19 +109,19 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	}
 
 	if overwrite {
-		if err := os.Rename(tmp, path); err != nil {
-			return "", fmt.Errorf("%w: %w", rules.Write, SysCause(err))
+		if err := unix.Renameat(at, tmp, at, base); err != nil {
+			return "", fmt.Errorf("%w: %w", rules.Write, err)
 		}
 	} else {
-		if err := os.Link(tmp, path); err != nil {
+		if err := unix.Linkat(at, tmp, at, base, 0); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return "", rules.Exists
 			}
-			return "", fmt.Errorf("%w: %w", rules.Exists, SysCause(err))
+			return "", fmt.Errorf("%w: %w", rules.Exists, err)
 		}
-		os.Remove(tmp)
+		unix.Unlinkat(at, tmp, 0)
 	}
-	if err := syncDir(dir); err != nil && rules.DirSyncFailed != nil {
+	if err := d.Sync(); err != nil && rules.DirSyncFailed != nil {
 		rules.DirSyncFailed(err)
 	}
 	return path, nil
@@ -123,15 +148,6 @@ func checkName(path string, bad error) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // SysCause strips the path from an *os.PathError or *os.LinkError so that a message
