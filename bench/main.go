@@ -167,7 +167,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // direct go-sdk call; artifacts is a 16 MiB artifact uploaded from a cell and read
 // back in ranges, against the same bytes through a file.
 // spare is reset and new-session cells on the spare worker (bench/spare.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare"}
+// sandbox is a cold start and warm cells under --sandbox workspace-write beside
+// full-access's (bench/sandbox.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "sandbox"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

@@ -84,6 +84,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("broker call from a cell", m.broker.cellErr)
 	r.missing("artifact upload and read", m.artifacts.failure())
 	r.missing("spare worker rounds", m.spare.err)
+	r.missing("sandbox cold starts and warm cells", m.sandbox.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -102,6 +103,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("spare") {
 		r.spareRows(m.spare)
+	}
+	if cfg.Figures.has("sandbox") {
+		r.sandboxRows(m.sandbox)
 	}
 	r.details = details(cfg, m)
 	return r
