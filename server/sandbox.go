@@ -93,18 +93,23 @@ func sandboxItems(n *repl.SandboxNote) []string {
 	return items
 }
 
-// sandboxText is python_health's sentence on the sandbox.
+// sandboxText is python_health's sentence on the sandbox, at most
+// sandboxTextLimit bytes: the roots and what is not enforced are listed bounded
+// (structured health has them whole).
 func sandboxText(h repl.SandboxHealth) string {
 	if h.Policy == string(sandbox.FullAccess) {
 		return "trusted local Python with full host access, not a sandbox."
 	}
 	text := fmt.Sprintf("Python in repl-mcp's OS sandbox (--sandbox %s, now %s): writes only beneath %s; network %s.",
-		h.Mode, h.Policy, strings.Join(h.WritableRoots, ", "), h.Network)
+		h.Mode, h.Policy, listed(h.WritableRoots, func(s string) string { return s }), cutFooter(h.Network, footerErrorMax))
 	if len(h.WritableRoots) == 0 {
 		text = fmt.Sprintf("Python in repl-mcp's OS sandbox (--sandbox %s): %s.", h.Mode, h.Policy)
 	}
 	if len(h.NotEnforced) > 0 {
-		text += " Not enforced: " + strings.Join(h.NotEnforced, "; ") + "."
+		text += " Not enforced: " + listed(h.NotEnforced, func(s string) string { return s }) + "."
 	}
-	return text
+	return cutFooter(text, sandboxTextLimit)
 }
+
+// sandboxTextLimit bounds the sandbox's sentence in python_health's text.
+const sandboxTextLimit = 600
