@@ -51,7 +51,11 @@ func TestSandboxHealthText(t *testing.T) {
 	if len(got) > sandboxTextLimit || !strings.Contains(got, "--sandbox workspace-write") || !strings.Contains(got, "and 46 more") {
 		t.Errorf("%d bytes: %q", len(got), got)
 	}
-	if got := instructionsFor(sandbox.ReadOnly); strings.Contains(got, "not a sandbox") || !strings.Contains(got, "--sandbox read-only") {
-		t.Errorf("instructions under read-only: %q", got)
+	for _, mode := range sandbox.Modes[1:] {
+		got := instructionsFor(mode)
+		first, _, _ := strings.Cut(got, "\n")
+		if strings.Contains(got, "not a sandbox") || !strings.Contains(first, "--sandbox "+string(mode)) || len(first) > 245 {
+			t.Errorf("instructions under %s (first line %d characters): %q", mode, len(first), got)
+		}
 	}
 }
