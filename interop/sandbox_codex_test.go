@@ -46,6 +46,7 @@ print(json.dumps(r, sort_keys=True))
 `
 
 func TestCodexSandbox(t *testing.T) {
+	t.Parallel() // three short Codex runs, mostly waiting: beside the suite's other tests
 	s := newSuite(t)
 	codexJS := s.codexBinary(t)
 	refused := "PermissionError"
