@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +37,15 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *ar
 		repl.MaxCodeBytes/1024, int(repl.MaxTimeout.Seconds()), int(repl.DefaultTimeout.Seconds()), repl.StreamLimit, repl.HistoryRuns, rssText(cfg.MaxMemoryMiB))
 	fmt.Fprintf(out, "broker:   %s\n", brokerText(brokers.Root().Health()))
 
-	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Logger: cfg.Logger})
+	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
+	// Under inherit-codex every cell needs Codex's policy: the doctor sends its
+	// read-only one, as Codex would.
+	var meta mcp.Meta
+	if cfg.Sandbox.Mode == sandbox.InheritCodex {
+		meta = mcp.Meta{sandbox.CodexMetaKey: map[string]any{"permissionProfile": map[string]any{"type": "managed", "network": "restricted",
+			"file_system": map[string]any{"type": "restricted", "entries": []any{map[string]any{
+				"path": map[string]any{"type": "special", "value": map[string]any{"kind": "root"}}, "access": "read"}}}}}}
+	}
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, serverT, nil)
 	if err != nil {
@@ -53,7 +63,7 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *ar
 	if err != nil {
 		return err
 	}
-	first, err := doctorCell(ctx, cs, sessionID, "import sys, platform; (platform.python_version(), sys.executable)")
+	first, err := doctorCell(ctx, cs, sessionID, meta, "import sys, platform; (platform.python_version(), sys.executable)")
 	if err != nil {
 		return err
 	}
@@ -63,10 +73,11 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *ar
 	if len(interp) == 2 {
 		fmt.Fprintf(out, "worker:   Python %s at %s\n", interp[0], interp[1])
 	}
+	fmt.Fprintf(out, "sandbox:  %s\n", sandboxLine(manager.Default().Health().Sandbox))
 	warm := make([]time.Duration, 0, warmCells)
 	for range warmCells {
 		t := time.Now()
-		if _, err := doctorCell(ctx, cs, sessionID, "1 + 1"); err != nil {
+		if _, err := doctorCell(ctx, cs, sessionID, meta, "1 + 1"); err != nil {
 			return err
 		}
 		warm = append(warm, time.Since(t))
@@ -99,9 +110,9 @@ func doctorSession(ctx context.Context, cs *mcp.ClientSession) (string, error) {
 }
 
 // doctorCell executes code and returns its result, or why Python could not run it.
-func doctorCell(ctx context.Context, cs *mcp.ClientSession, sessionID, code string) (*repl.Result, error) {
+func doctorCell(ctx context.Context, cs *mcp.ClientSession, sessionID string, meta mcp.Meta, code string) (*repl.Result, error) {
 	args := map[string]any{"code": code, "timeout": 60, "session_id": sessionID}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_python", Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: "execute_python", Arguments: args})
 	if err != nil {
 		return nil, fmt.Errorf("doctor: execute_python failed: %w", err)
 	}

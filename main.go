@@ -29,6 +29,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server"
 	"github.com/iota-uz/repl-mcp/statedir"
 )
@@ -75,7 +76,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--snapshot-dir DIR] [--no-snapshot] [--snapshot-max-mib N] [--idle-release MINUTES] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--snapshot-dir DIR] [--no-snapshot] [--snapshot-max-mib N] [--idle-release MINUTES] [--sandbox MODE] [--add-writable-root DIR] [--allow-domain HOST] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -100,6 +101,7 @@ type options struct {
 	noSnapshot   bool
 	snapshotMiB  int
 	idleRelease  time.Duration
+	sandbox      sandboxFlags
 	showVersion  bool
 	doctor       bool
 }
@@ -140,6 +142,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		o.idleRelease = time.Duration(minutes * float64(time.Minute))
 		return nil
 	})
+	defineSandboxFlags(fs, &o.sandbox)
 	fs.Bool("no-autoconnect", false, "accepted for older launchers and ignored: all connections are lazy")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.showVersion, "V", false, "print the version and exit")
@@ -185,6 +188,9 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	case loginSet && o.doctor:
 		return o, usageError{errors.New("doctor does not take --oauth-login")}
 	}
+	if err := o.sandbox.check(); err != nil {
+		return o, usageError{err}
+	}
 	format, err := server.ParseResultFormat(*resultFormat)
 	if err != nil {
 		return o, usageError{err}
@@ -225,7 +231,7 @@ var errHelp = errors.New("help shown")
 
 func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "repl-mcp: an MCP server that gives an AI agent a persistent CPython namespace.")
-	fmt.Fprintln(w, "Execution is trusted: cells have full access to this machine; this is not a sandbox.")
+	fmt.Fprintln(w, "By default execution is trusted: cells have full access to this machine. --sandbox confines them (Linux).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, usageLine)
 	fmt.Fprintln(w)
@@ -278,9 +284,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.oauthLogin != "" {
 		return oauthLogin(ctx, brokers.Root(), o.oauthLogin, stderr)
 	}
-	store := artifacts.New(artifacts.Config{Logger: cfg.Logger})
+	stopProxy, err := startProxy(o.sandbox, &cfg.Sandbox, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
+	// The sessions' manager is made below; saves on a session's behalf ask it
+	// whether its sandbox allows them (repl.Manager.MayWrite).
+	var manager *repl.Manager
+	confine := func(session, dir string) error {
+		if manager == nil {
+			return nil
+		}
+		return manager.MayWrite(session, dir)
+	}
+	if !cfg.Sandbox.Sandboxed() {
+		confine = nil
+	}
+	store := artifacts.New(artifacts.Config{Confine: confine, Logger: cfg.Logger})
 	defer store.Close()
-	notebooks, err := notebookKeeper(o, cfg)
+	notebooks, err := notebookKeeper(o, cfg, confine)
 	if err != nil {
 		return err
 	}
@@ -291,9 +314,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, store, stdout)
 	}
-	manager := repl.NewManager(ctx, cfg)
+	manager = repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
 	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
 	// schemas with a fresh 32 KiB buffer) in heap pages the runtime would keep resident
 	// while idle: return them once (docs/design.md, Performance targets). Over stdio,
@@ -331,7 +354,7 @@ func (w *afterFirstWrite) Write(p []byte) (int, error) {
 // cache directory, or, where that cannot be made (a read-only home), in a directory
 // of this user's under the temp directory; each server lifetime keeps its own
 // directory there and removes it at exit.
-func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
+func notebookKeeper(o options, cfg repl.Config, confine func(session, dir string) error) (*notebook.Keeper, error) {
 	var roots []string
 	if base, err := os.UserCacheDir(); err == nil {
 		roots = append(roots, filepath.Join(base, "repl-mcp", "notebooks"))
@@ -339,7 +362,7 @@ func notebookKeeper(o options, cfg repl.Config) (*notebook.Keeper, error) {
 	roots = append(roots, filepath.Join(os.TempDir(), fmt.Sprintf("repl-mcp-notebooks-%d", os.Geteuid())))
 	var errs []error
 	for _, root := range roots {
-		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Logger: cfg.Logger})
+		k, err := notebook.New(notebook.Config{Root: root, LiveDir: o.notebookDir, Confine: confine, Logger: cfg.Logger})
 		if err == nil {
 			return k, nil
 		}
@@ -537,7 +560,12 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 	if dir, err := os.UserCacheDir(); err == nil {
 		cache = filepath.Join(dir, "repl-mcp")
 	}
+	sandboxed, err := sandboxSettings(o.sandbox, project, sandbox.HostKernel(), stderr)
+	if err != nil {
+		return repl.Config{}, err
+	}
 	return repl.Config{
+		Sandbox:       sandboxed,
 		Python:        python,
 		PythonSource:  chosenBy,
 		Project:       project,

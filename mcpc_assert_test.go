@@ -274,7 +274,7 @@ func abbrev(s string, n int) string {
 
 // volatileKeys are the keys whose values change from run to run or from one
 // interpreter to another; save-reply replaces their values by "<key>".
-var volatileKeys = map[string]bool{"pid": true, "elapsed_ms": true, "version": true, "python_version": true, "major": true, "minor": true, "path_head": true}
+var volatileKeys = map[string]bool{"pid": true, "elapsed_ms": true, "version": true, "python_version": true, "major": true, "minor": true, "path_head": true, "landlock_abi": true}
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 

@@ -107,7 +107,8 @@ package main
 //   - each distinct UUID in a string becomes <uuid-1>, <uuid-2>, ... in order of
 //     first appearance (keys in sorted order), so equal ids stay visibly equal;
 //   - the values of the keys pid, elapsed_ms, version, python_version, major and
-//     minor become "<pid>", "<elapsed_ms>", ... (processes, timings, versions);
+//     minor (and the kernel's landlock_abi) become "<pid>", "<elapsed_ms>", ... (processes,
+//     timings, versions);
 //   - $PYTHON and $WORK (and their real paths) inside strings become "$PYTHON" and
 //     "$WORK";
 //   - result.content.0.text that is result.structuredContent as JSON becomes

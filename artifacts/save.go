@@ -41,6 +41,9 @@ func (s *Store) Save(ctx context.Context, owner, id, path string, overwrite bool
 	defer done()
 	rules := saveRules()
 	rules.Copied = func() { s.testHook("save-copied") }
+	if s.confine != nil {
+		rules.Confine = func(dir string) error { return s.confine(owner, dir) }
+	}
 	rules.DirSyncFailed = func(err error) {
 		s.log.Warn("artifact save: directory fsync failed", "dir", filepath.Dir(path), "err", err)
 	}

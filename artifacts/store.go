@@ -71,8 +71,12 @@ type Ref struct {
 type Config struct {
 	// Dir is where the (immediately unlinked) content files are created; "" means
 	// os.TempDir().
-	Dir    string
-	Logger *slog.Logger // nil discards
+	Dir string
+	// Confine, when set, is asked before Save writes in a directory on owner's
+	// behalf (its real path); its error refuses the save. The sandbox keeps a
+	// sandboxed session's saves within its writable roots with it.
+	Confine func(owner, dir string) error
+	Logger  *slog.Logger // nil discards
 }
 
 // Stats is a snapshot of the store for health reports.
@@ -99,10 +103,11 @@ func defaultLimits() limits {
 
 // Store is the server's one artifact store. Its zero value is not usable; call [New].
 type Store struct {
-	log *slog.Logger
-	dir string
-	lim limits
-	io  chan struct{} // one token per running I/O job
+	log     *slog.Logger
+	dir     string
+	confine func(owner, dir string) error
+	lim     limits
+	io      chan struct{} // one token per running I/O job
 
 	// hook, when set (tests only), is called at named points of a job: "save-copied"
 	// once Save's temp file is complete and before the destination is touched,
@@ -151,6 +156,7 @@ func newStore(cfg Config, lim limits) *Store {
 	return &Store{
 		log:     log,
 		dir:     dir,
+		confine: cfg.Confine,
 		lim:     lim,
 		io:      make(chan struct{}, MaxIOJobs),
 		owners:  make(map[string]*ownerState),

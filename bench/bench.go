@@ -100,6 +100,8 @@ type measurements struct {
 	idle    memStat
 	idleErr error
 
+	sandbox sandboxFigure
+
 	warmup      time.Duration // the first cell of the warm session: it starts the worker
 	afterWarmup memStat       // server RSS after it
 	warm        []time.Duration
@@ -184,6 +186,12 @@ func (b *bench) run(ctx context.Context) *measurements {
 		m.artifacts = b.measureArtifacts(ctx)
 	} else {
 		m.artifacts.err = errSkipped
+	}
+	if b.cfg.Figures.has("sandbox") {
+		b.say("sandbox: %d cold starts and %d warm cells each of --sandbox workspace-write and full-access, alternating", sandboxColdRounds, sandboxWarmCells)
+		m.sandbox = b.measureSandbox(ctx)
+	} else {
+		m.sandbox.err = errSkipped
 	}
 	if b.cfg.Figures.has("spare") {
 		b.say("spare: %d rounds each of reset=True and python_session_open, each with a trivial cell, beside a warm cell", spareRounds)

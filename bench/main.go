@@ -177,7 +177,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // cells is the data cells against a bare exec loop (bench/datacells.go).
 // notebook is a cell's cost with --notebook-dir beside without (bench/notebook.go).
 // snapshots are the durable sessions' figures (bench/snapshot.go).
-var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells", "notebook", "snapshots"}
+// sandbox is a cold start and warm cells under --sandbox workspace-write beside
+// full-access's (bench/sandbox.go).
+var figureGroups = []string{"warm", "cold", "broker", "artifacts", "spare", "cells", "notebook", "snapshots", "sandbox"}
 
 // figureSet is the figure groups chosen; the empty set is all of them.
 type figureSet map[string]bool

@@ -32,9 +32,10 @@ func startServer(ctx context.Context, dir, binary, python string) (*mcpServer, e
 	return startServerEnv(ctx, dir, binary, python, nil)
 }
 
-// startServerEnv is startServer with env added to the bench's environment.
-func startServerEnv(ctx context.Context, dir, binary, python string, env []string) (*mcpServer, error) {
-	cmd := exec.Command(binary, "--python", python)
+// startServerEnv is startServer with env added to the bench's environment and args
+// after --python.
+func startServerEnv(ctx context.Context, dir, binary, python string, env []string, args ...string) (*mcpServer, error) {
+	cmd := exec.Command(binary, append([]string{"--python", python}, args...)...)
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)

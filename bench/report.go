@@ -87,6 +87,7 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	r.missing("data cells", m.cells.err)
 	r.missing("cells with --notebook-dir", m.notebook.err)
 	r.missing("snapshots", m.snapshots.err)
+	r.missing("sandbox cold starts and warm cells", m.sandbox.err)
 
 	if cfg.Figures.has("warm") {
 		r.warmRows(cfg, m)
@@ -114,6 +115,9 @@ func buildReport(cfg config, env environment, m *measurements, notes []string) *
 	}
 	if cfg.Figures.has("snapshots") {
 		r.snapshotRows(m.snapshots)
+	}
+	if cfg.Figures.has("sandbox") {
+		r.sandboxRows(m.sandbox)
 	}
 	r.details = details(cfg, m)
 	return r

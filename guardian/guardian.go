@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/sandbox"
 )
 
 // Flag is the hidden command-line flag that makes the repl-mcp binary run [Main].
@@ -34,6 +37,11 @@ type Spec struct {
 	// StdinFD, when non-zero, is the guardian's descriptor that becomes the child's
 	// stdin.
 	StdinFD int `json:"stdin_fd,omitempty"`
+	// Sandbox, when set, is the policy the child and everything it starts run under
+	// (package sandbox). The guardian makes the child a private temp directory
+	// ($TMPDIR, writable), applies the policy to the thread that starts the child, and
+	// starts nothing when the kernel cannot enforce it.
+	Sandbox *sandbox.Policy `json:"sandbox,omitempty"`
 }
 
 // Config says how to start a guardian.
@@ -72,6 +80,8 @@ type report struct {
 	Exited bool   `json:"exited,omitempty"`
 	Code   int    `json:"code,omitempty"`
 	Signal string `json:"signal,omitempty"`
+	// TempDir is a sandboxed child's private temp directory.
+	TempDir string `json:"temp_dir,omitempty"`
 }
 
 // command is one line from the server to the guardian after the spec.
@@ -85,6 +95,9 @@ type Process struct {
 	cmd     *exec.Cmd
 	control *os.File
 	pid     int // the child's pid
+	// tempDir is a sandboxed child's private temp directory, which the guardian
+	// removes at teardown (and the server after it, should the guardian be killed).
+	tempDir atomic.Pointer[string]
 
 	writeMu sync.Mutex
 
@@ -139,7 +152,7 @@ func Start(cfg Config) (*Process, error) {
 	}
 	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), watched: make(chan struct{}), waited: make(chan struct{})}
 	go p.reap()
-	pid, err := p.handshake(cfg.Spec)
+	r, err := p.handshake(cfg.Spec)
 	if err != nil {
 		close(p.watched)
 		p.Kill()
@@ -147,23 +160,27 @@ func Start(cfg Config) (*Process, error) {
 		p.control.Close() // nothing else will: the caller gets no Process
 		return nil, err
 	}
-	p.pid = pid
+	p.pid = r.Pid
+	if r.TempDir != "" {
+		p.tempDir.Store(&r.TempDir)
+	}
 	go p.watch()
 	return p, nil
 }
 
-// handshake sends the spec and waits for the child's pid or the reason it failed.
-func (p *Process) handshake(spec Spec) (int, error) {
+// handshake sends the spec and waits for the child's pid (and a sandboxed child's
+// temp directory) or the reason it failed.
+func (p *Process) handshake(spec Spec) (report, error) {
 	line, err := json.Marshal(spec)
 	if err != nil {
-		return 0, err
+		return report{}, err
 	}
 	if len(line) >= maxControlLine {
-		return 0, errors.New("child command exceeds 1 MiB")
+		return report{}, errors.New("child command exceeds 1 MiB")
 	}
 	p.control.SetWriteDeadline(time.Now().Add(specWriteTimeout))
 	if _, err := p.control.Write(append(line, '\n')); err != nil {
-		return 0, fmt.Errorf("send command to process guardian: %w", err)
+		return report{}, fmt.Errorf("send command to process guardian: %w", err)
 	}
 	p.control.SetWriteDeadline(time.Time{})
 	p.control.SetReadDeadline(time.Now().Add(specWriteTimeout))
@@ -171,13 +188,13 @@ func (p *Process) handshake(spec Spec) (int, error) {
 	p.control.SetReadDeadline(time.Time{})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("process guardian did not start the child: %w", err)
+		return r, fmt.Errorf("process guardian did not start the child: %w", err)
 	case r.Error != "":
-		return 0, errors.New(r.Error)
+		return r, errors.New(r.Error)
 	case r.Pid <= 0:
-		return 0, errors.New("process guardian reported no child pid")
+		return r, errors.New("process guardian reported no child pid")
 	}
-	return r.Pid, nil
+	return r, nil
 }
 
 // readReport reads one report line byte by byte, so that nothing after it is
@@ -223,6 +240,9 @@ func (p *Process) markExited(e Exit) {
 
 func (p *Process) reap() {
 	p.waitErr = p.cmd.Wait()
+	if dir := p.TempDir(); dir != "" {
+		os.RemoveAll(dir) // the guardian's teardown did, unless it was killed first
+	}
 	// The guardian's end of the socket is closed now; read what it said last.
 	select {
 	case <-p.watched:
@@ -234,6 +254,15 @@ func (p *Process) reap() {
 
 // Pid is the child's pid.
 func (p *Process) Pid() int { return p.pid }
+
+// TempDir is a sandboxed child's private temp directory ($TMPDIR), "" for a child
+// without a sandbox.
+func (p *Process) TempDir() string {
+	if dir := p.tempDir.Load(); dir != nil {
+		return *dir
+	}
+	return ""
+}
 
 // Group is the guardian's process group (and session).
 func (p *Process) Group() int { return p.cmd.Process.Pid }

@@ -8,10 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/sandbox"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,14 +45,24 @@ func Main() int {
 	if err := becomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "repl-mcp guardian: cannot adopt orphans (%v); a double fork may escape\n", err)
 	}
+	if spec.Sandbox != nil {
+		// On this locked thread, which starts the child: the guardian's other
+		// threads stay as they were.
+		if err := g.sandbox(&spec); err != nil {
+			g.removeTemp()
+			g.report(report{Error: err.Error()})
+			return 1
+		}
+	}
 	child, err := g.start(spec)
 	if err != nil {
+		g.removeTemp()
 		g.report(report{Error: err.Error()})
 		return 1
 	}
 	r := newReaper(child.Process.Pid)
 	go r.run(sigchld)
-	g.report(report{Pid: r.child})
+	g.report(report{Pid: r.child, TempDir: g.tempDir})
 
 	done := make(chan struct{}, 3)
 	go func() { g.followCommands(control); done <- struct{}{} }()
@@ -69,6 +83,37 @@ func Main() int {
 type guardian struct {
 	mu   sync.Mutex
 	jobs map[int]bool
+	// tempDir is a sandboxed child's private temp directory, removed at teardown.
+	tempDir string
+}
+
+// sandbox makes the child's private temp directory (beneath the $TMPDIR of its
+// environment, else /tmp), gives the child its sandboxed environment
+// (sandbox.ChildEnv: that directory as TMPDIR, the proxy's variables), and puts the
+// calling thread, which must be the one that starts the child, under the spec's
+// policy with that directory writable. It fails when the kernel cannot enforce it.
+func (g *guardian) sandbox(spec *Spec) error {
+	base := "/tmp"
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
+			base = v
+		}
+	}
+	dir, err := os.MkdirTemp(base, "repl-mcp-worker-")
+	if err != nil {
+		return fmt.Errorf("sandbox: make the worker's temp directory: %w", err)
+	}
+	g.tempDir = dir
+	spec.Env = sandbox.ChildEnv(spec.Env, spec.Sandbox, dir)
+	_, err = sandbox.ApplyToThread(spec.Sandbox.WithRoot(dir), sandbox.HostKernel())
+	return err
+}
+
+// removeTemp removes the sandboxed child's temp directory and all it holds.
+func (g *guardian) removeTemp() {
+	if g.tempDir != "" {
+		os.RemoveAll(g.tempDir)
+	}
 }
 
 func readSpec(control *bufio.Reader) (Spec, error) {
@@ -197,6 +242,7 @@ func (g *guardian) teardown(r *reaper) {
 	case <-time.After(time.Until(deadline)):
 	}
 	killAdopted(r, deadline)
+	g.removeTemp()
 	syscall.Kill(0, syscall.SIGKILL)
 }
 

@@ -30,18 +30,23 @@ type Config struct {
 	// LiveDir, when set, receives <session name>-<short id>.ipynb, replaced
 	// atomically as the session's cells finish (--notebook-dir, live.go).
 	LiveDir string
+	// Confine, when set, is asked before Export writes in a directory on a session's
+	// behalf (its real path); its error refuses the export. The sandbox keeps a
+	// sandboxed session's exports within its writable roots with it.
+	Confine func(sessionID, dir string) error
 	Logger  *slog.Logger // nil discards
 }
 
 // Keeper keeps the sessions' records and writes their notebooks; it is safe for
 // concurrent use.
 type Keeper struct {
-	dir    string
-	lock   *os.File
-	live   string
-	limits limits
-	log    *slog.Logger
-	now    func() time.Time
+	dir     string
+	lock    *os.File
+	live    string
+	confine func(sessionID, dir string) error
+	limits  limits
+	log     *slog.Logger
+	now     func() time.Time
 
 	mu       sync.Mutex
 	sessions map[string]*kept
@@ -114,7 +119,7 @@ func newKeeper(cfg Config, lim limits) (*Keeper, error) {
 		return nil, err
 	}
 	sweep(cfg.Root, dir, log)
-	k := &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{},
+	k := &Keeper{dir: dir, lock: lock, live: cfg.LiveDir, confine: cfg.Confine, limits: lim, log: log, now: time.Now, sessions: map[string]*kept{},
 		writes: make(chan func(), pendingWrites), written: make(chan struct{}),
 		liveDirty: map[string]*kept{}, liveWake: make(chan struct{}, 1), liveReqs: make(chan liveRequest),
 		liveStop: make(chan struct{}), liveDone: make(chan struct{})}
@@ -409,7 +414,11 @@ func (k *Keeper) Export(ctx context.Context, id, name, path string, overwrite bo
 	defer sn.close()
 	var size int64
 	var cells int
-	written, err := savefile.Save(ctx, path, overwrite, exportRules(), func(w io.Writer) error {
+	rules := exportRules()
+	if k.confine != nil {
+		rules.Confine = func(dir string) error { return k.confine(id, dir) }
+	}
+	written, err := savefile.Save(ctx, path, overwrite, rules, func(w io.Writer) error {
 		cw := &countingWriter{w: w}
 		n, err := writeNotebook(&failingWriter{w: cw}, info, sn.contents().then(pending), k.now())
 		size, cells = cw.n, n

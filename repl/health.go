@@ -24,6 +24,8 @@ type Health struct {
 	Spare SpareState `json:"spare"`
 	// Snapshot is the session's snapshot, and the one a restore would load.
 	Snapshot SnapshotState `json:"snapshot"`
+	// Sandbox is the session's sandbox (docs/contract.md §11.4).
+	Sandbox SandboxHealth `json:"sandbox"`
 }
 
 // PythonState is the last worker's handshake and whether that worker still runs.
@@ -60,6 +62,11 @@ func (s *Session) Health() Health {
 	spare := s.worker.spare()
 	snapshot := s.snapshotState()
 	w := s.worker.view()
+	var live *process
+	if w.state == workerReady || w.state == workerBusy {
+		live = w.proc
+	}
+	sb := s.sandboxHealth(live)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := Health{
@@ -71,7 +78,7 @@ func (s *Session) Health() Health {
 		Generation:       w.generation,
 		Version:          s.cfg.Version,
 		Runtime:          "go-supervisor/cpython-worker",
-		ExecutionMode:    "trusted-local; full filesystem access; not a security sandbox",
+		ExecutionMode:    executionModeText(s.cfg.Sandbox.Mode),
 		PythonExecutable: s.env.python,
 		Environment: Environment{
 			Source:        s.env.source,
@@ -109,6 +116,7 @@ func (s *Session) Health() Health {
 	if s.closed {
 		h.Environment.RuntimeStatus = "closed"
 	}
+	h.Sandbox = sb
 	if s.active != nil {
 		h.ActiveRun = strPtr(s.active.id)
 	}

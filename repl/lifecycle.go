@@ -52,6 +52,9 @@ type lifecycle struct {
 	// onGone hears of a worker that left the table (the session's snapshots let go of
 	// its directory); nil for none.
 	onGone func(p *process)
+	// policySet: a call has set the launch's sandbox policy (inherit-codex,
+	// usePolicy).
+	policySet bool
 }
 
 func newLifecycle(l launch, env sessionEnv, pool *spares, events workerEvents, logger *slog.Logger) *lifecycle {
@@ -332,27 +335,30 @@ func (l *lifecycle) spawn() (*process, error) {
 			return nil, err
 		}
 	}
-	p := l.spares.take(l.launch)
+	launch := l.currentLaunch()
+	p := l.spares.take(launch)
 	if p != nil {
 		p.bind(l.events, l.logger)
 	} else {
 		var err error
-		if p, err = spawn(spawnSpec{launch: l.launch, logger: l.logger, events: l.events}); err != nil {
+		if p, err = spawn(spawnSpec{launch: launch, logger: l.logger, events: l.events}); err != nil {
 			return nil, err
 		}
 	}
 	l.mu.Lock()
-	join := !l.joined
-	l.joined = true
+	join := !l.joined && l.launch.key() == launch.key()
+	if join {
+		l.joined = true
+	}
 	l.mu.Unlock()
 	if join {
-		l.spares.join(l.launch)
+		l.spares.join(launch)
 	}
 	return p, nil
 }
 
 // spare is the spare worker waiting for the session's launch, as health reports it.
-func (l *lifecycle) spare() SpareState { return l.spares.state(l.launch) }
+func (l *lifecycle) spare() SpareState { return l.spares.state(l.currentLaunch()) }
 
 // close stops the worker, once no run uses it any more, and returns when every
 // worker the session had is reaped; the launch's claim on a spare ends with it.
@@ -363,9 +369,9 @@ func (l *lifecycle) close() {
 	l.watchers.Wait()
 	l.reaping.Wait()
 	l.mu.Lock()
-	joined := l.joined
+	joined, launch := l.joined, l.launch
 	l.mu.Unlock()
 	if joined {
-		l.spares.leave(l.launch)
+		l.spares.leave(launch)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/statedir"
 )
 
@@ -48,7 +49,10 @@ type Config struct {
 	// NoSpareWorker turns the spare worker off (--no-spare-worker): every reset,
 	// recovery and new session then waits for a worker's cold start.
 	NoSpareWorker bool
-	Logger        *slog.Logger
+	// Sandbox is what --sandbox asked for and the kernel enforces (docs/contract.md
+	// §11); the zero value is full access.
+	Sandbox sandbox.Settings
+	Logger  *slog.Logger
 }
 
 // launch is what the workers of a session in env start from. An interpreter named
@@ -63,7 +67,7 @@ func (cfg *Config) launch(env sessionEnv) launch {
 			python = found
 		}
 	}
-	return launch{python: python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache}
+	return launch{python: python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache, policy: cfg.initialPolicy()}
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.

@@ -108,4 +108,13 @@ const (
 	msgProbeTooLarge = "Interpreter probe output exceeded limit"
 	msgNotPython     = "Requested executable is not a supported Python interpreter"
 	msgTooOld        = "Python 3.10 or newer is required"
+
+	// The sandbox (sandbox.go). msgSandboxRefused: the mode, where it writes, its
+	// network; msgCodexRefused: Codex's mode; msgSandboxChanged: from, to.
+	msgSandboxRefused = "the sandbox (%s: writes %s; network %s) may have refused this; the person who started repl-mcp can widen it with --add-writable-root DIR (writes) or --allow-domain HOST (network)"
+	msgCodexRefused   = "%s sandbox, which repl-mcp applies to cells, may have refused this; widen it in Codex (its sandbox mode, writable_roots or network_access)"
+	msgSandboxChanged = "the sandbox changed from %s to %s: the worker restarted under it"
+	msgSandboxWrite   = "the sandbox (%s) lets repl-mcp write only beneath %s; %s is outside: save inside them, or ask the person who started repl-mcp to widen the sandbox (--add-writable-root DIR)"
+	msgAwaitingCodex  = "none yet: each call brings Codex's policy, and no worker starts without one"
+	executionTrusted  = "trusted-local; full filesystem access; not a security sandbox"
 )

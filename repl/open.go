@@ -49,7 +49,7 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		return nil, err
 	}
 	if env.probe = m.spares.probeInfo(m.cfg.launch(env)); env.probe == nil {
-		if env.probe, err = probe(ctx, m.probeTimeout, env.python, env.project, m.cfg.Env, m.cfg.Executable); err != nil {
+		if env.probe, err = probe(ctx, m.probeTimeout, env.python, env.project, m.cfg.Env, m.cfg.Executable, m.cfg.Sandbox.ProbePolicy()); err != nil {
 			return nil, err
 		}
 	}

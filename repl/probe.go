@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/sandbox"
 )
 
 // probeScript prints what the server needs to know about an interpreter, on one line.
@@ -28,7 +29,7 @@ type ProbeInfo struct {
 // probe runs python under a guardian in dir and reads its self-description. The
 // probe must also exit: one that prints valid JSON and then hangs is killed and
 // fails, since it is not the interpreter it claims to be.
-func probe(ctx context.Context, timeout time.Duration, python, dir string, env []string, exe string) (*ProbeInfo, error) {
+func probe(ctx context.Context, timeout time.Duration, python, dir string, env []string, exe string, policy *sandbox.Policy) (*ProbeInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outR, outW, err := os.Pipe()
@@ -38,7 +39,7 @@ func probe(ctx context.Context, timeout time.Duration, python, dir string, env [
 	defer outR.Close()
 	gp, err := guardian.Start(guardian.Config{
 		Executable: exe,
-		Spec:       guardian.Spec{Program: python, Args: []string{"-I", "-c", probeScript}, Env: env, Dir: dir},
+		Spec:       guardian.Spec{Program: python, Args: []string{"-I", "-c", probeScript}, Env: env, Dir: dir, Sandbox: policy},
 		Output:     outW,
 	})
 	outW.Close()

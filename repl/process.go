@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/sandbox"
 )
 
 // Ready is the worker's handshake, as health reports it.
@@ -43,12 +44,14 @@ type launch struct {
 	env    []string // the server's environment, before workerEnv adds the worker's own
 	exe    string   // the repl-mcp binary, for the guardian
 	cache  string   // the code cache directory; "" for none
+	// policy is the sandbox the workers run under, nil for none (sandbox.go).
+	policy *sandbox.Policy
 }
 
 // key is the launch as one comparable string: every field, NUL-separated (no field
 // can hold a NUL, so no two launches share a key).
 func (l launch) key() string {
-	parts := append([]string{l.python, l.dir, l.exe, l.cache}, l.env...)
+	parts := append([]string{l.python, l.dir, l.exe, l.cache, l.policy.ID()}, l.env...)
 	return strings.Join(parts, "\x00")
 }
 
@@ -73,8 +76,11 @@ type workerEvents interface {
 // process is one live Python worker: its guardian, its pipes and the goroutines that
 // read them. All fields but the channels and owner are fixed after spawn.
 type process struct {
-	proc    *guardian.Process
-	ready   Ready
+	proc  *guardian.Process
+	ready Ready
+	// policy is the sandbox the worker runs under (its code cache a writable root),
+	// nil for none; its temp directory is proc.TempDir().
+	policy  *sandbox.Policy
 	started time.Time   // when spawn began
 	dir     string      // its working directory, the project
 	dirInfo os.FileInfo // that directory when spawn began: one made anew is another
@@ -148,17 +154,20 @@ func spawn(spec spawnSpec) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
+	cache, policy := sandboxedCache(spec.cache, spec.policy)
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
 		Args:    workerArgs(),
-		Env:     workerEnv(spec.env, spec.cache),
+		Env:     workerEnv(spec.env, cache),
 		Dir:     spec.dir,
+		Sandbox: policy,
 	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
 		proc:       gp.Process,
+		policy:     policy,
 		started:    started,
 		dir:        spec.dir,
 		dirInfo:    dirInfo,

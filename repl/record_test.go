@@ -57,7 +57,7 @@ func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 	if first.ReturnRepr != "{'a': (1, 'b')}" || first.ReturnValue == nil {
 		t.Fatalf("the caller's result: repr %q, return_value %v", first.ReturnRepr, first.ReturnValue)
 	}
-	if _, _, err := s.Inspect(t.Context(), true); err != nil {
+	if _, _, err := s.Inspect(t.Context(), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Execute(t.Context(), ExecRequest{Code: "1 / 0", Reset: true})

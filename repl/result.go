@@ -81,9 +81,12 @@ type Result struct {
 	// ArtifactError says why such a value could not become one.
 	Artifact      json.RawMessage `json:"artifact,omitempty"`
 	ArtifactError *string         `json:"artifact_error,omitempty"`
-	ServerID      string          `json:"server_id"`
-	SessionID     string          `json:"session_id"`
-	Generation    uint64          `json:"generation"`
+	// Sandbox is what the run's sandbox has to say, when anything (docs/contract.md
+	// §11.4).
+	Sandbox    *SandboxNote `json:"sandbox,omitempty"`
+	ServerID   string       `json:"server_id"`
+	SessionID  string       `json:"session_id"`
+	Generation uint64       `json:"generation"`
 	// StdoutStart to StderrEnd are set only in a result python_run trimmed to what
 	// follows a poller's offsets (Result.From): where its stdout and stderr start
 	// and end in the run's streams.

@@ -55,6 +55,10 @@ type run struct {
 	// is on its way out even before the supervisor has acted on it.
 	ctx context.Context
 
+	// policyNote is what the sandbox says of the run's policy (usePolicy); only
+	// the run's goroutine touches it.
+	policyNote *SandboxNote
+
 	mu         sync.Mutex
 	phase      runPhase
 	leaving    chan struct{} // closed when the phase reaches phaseLeaving

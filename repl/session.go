@@ -33,6 +33,10 @@ type ExecRequest struct {
 	// then to the session (yield.go); Execute ignores it.
 	YieldAfter time.Duration
 
+	// Sandbox is the policy the call brought under --sandbox inherit-codex; a run
+	// without one is refused there.
+	Sandbox *CallPolicy
+
 	inventory bool // a namespace inventory: no history, no user code
 	// restore loads a snapshot instead of running code (restore.go): no history either.
 	restore *restoreSpec
@@ -82,6 +86,8 @@ type Session struct {
 	active  *run
 	history []*Result // oldest first, at most HistoryRuns
 	closed  bool
+	// refusalNoted: a result has said the sandbox may have refused it (noteSandbox).
+	refusalNoted bool
 }
 
 // sessionEnv is where a session runs and with which interpreter.
@@ -334,6 +340,7 @@ func (s *Session) release(r *run) {
 // execute runs r on the worker (starting one if needed) and records its result.
 func (s *Session) execute(ctx context.Context, r *run) *Result {
 	res := s.dispatch(ctx, r)
+	s.noteSandbox(r, res)
 	s.identify(res, r)
 	r.enter(phaseLeaving)
 	if !r.req.inventory && !r.req.Fresh {
@@ -440,13 +447,13 @@ func (s *Session) Close(grace time.Duration) {
 
 // Inspect returns the session's metadata and, when namespace is set, the bounded
 // inventory of its variables (names and exact builtin types; no user code runs). The
-// inventory needs an idle session and starts the worker if none runs; it is not
-// recorded in history.
-func (s *Session) Inspect(ctx context.Context, namespace bool) (Health, json.RawMessage, error) {
+// inventory needs an idle session and starts the worker if none runs (under policy,
+// the call's under --sandbox inherit-codex); it is not recorded in history.
+func (s *Session) Inspect(ctx context.Context, namespace bool, policy *CallPolicy) (Health, json.RawMessage, error) {
 	if !namespace {
 		return s.Health(), nil, nil
 	}
-	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout})
+	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout, Sandbox: policy})
 	if err := s.tryReserve(r); err != nil {
 		return Health{}, nil, err
 	}

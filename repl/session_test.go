@@ -288,7 +288,7 @@ func TestInventoriesStayOutOfHistory(t *testing.T) {
 		t.Fatalf("cell: %+v", res)
 	}
 	for range HistoryRuns + 1 {
-		_, namespace, err := s.Inspect(t.Context(), true)
+		_, namespace, err := s.Inspect(t.Context(), true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,9 @@ import (
 // dispatch checks the generation guard, makes sure a worker runs, sends the cell and
 // waits for its outcome.
 func (s *Session) dispatch(ctx context.Context, r *run) *Result {
+	if res := s.usePolicy(r); res != nil {
+		return res
+	}
 	if res := s.guard(r); res != nil {
 		return res
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/iota-uz/repl-mcp/broker"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -36,7 +37,13 @@ type Config struct {
 	// YieldAfter is yield_after's default for every client (docs/contract.md
 	// §5.6); nil leaves it per client: 50 s for the text form's, none for others.
 	YieldAfter *time.Duration
-	Logger     *slog.Logger
+	// Sandbox is what --sandbox asked for (docs/contract.md §11); under
+	// inherit-codex the server asks Codex for its policy and reads it from each call.
+	Sandbox sandbox.Settings
+	// CodexTempDir is the directory Codex's "tmpdir" entry names: the server's
+	// $TMPDIR, which it inherits from Codex.
+	CodexTempDir string
+	Logger       *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
@@ -49,6 +56,8 @@ type Server struct {
 	format    ResultFormat
 	// yieldDefault is Config.YieldAfter.
 	yieldDefault *time.Duration
+	sandbox      sandbox.Settings
+	codexTempDir string
 	logger       *slog.Logger
 }
 
@@ -85,13 +94,14 @@ func New(cfg Config) *Server {
 	if format == "" {
 		format = FormatAuto
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter,
+		sandbox: cfg.Sandbox, codexTempDir: cfg.CodexTempDir, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructionsFor(cfg.Sandbox.Mode),
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
 		// logger reports what matters.
 		Logger:       slog.New(slog.DiscardHandler),
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: capabilities(cfg.Sandbox.Mode),
 		// Clients must re-list tools every time (Claude Code mis-cached them otherwise).
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = 0

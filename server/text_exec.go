@@ -384,6 +384,7 @@ func (e execution) footer(kept *keptText) string {
 	if e.ExecutionMode == "fresh" {
 		items = append(items, "fresh worker")
 	}
+	items = append(items, sandboxItems(e.Sandbox)...)
 	switch {
 	case !e.Recorded():
 		// A refusal before any worker: its id names nothing python_run can read.

@@ -66,7 +66,8 @@ const executionProperties = `{
     "text_truncated": {"type": "boolean"},
     "server_id": {"type": "string"},
     "session_id": {"type": "string"},
-    "generation": {"type": "integer", "minimum": 0}
+    "generation": {"type": "integer", "minimum": 0},
+    "sandbox": ` + sandboxNoteSchema + `
   }`
 
 // imageInfoSchema is what a result says of an image it shows (repl.Image).
@@ -130,6 +131,9 @@ func (s *Server) executePythonTool() tool {
 		sessionRequired: true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p cellParams) (any, error) {
 			req := p.request()
+			if err := s.withPolicy(ctx, &req); err != nil {
+				return nil, err
+			}
 			req.YieldAfter = s.yieldAfter(ctx, p.YieldAfter)
 			// Reports output as it comes when the call asked for progress, and
 			// stops before the reply is written.

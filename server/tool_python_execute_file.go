@@ -44,6 +44,9 @@ func (s *Server) pythonExecuteFileTool() tool {
 				ExpectedGeneration: p.ExpectedGeneration,
 				YieldAfter:         s.yieldAfter(ctx, p.YieldAfter),
 			}
+			if err := s.withPolicy(ctx, &req); err != nil {
+				return nil, err
+			}
 			// Reports output as it comes when the call asked for progress, and
 			// stops before the reply is written.
 			watch, stop := followProgress(ctx)

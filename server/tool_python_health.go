@@ -54,6 +54,7 @@ const sessionHealthProperties = `{
       "properties": {"enabled": {"type": "boolean"}, "status": {"type": "string", "enum": ["off", "none", "saving", "saved", "failed"]},
         "snapshot": {"type": "string"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"}, "bytes": {"type": "integer"},
         "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}, "error": {"type": "string"}, "restorable": ` + restorableSchema + `}},
+    "sandbox": ` + sandboxSchema + `,
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
 // sessionListSchema is python_session_list's answer, and python_health's sessions.
@@ -114,7 +115,7 @@ func (h healthReport) modelText() reply { return reply{body: healthText(h)} }
 func healthText(h healthReport) string {
 	var b strings.Builder
 	s := h.Server
-	fmt.Fprintf(&b, "repl-mcp %s: trusted local Python with full host access, not a sandbox.\n", s.Version)
+	fmt.Fprintf(&b, "repl-mcp %s: %s\n", s.Version, sandboxText(s.Sandbox))
 	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
 	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
 	b.WriteString(savedText(s.Snapshot) + "\n")

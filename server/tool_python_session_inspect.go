@@ -34,7 +34,14 @@ func (s *Server) pythonSessionInspectTool() tool {
 		annotations: annotations(true, false, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p inspectParams) (any, error) {
-			h, namespace, err := sess.Inspect(ctx, p.IncludeNamespace)
+			var policy *repl.CallPolicy
+			if p.IncludeNamespace {
+				var err error
+				if policy, err = s.callPolicy(ctx); err != nil {
+					return nil, err
+				}
+			}
+			h, namespace, err := sess.Inspect(ctx, p.IncludeNamespace, policy)
 			if err != nil {
 				return nil, err
 			}

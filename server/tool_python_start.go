@@ -32,8 +32,12 @@ func (s *Server) pythonStartTool() tool {
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
-		handler: handle(func(_ context.Context, sess *repl.Session, p execParams) (any, error) {
-			info, failed := sess.Start(p.request())
+		handler: handle(func(ctx context.Context, sess *repl.Session, p execParams) (any, error) {
+			req := p.request()
+			if err := s.withPolicy(ctx, &req); err != nil {
+				return nil, err
+			}
+			info, failed := sess.Start(req)
 			if failed != nil {
 				// Nothing started: answer with the error alone, so that no run_id
 				// can be mistaken for a run.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/iota-uz/repl-mcp/internal/ids"
+	"golang.org/x/sys/unix"
 )
 
 // Rules are the caller's errors for each rule a save can break, and the prefix of
@@ -30,6 +31,13 @@ type Rules struct {
 	// DirSyncFailed, when set, hears of a failed fsync of the directory after the
 	// destination is in place: the save happened, only its durability is in doubt.
 	DirSyncFailed func(err error)
+	// Confine, when set, is asked whether the destination's directory, its real
+	// path (symbolic links resolved, from the directory the save holds open), may be
+	// written; its error refuses the save. Every step after it is relative to that
+	// open directory, so no later swap of a path component (a symbolic link put in
+	// place of a directory) can lead the save elsewhere. The sandbox confines the
+	// server's writes on a sandboxed session's behalf with it.
+	Confine func(dir string) error
 }
 
 // Save writes what write produces to path under rules and returns the cleaned
@@ -50,7 +58,12 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	// The parent is checked before a trailing slash is judged: a missing parent is
 	// what the caller must fix first.
 	dir := filepath.Dir(path)
-	if st, err := os.Stat(dir); err != nil {
+	d, err := os.Open(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", rules.Parent, SysCause(err))
+	}
+	defer d.Close()
+	if st, err := d.Stat(); err != nil {
 		return "", fmt.Errorf("%w: %w", rules.Parent, SysCause(err))
 	} else if !st.IsDir() {
 		return "", rules.Parent
@@ -58,18 +71,30 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 	if trailingSlash {
 		return "", fmt.Errorf("%w: the path ends in %c, which names a directory; give the file's name", rules.IsDir, filepath.Separator)
 	}
-	if overwrite {
-		if err := checkReplaceable(path, rules.NotFile); err != nil {
+	if rules.Confine != nil {
+		real, err := realPath(d)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", rules.Parent, err)
+		}
+		if err := rules.Confine(real); err != nil {
 			return "", err
 		}
 	}
 
-	tmp := filepath.Join(dir, rules.TempPrefix+ids.UUID())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", rules.Write, SysCause(err))
+	// From here on every step is relative to the directory held open.
+	at := int(d.Fd())
+	tmp, base := rules.TempPrefix+ids.UUID(), filepath.Base(path)
+	if overwrite {
+		if err := checkReplaceable(at, base, rules.NotFile); err != nil {
+			return "", err
+		}
 	}
-	defer os.Remove(tmp) // already gone after a rename; removed here after a link or a failure
+	tfd, err := unix.Openat(at, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", rules.Write, err)
+	}
+	f := os.NewFile(uintptr(tfd), filepath.Join(dir, tmp))
+	defer unix.Unlinkat(at, tmp, 0) // already gone after a rename; removed here after a link or a failure
 	err = write(f)
 	if err == nil {
 		if serr := f.Sync(); serr != nil {
@@ -91,53 +116,54 @@ func Save(ctx context.Context, path string, overwrite bool, rules Rules, write f
 
 	if overwrite {
 		// Again, just before: the bytes took time, and something else may be there now.
-		if err := checkReplaceable(path, rules.NotFile); err != nil {
+		if err := checkReplaceable(at, base, rules.NotFile); err != nil {
 			return "", err
 		}
-		if err := os.Rename(tmp, path); err != nil {
-			return "", fmt.Errorf("%w: %w", rules.Write, SysCause(err))
+		if err := unix.Renameat(at, tmp, at, base); err != nil {
+			return "", fmt.Errorf("%w: %w", rules.Write, err)
 		}
 	} else {
-		if err := os.Link(tmp, path); err != nil {
+		if err := unix.Linkat(at, tmp, at, base, 0); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return "", rules.Exists
 			}
-			return "", fmt.Errorf("%w: %w", rules.Exists, SysCause(err))
+			return "", fmt.Errorf("%w: %w", rules.Exists, err)
 		}
-		os.Remove(tmp)
+		unix.Unlinkat(at, tmp, 0)
 	}
-	if err := syncDir(dir); err != nil && rules.DirSyncFailed != nil {
+	if err := d.Sync(); err != nil && rules.DirSyncFailed != nil {
 		rules.DirSyncFailed(err)
 	}
 	return path, nil
 }
 
-// checkReplaceable refuses, as notFile, a destination that overwrite would replace
-// and that is no regular file: a symlink (its target is not what the caller named
-// for a file), a FIFO, a socket, a device node (/dev/null as root). Nothing there,
-// or a regular file, is fine.
-func checkReplaceable(path string, notFile error) error {
-	st, err := os.Lstat(path)
-	if err != nil || st.Mode().IsRegular() {
+// checkReplaceable refuses to replace what is not a regular file: overwrite
+// replaces a file, never a symlink (whose target would be left as it was while the
+// link goes), a FIFO, a socket, a device node or a directory. base is looked at in
+// the directory held open as at, never through a link; a name that is not there is
+// fine.
+func checkReplaceable(at int, base string, notFile error) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(at, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG {
 		return nil
 	}
-	return fmt.Errorf("%w (it is %s)", notFile, kind(st.Mode()))
+	return fmt.Errorf("%w (it is %s)", notFile, kind(uint32(st.Mode)))
 }
 
-// kind names what a file mode says a file is, for a message.
-func kind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeSymlink != 0:
+// kind names what a stat mode says a file is, for a message.
+func kind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
 		return "a symlink"
-	case mode&fs.ModeNamedPipe != 0:
+	case unix.S_IFIFO:
 		return "a FIFO"
-	case mode&fs.ModeSocket != 0:
+	case unix.S_IFSOCK:
 		return "a socket"
-	case mode&fs.ModeCharDevice != 0:
+	case unix.S_IFCHR:
 		return "a character device"
-	case mode&fs.ModeDevice != 0:
+	case unix.S_IFBLK:
 		return "a block device"
-	case mode.IsDir():
+	case unix.S_IFDIR:
 		return "a directory"
 	}
 	return "not a regular file"
@@ -164,15 +190,6 @@ func checkName(path string, bad error) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // SysCause strips the path from an *os.PathError or *os.LinkError so that a message
