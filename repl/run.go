@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,9 @@ type run struct {
 	started time.Time
 	// background: started by python_start, so no call waits for it.
 	background bool
+	// task: its call was answered with an MCP task (Handle.MarkTask), whose
+	// result the client fetches by itself.
+	task atomic.Bool
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close
@@ -66,6 +70,7 @@ type run struct {
 
 	done   chan struct{} // closed once result is set
 	result *Result
+	ended  time.Time // when result was set
 
 	// rpcCtx bounds the run's bridge calls; stopRPCs cancels them all (interrupt,
 	// end of run). rpcs holds the cancel of each outstanding call by rpc id.
@@ -204,6 +209,7 @@ func (r *run) finish(res *Result) {
 	res.stdoutEnd, res.stderrEnd = r.stdout.end, r.stderr.end
 	r.mu.Unlock()
 	r.result = res
+	r.ended = time.Now()
 	r.enter(phaseDone)
 	close(r.done)
 }
@@ -256,6 +262,8 @@ type Snapshot struct {
 	NativeStderrEnd   int64     `json:"native_stderr_end"`
 	OutputLimit       int       `json:"output_limit_bytes_per_stream"`
 	LiveTruncated     Truncated `json:"truncated"`
+
+	run *run // the run it shows, for Handle
 }
 
 func (r *run) snapshot(from Offsets) (Snapshot, error) {

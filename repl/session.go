@@ -184,7 +184,11 @@ func (s *Session) busyError() string {
 	if active.req.SourcePath != "" {
 		what = "file " + active.req.SourcePath
 	}
-	return fmt.Sprintf(msgBusyRun, active.id, waited(time.Since(active.started)), what, active.id)
+	msg := fmt.Sprintf(msgBusyRun, active.id, waited(time.Since(active.started)), what, active.id)
+	if active.task.Load() {
+		msg += msgBusyTask
+	}
+	return msg
 }
 
 // firstLine is code's first non-blank line, cut to at most limit bytes.
