@@ -162,13 +162,7 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 		cmd.Stdout, cmd.Stderr = run.stdout, run.stderr
 		return cmd.Start()
 	})
-	if errors.Is(err, errNoNetns) {
-		msg := fmt.Sprintf("%v. The agent CLIs run only inside a network namespace whose only interface is loopback, so that nothing of theirs reaches the network; this needs CAP_SYS_ADMIN (root)", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + ", which CI must provide")
-		}
-		t.Skip(msg + ": outside CI the agents are skipped, never run with network access")
-	}
+	skipOrFailNetns(t, err)
 	if err != nil {
 		t.Fatalf("starting %s: %v", setup.kind.name, err)
 	}
@@ -222,6 +216,20 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 		}
 	}
 	return run
+}
+
+// skipOrFailNetns says why an agent could not be isolated when err is errNoNetns:
+// outside CI the test skips, in CI it fails. Any other err is the caller's.
+func skipOrFailNetns(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errNoNetns) {
+		return
+	}
+	msg := fmt.Sprintf("%v. The agent CLIs run only inside a network namespace whose only interface is loopback, so that nothing of theirs reaches the network; this needs CAP_SYS_ADMIN (root)", err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + ", which CI must provide")
+	}
+	t.Skip(msg + ": outside CI the agents are skipped, never run with network access")
 }
 
 // modelViewDumpEnv names a directory into which the test writes, per agent, every
@@ -305,11 +313,9 @@ func (s *suite) modelViewServers(python string) func(marker, project string) (ma
 	return func(marker, _ string) (map[string]agentServer, error) { return s.agentServers(python, marker), nil }
 }
 
-// runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
-// with the MCP servers that servers makes for the run's marker and project directory
-// (Claude Code's working directory, and the root it offers MCP servers), made before
-// Claude Code starts, and with more variables in its environment.
-func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
+// claudeCode is the pinned Claude Code CLI's native binary.
+func (s *suite) claudeCode(t *testing.T) string {
+	t.Helper()
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -319,6 +325,15 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 	if fi, err := os.Stat(claude); err != nil || fi.Size() < 1<<20 {
 		t.Fatalf("%s is not Claude Code's native binary (%v): %s (npm ci must run the package's postinstall, which allowScripts in interop/package.json approves)", claude, statSize(fi, err), setupStep)
 	}
+	return claude
+}
+
+// runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
+// with the MCP servers that servers makes for the run's marker and project directory
+// (Claude Code's working directory, and the root it offers MCP servers), made before
+// Claude Code starts, and with more variables in its environment.
+func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
+	claude := s.claudeCode(t)
 	var allowed []string
 	for _, st := range steps {
 		if name := claudeToolName(st.server, st.tool); !slices.Contains(allowed, name) {
@@ -445,13 +460,16 @@ type agentServer struct {
 }
 
 // agentServers are the MCP servers both agents get: repl-mcp on the data-work venv's
-// interpreter, the same with the long cell's --yield-after (longYieldAfter), and
+// interpreter, the same with the long cell's --yield-after (longYieldAfter) and a
+// task threshold under it (longTaskAfter: a client that declared the tasks extension,
+// which neither does here, would get a task instead of the yield), and
 // server-everything for the image control step.
 func (s *suite) agentServers(python, marker string) map[string]agentServer {
 	env := map[string]string{"INTEROP_MARKER": marker}
 	return map[string]agentServer{
-		"repl":       {command: s.replMCP, args: []string{"--python", python}, env: env},
-		"longrepl":   {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter)}, env: env},
+		"repl": {command: s.replMCP, args: []string{"--python", python}, env: env},
+		"longrepl": {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter),
+			"--task-after", strconv.Itoa(longTaskAfter)}, env: env},
 		"everything": {command: s.node, args: []string{s.everythingEntry(), "stdio"}, env: env},
 	}
 }
