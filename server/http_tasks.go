@@ -18,14 +18,15 @@ const (
 )
 
 // serveTask answers a POST whose body is one request of the tasks extension
-// (tasks.go), which go-sdk's handlers do not know, and reports whether it did. The
+// (tasks.go, ownsRequest), which go-sdk's handlers do not know, and reports whether
+// it did. The
 // reply is one JSON object, with the request's id as sent. A request under
 // 2026-07-28 must name its method in Mcp-Method and its taskId in Mcp-Name, as the
 // extension asks of a client; a header missing or not matching is refused as
 // go-sdk refuses one for tools/call (400, -32020).
 func (h *httpHandler) serveTask(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	req, rawID, ok := decodeRequest(body)
-	if !ok || !taskMethod(req.Method) || rawID == nil || string(bytes.TrimSpace(rawID)) == "null" || h.tasks == nil {
+	if !ok || !ownsRequest(req.Method, req.Params) || rawID == nil || string(bytes.TrimSpace(rawID)) == "null" || h.tasks == nil {
 		return false
 	}
 	reply := func(status int, result any, rpcErr *jsonrpc.Error) {
@@ -44,7 +45,7 @@ func (h *httpHandler) serveTask(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(status)
 		w.Write(data)
 	}
-	if r.Header.Get(protocolVersionHeader) >= statelessProtocol {
+	if r.Header.Get(protocolVersionHeader) >= statelessProtocol && req.Method != methodSubscriptionsListen {
 		var p struct {
 			TaskID any `json:"taskId"`
 		}

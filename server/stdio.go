@@ -139,7 +139,7 @@ func (c *stdioConn) accept(line []byte) bool {
 		if !c.admit(req, rawID) {
 			return true
 		}
-		if c.tasks != nil && req.IsCall() && taskMethod(req.Method) {
+		if c.tasks != nil && req.IsCall() && ownsRequest(req.Method, req.Params) {
 			go c.serveTask(req)
 			return true
 		}

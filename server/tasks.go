@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -132,8 +133,7 @@ func (tt *taskTable) sweep() {
 	now := time.Now()
 	var ended []*task
 	for id, t := range tt.tasks {
-		_, at := t.run.Result()
-		switch {
+		switch at := endedAt(t); {
 		case at.IsZero():
 		case now.Sub(at) > taskKeep:
 			delete(tt.tasks, id)
@@ -141,18 +141,15 @@ func (tt *taskTable) sweep() {
 			ended = append(ended, t)
 		}
 	}
-	for len(ended) > maxEndedTasks {
-		first := 0
-		for i, t := range ended {
-			if _, at := t.run.Result(); at.Before(endedAt(ended[first])) {
-				first = i
-			}
+	if len(ended) > maxEndedTasks {
+		slices.SortFunc(ended, func(a, b *task) int { return endedAt(a).Compare(endedAt(b)) })
+		for _, t := range ended[:len(ended)-maxEndedTasks] {
+			delete(tt.tasks, t.run.ID())
 		}
-		delete(tt.tasks, ended[first].run.ID())
-		ended = append(ended[:first], ended[first+1:]...)
 	}
 }
 
+// endedAt is when t's run ended, zero while it runs.
 func endedAt(t *task) time.Time {
 	_, at := t.run.Result()
 	return at
@@ -417,13 +414,36 @@ const (
 	methodTasksUpdate = "tasks/update"
 )
 
-// taskMethod reports a method the transports serve through serveTask.
-func taskMethod(method string) bool {
+// ownsRequest reports a request the transports answer through serveTask rather
+// than hand to go-sdk: a method of the extension, and a subscriptions/listen that
+// asks for task notifications without declaring the extension, which the extension
+// refuses (go-sdk would drop the taskIds it does not know and acknowledge).
+func ownsRequest(method string, params json.RawMessage) bool {
 	switch method {
 	case methodTasksGet, methodTasksCancel, methodTasksUpdate:
 		return true
+	case methodSubscriptionsListen:
+		var p struct {
+			Meta          map[string]any `json:"_meta"`
+			Notifications struct {
+				TaskIDs json.RawMessage `json:"taskIds"`
+			} `json:"notifications"`
+		}
+		return json.Unmarshal(params, &p) == nil && len(p.Notifications.TaskIDs) > 0 && !declaresTasks(p.Meta)
 	}
 	return false
+}
+
+// methodSubscriptionsListen opens a stream of notifications under 2026-07-28; we
+// send no task notifications on it (the extension makes them optional).
+const methodSubscriptionsListen = "subscriptions/listen"
+
+// errMissingTasks is the -32021 error of a request that needed the extension
+// declared in its _meta.
+func errMissingTasks() *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability: declare the " +
+		tasksExtension + " extension in _meta[\"" + mcp.MetaKeyClientCapabilities + "\"].extensions", Data: data}
 }
 
 // Why a task request is refused.
@@ -433,9 +453,12 @@ var (
 	errTaskParams = errors.New("Invalid params: pass taskId, the id a tools/call answered with resultType \"task\"")
 )
 
-// serveTask answers one request of the extension: its result, or the JSON-RPC
+// serveTask answers one request ownsRequest owns: its result, or the JSON-RPC
 // error to answer with. ctx is the transport's, for a result's artifact.
 func (s *Server) serveTask(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.Error) {
+	if method == methodSubscriptionsListen {
+		return nil, errMissingTasks()
+	}
 	var p struct {
 		Meta           map[string]any  `json:"_meta"`
 		TaskID         *string         `json:"taskId"`
@@ -445,9 +468,7 @@ func (s *Server) serveTask(ctx context.Context, method string, params json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errTaskParams.Error()}
 	}
 	if !declaresTasks(p.Meta) {
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
-		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability: declare the " +
-			tasksExtension + " extension in _meta[\"" + mcp.MetaKeyClientCapabilities + "\"].extensions", Data: data}
+		return nil, errMissingTasks()
 	}
 	t := s.tasks.find(*p.TaskID)
 	if t == nil {
