@@ -7,10 +7,9 @@ const (
 	// Runs.
 	// msgBusyRun: the active run, for how long, its first code line, how to wait
 	// for it and how to stop it.
-	msgBusyRun = "A cell is already running: run %s, for %s, code: %s; wait for it with python_run {\"run_id\": \"%s\"} or stop it with python_cancel"
-	msgBusy    = "A cell is already running; inspect python_run or cancel it"
-	// msgBusyTask follows msgBusyRun when the active run's call became an MCP task.
-	msgBusyTask         = "; it runs as an MCP task, whose result your client delivers by itself when it ends"
+	msgBusyRun          = "A cell is already running: run %s, for %s, code: %s; wait for it with python_run {\"run_id\": \"%s\"} or stop it with python_cancel"
+	msgBusy             = "A cell is already running; inspect python_run or cancel it"
+	msgBusyTask         = "; it runs as an MCP task, whose result your client delivers by itself when it ends" // after msgBusyRun, for a run that became an MCP task
 	msgLimits           = "Code limit is 256 KiB; timeout must be 0.01..3600 seconds"
 	msgTimedOut         = "Execution timed out after %s s"
 	msgKeptVariables    = "; variables preserved"

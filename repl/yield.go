@@ -87,9 +87,6 @@ func (h Handle) Valid() bool { return h.r != nil }
 // ID is the run's id.
 func (h Handle) ID() string { return h.r.id }
 
-// Done is closed once the run has its result.
-func (h Handle) Done() <-chan struct{} { return h.r.done }
-
 // Result is the run's result once Done is closed, and when it was set; nil before.
 func (h Handle) Result() (*Result, time.Time) {
 	select {

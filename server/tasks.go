@@ -17,7 +17,8 @@ import (
 
 // Long cells as MCP tasks (docs/contract.md §2.8), the extension
 // io.modelcontextprotocol/tasks of MCP 2026-07-28 (SEP-2663,
-// https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/2026-07-28/tasks.md). A tools/call of execute_python or
+// https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/2026-07-28/tasks.md).
+// A tools/call of execute_python or
 // python_execute_file whose request declares the extension, and whose cell outlives
 // the threshold, is answered with a task whose id is the run's: the run goes on as
 // after a yield (docs/contract.md §5.6), and the client polls tasks/get for its
@@ -64,16 +65,16 @@ func declaresTasks(meta map[string]any) bool {
 }
 
 // taskCall reports whether the tools/call in ctx may become a task: a call of a
-// tool whose cell may outlive a client's deadline (taskTools), on a server that
+// tool whose cell may outlive a client's deadline (taskTool), on a server that
 // answers with tasks, whose request declared the extension.
 func (s *Server) taskCall(ctx context.Context) bool {
 	call, _ := ctx.Value(callRequestKey{}).(*mcp.CallToolRequest)
-	return s.tasks != nil && s.tasks.after > 0 && call != nil && call.Params != nil && taskTools[call.Params.Name] && declaresTasks(call.Params.Meta)
+	return s.tasks != nil && s.tasks.after > 0 && call != nil && call.Params != nil && taskTool(call.Params.Name) && declaresTasks(call.Params.Meta)
 }
 
-// taskTools are the tools whose call may become a task: those that run a cell and
-// wait for it. python_start answers at once, python_run waits at most 45 s.
-var taskTools = map[string]bool{"execute_python": true, "python_execute_file": true}
+// taskTool reports a tool whose call may become a task: one that runs a cell and
+// waits for it. python_start answers at once, python_run waits at most 45 s.
+func taskTool(name string) bool { return name == "execute_python" || name == "python_execute_file" }
 
 // taskTable holds the tasks of one server: the runs whose calls were answered with a
 // task, while they run and for taskKeep after.
