@@ -76,7 +76,7 @@ func mainExit() int {
 	}
 }
 
-const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--snapshot-dir DIR] [--no-snapshot] [--snapshot-max-mib N] [--idle-release MINUTES] [--sandbox MODE] [--add-writable-root DIR] [--allow-domain HOST] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
+const usageLine = "usage: repl-mcp [--transport stdio|http] [--listen ADDR] [--http-token-file PATH | --http-no-auth] [--python PATH] [--max-memory-mib N] [--config PATH] [--mcp-scope S] [--journal PATH] [--result-format auto|text|structured] [--yield-after SECONDS] [--task-after SECONDS] [--task-poll-interval SECONDS] [--notebook-dir DIR] [--no-spare-worker] [--snapshot-dir DIR] [--no-snapshot] [--snapshot-max-mib N] [--idle-release MINUTES] [--sandbox MODE] [--add-writable-root DIR] [--allow-domain HOST] [--oauth-login SERVER] [--version] [--help] | repl-mcp doctor [flags]"
 
 // usageError is a command line that cannot be parsed: exit status 2.
 type usageError struct{ error }
@@ -95,6 +95,8 @@ type options struct {
 	oauthLogin   string
 	resultFormat server.ResultFormat
 	yieldAfter   *time.Duration // nil: per client (server.Config.YieldAfter)
+	taskAfter    *time.Duration // nil: server.DefaultTaskAfter
+	taskPoll     time.Duration  // 0: server.DefaultTaskPoll
 	notebookDir  string
 	noSpare      bool
 	snapshotDir  string
@@ -129,6 +131,19 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		d, err := parseYieldAfter(v)
 		o.yieldAfter = &d
 		return err
+	})
+	fs.Func("task-after", fmt.Sprintf("`SECONDS` after which a cell whose call declared the MCP tasks extension (Claude Code's interactive CLI) is answered with a task, whose result the client fetches when it ends; 0 never answers with a task. Default: %g", server.DefaultTaskAfter.Seconds()), func(v string) error {
+		d, err := parseYieldAfter(v)
+		o.taskAfter = &d
+		return err
+	})
+	fs.Func("task-poll-interval", fmt.Sprintf("`SECONDS` a task asks its client to wait between polls (pollIntervalMs), 0.01 to 60. Default: %g", server.DefaultTaskPoll.Seconds()), func(v string) error {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(secs >= 0.01 && secs <= 60) {
+			return errors.New("must be seconds from 0.01 to 60")
+		}
+		o.taskPoll = time.Duration(secs * float64(time.Second))
+		return nil
 	})
 	fs.BoolVar(&o.noSpare, "no-spare-worker", false, "keep no pre-started spare worker: by default, once a session has started Python, one more worker per interpreter and project waits (its memory shows in python_health) so that a reset, a crash recovery or a new session's first cell starts in milliseconds")
 	fs.StringVar(&o.snapshotDir, "snapshot-dir", "", "the state directory that outlives the server (`DIR`: the record of restarts, generations and the sessions' snapshots); default $XDG_STATE_HOME/repl-mcp, else ~/.local/state/repl-mcp")
@@ -316,7 +331,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	manager = repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
-		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
+		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(),
+		TaskAfter: o.taskAfter, TaskPoll: o.taskPoll, Logger: cfg.Logger})
 	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
 	// schemas with a fresh 32 KiB buffer) in heap pages the runtime would keep resident
 	// while idle: return them once (docs/design.md, Performance targets). Over stdio,

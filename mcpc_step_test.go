@@ -71,6 +71,14 @@ func (c *mcpClient) step(line string) error {
 		c.client = rest
 		return nil
 
+	case "capabilities":
+		caps, err := objectArg(rest)
+		if err != nil || caps == nil {
+			return errors.New("usage: capabilities JSON (an object)")
+		}
+		c.caps = caps
+		return nil
+
 	case "proto":
 		if rest == "" {
 			return errors.New("usage: proto VERSION")
@@ -204,7 +212,20 @@ func (c *mcpClient) step(line string) error {
 		return c.waitReply(compactJSON(id), "reply with id "+w[0], d)
 
 	case "poll":
-		return c.poll(rest)
+		return c.poll(rest, c.call)
+
+	case "poll-request":
+		return c.poll(rest, func(method, args string) error {
+			params, err := objectArg(args)
+			if err != nil {
+				return err
+			}
+			key, err := c.request(method, params)
+			if err != nil {
+				return err
+			}
+			return c.waitReply(key, "reply to "+method, c.timeout)
+		})
 
 	case "set-timeout":
 		d, err := time.ParseDuration(rest)
@@ -411,8 +432,9 @@ func (c *mcpClient) optDuration(s string) (time.Duration, error) {
 }
 
 // poll: TOOL JSON until PATH OP [VALUE] within DUR
-func (c *mcpClient) poll(rest string) error {
-	const usage = "usage: poll TOOL JSON until PATH OP [VALUE] within DUR"
+// poll does one request (a tool's call, or any request) until the assertion holds.
+func (c *mcpClient) poll(rest string, do func(name, args string) error) error {
+	const usage = "usage: poll TOOL|METHOD JSON until PATH OP [VALUE] within DUR"
 	i := strings.LastIndex(rest, " within ")
 	if i < 0 {
 		return errors.New(usage)
@@ -433,7 +455,7 @@ func (c *mcpClient) poll(rest string) error {
 	}
 	end := time.Now().Add(c.bound(d))
 	for n := 1; ; n++ {
-		if err := c.call(w[0], args); err != nil {
+		if err := do(w[0], args); err != nil {
 			return err
 		}
 		err := checkAssertion(c.last.v, assertion)

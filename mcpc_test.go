@@ -41,6 +41,9 @@ package main
 //	client NAME             the clientInfo name of a later init or proto
 //	                        (default mcpc): the server shapes results per
 //	                        client (claude-code, codex-mcp-client)
+//	capabilities JSON       the clientCapabilities every later stateless
+//	                        request carries (default {}), such as
+//	                        {"extensions":{"io.modelcontextprotocol/tasks":{}}}
 //
 // Requests (each reply that is waited for becomes "the last response"):
 //
@@ -64,6 +67,8 @@ package main
 //	wait-id JSONID [DUR]    wait for a reply whose id is JSONID (1, "a", null)
 //	poll TOOL JSON until PATH OP [VALUE] within DUR
 //	                        call TOOL until the assertion holds on its reply
+//	poll-request METHOD JSON until PATH OP [VALUE] within DUR
+//	                        the same with any request (tasks/get)
 //	set-timeout DUR         the bound of every later wait (default 60s)
 //
 // Waits end early, with a clear failure, when the server closes its stdout, when
@@ -231,7 +236,8 @@ type mcpClient struct {
 	vars      map[string]string
 	stateless bool
 	proto     string
-	client    string // clientInfo name
+	client    string         // clientInfo name
+	caps      map[string]any // clientCapabilities of stateless requests
 	timeout   time.Duration
 	deadline  time.Time // from MCPC_DEADLINE; zero if none
 }
@@ -529,7 +535,11 @@ func (c *mcpClient) request(method string, params map[string]any) (string, error
 		}
 		meta["io.modelcontextprotocol/protocolVersion"] = c.proto
 		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": c.client, "version": "0.1.0"}
-		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+		caps := c.caps
+		if caps == nil {
+			caps = map[string]any{}
+		}
+		meta["io.modelcontextprotocol/clientCapabilities"] = caps
 		params["_meta"] = meta
 	}
 	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})

@@ -338,15 +338,15 @@ func (v *conformanceVersion) ranEntry(e expectation) bool {
 }
 
 // startReplHTTP starts `repl-mcp --transport http --listen 127.0.0.1:0 --http-no-auth`
-// in its own process group and returns the URL from its stderr line. Cleanup sends
-// SIGTERM, waits for the exit and then kills the group.
+// (and the extra flags) in its own process group and returns the URL from its stderr
+// line. Cleanup sends SIGTERM, waits for the exit and then kills the group.
 //
 // --http-no-auth, on loopback: the conformance suite's `server` command (0.1.16 and
 // 0.2.0-alpha.12 alike) takes only --url and cannot send an Authorization header,
 // so it could not get past the bearer token repl-mcp otherwise requires.
-func startReplHTTP(t *testing.T, replMCP, python string) (url string, stderr *testproc.Tail) {
+func startReplHTTP(t *testing.T, replMCP, python string, extra ...string) (url string, stderr *testproc.Tail) {
 	t.Helper()
-	cmd := exec.Command(replMCP, "--transport", "http", "--listen", "127.0.0.1:0", "--http-no-auth", "--python", python)
+	cmd := exec.Command(replMCP, append([]string{"--transport", "http", "--listen", "127.0.0.1:0", "--http-no-auth", "--python", python}, extra...)...)
 	cmd.Dir = t.TempDir()
 	inGroup(cmd)
 	stderr = newTail(16 << 10)

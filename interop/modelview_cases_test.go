@@ -132,6 +132,7 @@ raise ValueError("message \x1b[31m red")
 const (
 	longToolTimeout = 10 // Codex's tool_timeout_sec for longrepl (the 60)
 	longYieldAfter  = 7  // longrepl's --yield-after, and so the wait its text proposes (50, and 45)
+	longTaskAfter   = 1  // longrepl's --task-after (10): Claude Code -p and Codex declare no tasks, so they yield
 	cellLong        = "import time\nprint('long started', flush=True)\ntime.sleep(11)\nprint('long done')\n'long value'"
 )
 

@@ -212,13 +212,7 @@ func runOneAgent(t *testing.T, ctx context.Context, setup agentSetup, command fu
 		cmd.Stdout, cmd.Stderr = run.stdout, run.stderr
 		return cmd.Start()
 	})
-	if errors.Is(err, errNoNetns) {
-		msg := fmt.Sprintf("%v. The agent CLIs run only inside a network namespace whose only interface is loopback, so that nothing of theirs reaches the network; this needs CAP_SYS_ADMIN (root)", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + ", which CI must provide")
-		}
-		t.Skip(msg + ": outside CI the agents are skipped, never run with network access")
-	}
+	skipOrFailNetns(t, err)
 	if err != nil {
 		t.Fatalf("starting %s: %v", setup.kind.name, err)
 	}
@@ -252,6 +246,20 @@ func runOneAgent(t *testing.T, ctx context.Context, setup agentSetup, command fu
 		}
 	}
 	return exitErr
+}
+
+// skipOrFailNetns says why an agent could not be isolated when err is errNoNetns:
+// outside CI the test skips, in CI it fails. Any other err is the caller's.
+func skipOrFailNetns(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errNoNetns) {
+		return
+	}
+	msg := fmt.Sprintf("%v. The agent CLIs run only inside a network namespace whose only interface is loopback, so that nothing of theirs reaches the network; this needs CAP_SYS_ADMIN (root)", err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + ", which CI must provide")
+	}
+	t.Skip(msg + ": outside CI the agents are skipped, never run with network access")
 }
 
 // modelViewDumpEnv names a directory into which the test writes, per agent, every
@@ -335,6 +343,21 @@ func (s *suite) modelViewServers(python string) func(marker, project string) (ma
 	return func(marker, _ string) (map[string]agentServer, error) { return s.agentServers(python, marker), nil }
 }
 
+// claudeCode is the pinned Claude Code CLI's native binary.
+func (s *suite) claudeCode(t *testing.T) string {
+	t.Helper()
+	s.checkNpmPackage(t, claudeCodePackage)
+	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
+	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
+	// the platform's native binary (hundreds of MB) over it; allowScripts in
+	// package.json lets npm run it. Nothing of the CLI runs outside its namespace, so
+	// this looks at the file instead of asking it for its version.
+	if fi, err := os.Stat(claude); err != nil || fi.Size() < 1<<20 {
+		t.Fatalf("%s is not Claude Code's native binary (%v): %s (npm ci must run the package's postinstall, which allowScripts in interop/package.json approves)", claude, statSize(fi, err), setupStep)
+	}
+	return claude
+}
+
 // runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
 // with the MCP servers that servers makes for the run's marker and project directory
 // (Claude Code's working directory, and the root it offers MCP servers), made before
@@ -360,15 +383,7 @@ func (s *suite) claudeSetup(t *testing.T, steps []step, kind agentKind, servers 
 	if handler == nil {
 		handler = func(m *fakeModel) http.Handler { return anthropicAPI{m} }
 	}
-	s.checkNpmPackage(t, claudeCodePackage)
-	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
-	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
-	// the platform's native binary (hundreds of MB) over it; allowScripts in
-	// package.json lets npm run it. Nothing of the CLI runs outside its namespace, so
-	// this looks at the file instead of asking it for its version.
-	if fi, err := os.Stat(claude); err != nil || fi.Size() < 1<<20 {
-		t.Fatalf("%s is not Claude Code's native binary (%v): %s (npm ci must run the package's postinstall, which allowScripts in interop/package.json approves)", claude, statSize(fi, err), setupStep)
-	}
+	claude := s.claudeCode(t)
 	allowed := append([]string(nil), allow...)
 	for _, st := range steps {
 		if name := claudeToolName(st.server, st.tool); !slices.Contains(allowed, name) {
@@ -507,13 +522,16 @@ type agentServer struct {
 }
 
 // agentServers are the MCP servers both agents get: repl-mcp on the data-work venv's
-// interpreter, the same with the long cell's --yield-after (longYieldAfter), and
+// interpreter, the same with the long cell's --yield-after (longYieldAfter) and a
+// task threshold under it (longTaskAfter: a client that declared the tasks extension,
+// which neither does here, would get a task instead of the yield), and
 // server-everything for the image control step.
 func (s *suite) agentServers(python, marker string) map[string]agentServer {
 	env := map[string]string{"INTEROP_MARKER": marker}
 	return map[string]agentServer{
-		"repl":       {command: s.replMCP, args: []string{"--python", python}, env: env},
-		"longrepl":   {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter)}, env: env},
+		"repl": {command: s.replMCP, args: []string{"--python", python}, env: env},
+		"longrepl": {command: s.replMCP, args: []string{"--python", python, "--yield-after", strconv.Itoa(longYieldAfter),
+			"--task-after", strconv.Itoa(longTaskAfter)}, env: env},
 		"everything": {command: s.node, args: []string{s.everythingEntry(), "stdio"}, env: env},
 	}
 }

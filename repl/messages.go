@@ -16,6 +16,7 @@ const (
 		"To wait for this run: python_run {\"run_id\": \"%[1]s\", \"wait\": %[4]d}; to stop it: python_cancel {\"run_id\": \"%[1]s\"}"
 	msgBusy = "A cell is already running in this session; wait for it with python_run or stop it with python_cancel; " +
 		"parallel agents each open their own session with python_session_open"
+	msgBusyTask = ". It runs as an MCP task, whose result the client that started it delivers by itself when it ends" // after msgBusyRun, for a run that became an MCP task
 	// The notebook's events (Session.RecordEvent): the busy refusal (the active run,
 	// how long it had run, its code; the refused call's code) and python_cancel (the
 	// run, after how long, its code).

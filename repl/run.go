@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,9 @@ type run struct {
 	dispatched time.Time
 	// background: started by python_start, so no call waits for it.
 	background bool
+	// task: its call was answered with an MCP task (Handle.MarkTask), whose
+	// result the client fetches by itself.
+	task atomic.Bool
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close
@@ -75,6 +79,7 @@ type run struct {
 	result *Result
 	// restored is what the restore of a released worker before this run brought back.
 	restored *RestoreReport
+	ended  time.Time // when result was set
 
 	// rpcCtx bounds the run's bridge calls; stopRPCs cancels them all (interrupt,
 	// end of run). rpcs holds the cancel of each outstanding call by rpc id.
@@ -213,6 +218,7 @@ func (r *run) finish(res *Result) {
 	res.stdoutEnd, res.stderrEnd = r.stdout.end, r.stderr.end
 	r.mu.Unlock()
 	r.result = res
+	r.ended = time.Now()
 	r.enter(phaseDone)
 	close(r.done)
 }
@@ -268,6 +274,8 @@ type Snapshot struct {
 	// Code is the run's first code line or saved file (Result.Code), for the text
 	// python_run answers with: not a field of the contract's snapshot.
 	Code string `json:"-"`
+
+	run *run // the run it shows, for Handle
 }
 
 func (r *run) snapshot(from Offsets) (Snapshot, error) {

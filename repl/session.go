@@ -214,7 +214,11 @@ func (s *Session) busyError(refused *run) string {
 	}
 	age := waited(time.Since(active.started))
 	s.RecordEvent(EventBusy, active.id, fmt.Sprintf(msgEventBusy, active.id, age, active.what(), refused.what()))
-	return fmt.Sprintf(msgBusyRun, active.id, age, active.what(), int(MaxWait.Seconds()))
+	msg := fmt.Sprintf(msgBusyRun, active.id, age, active.what(), int(MaxWait.Seconds()))
+	if active.task.Load() {
+		msg += msgBusyTask
+	}
+	return msg
 }
 
 // what is the run's first code line (at most busyCodeChars bytes), or the saved

@@ -68,8 +68,51 @@ func (s *Session) ExecuteOrYield(ctx context.Context, req ExecRequest) (*Result,
 	}
 	snap, _ := r.snapshot(Offsets{}) // from byte 0: no offset can be past the end
 	snap.ServerID, snap.SessionID = s.serverID, s.id
+	snap.run = r
 	return nil, &snap
 }
+
+// Handle follows a run that left its caller (ExecuteOrYield's yield) to its end,
+// however long the history keeps its result: what an MCP task needs of its run
+// (docs/contract.md §2.8).
+type Handle struct{ r *run }
+
+// Handle is the run snap shows; the zero Handle for a snapshot that is not
+// ExecuteOrYield's.
+func (snap *Snapshot) Handle() Handle { return Handle{snap.run} }
+
+// Valid reports a Handle that follows a run.
+func (h Handle) Valid() bool { return h.r != nil }
+
+// ID is the run's id.
+func (h Handle) ID() string { return h.r.id }
+
+// Result is the run's result once Done is closed, and when it was set; nil before.
+func (h Handle) Result() (*Result, time.Time) {
+	select {
+	case <-h.r.done:
+		return h.r.result, h.r.ended
+	default:
+		return nil, time.Time{}
+	}
+}
+
+// Latest is the last line of the run's output (as OutputWatch.Latest says it) and
+// how long it has run.
+func (h Handle) Latest(maxRunes int) (line string, elapsed time.Duration) {
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	stream := &h.r.stdout
+	if h.r.lastStream == "stderr" {
+		stream = &h.r.stderr
+	}
+	kept, _ := stream.kept()
+	return lastLine(kept, maxRunes), time.Since(h.r.started)
+}
+
+// MarkTask records that the run's call was answered with an MCP task: the busy
+// refusal then says that its result comes by itself.
+func (h Handle) MarkTask() { h.r.task.Store(true) }
 
 // Await waits until the run named (the active one when runID is "") has ended, wait
 // has passed, or ctx is done, whichever is first; it returns at once when no such

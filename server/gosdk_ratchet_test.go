@@ -343,6 +343,17 @@ func TestGoSDKAnswersUndeclaredCapabilities(t *testing.T) {
 	}
 }
 
+// TestGoSDKHasNoTasks: go-sdk knows no method of the tasks extension; it answers
+// tasks/get as a method it does not have, before any middleware sees it.
+func TestGoSDKHasNoTasks(t *testing.T) {
+	r := serveRawStdio(t, newRatchetServer(nil).Server)
+	r.send(ratchetInit, ratchetInitialized, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t"}}`)
+	reply := r.reply(2)
+	if e, _ := reply["error"].(map[string]any); e == nil || e["code"] != float64(jsonrpc.CodeMethodNotFound) {
+		upstreamChanged(t, "tasks", fmt.Sprintf("tasks/get is answered %v", reply))
+	}
+}
+
 // TestGoSDKUnknownToolError: an unknown tool is a *jsonrpc.Error whose message
 // starts "unknown tool" (the prefix unknownToolMessage rewords).
 func TestGoSDKUnknownToolError(t *testing.T) {

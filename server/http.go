@@ -295,6 +295,7 @@ func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
 		requests:    &requestContexts{m: map[string]context.Context{}},
 		ids:         newHTTPIDs(),
 		sessions:    newMCPSessions(s.mcp, limits, s.logger),
+		tasks:       s.serveTask,
 		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: maxHTTPBody,
@@ -321,6 +322,7 @@ type httpHandler struct {
 	requests            *requestContexts
 	sessions            *mcpSessions
 	ids                 *httpIDs // ids and progress tokens as sent (http_ids.go)
+	tasks               taskServer
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -376,6 +378,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msgs = peek(body)
+		if h.serveTask(w, r, body) {
+			return
+		}
 		body, restore, forget, refused := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
 		defer forget()
 		if refused != nil {

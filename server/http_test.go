@@ -48,13 +48,18 @@ func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
 	return url
 }
 
-// startHTTPServer is startHTTPWith that also returns the Server, to look inside.
-func startHTTPServer(t *testing.T, cfg HTTPConfig) (string, *Server) {
+// startHTTPServer is startHTTPWith that also returns the Server, to look inside;
+// configure, if given, changes the Server's Config first.
+func startHTTPServer(t *testing.T, cfg HTTPConfig, configure ...func(*Config)) (string, *Server) {
 	t.Helper()
 	py := pythons.ForTest(t)[0].Path
 	ctx, cancel := context.WithCancel(t.Context())
 	manager := repl.NewManager(ctx, repl.Config{Python: py, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
-	srv := New(Config{Version: "test", Repl: manager})
+	config := Config{Version: "test", Repl: manager}
+	for _, c := range configure {
+		c(&config)
+	}
+	srv := New(config)
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {

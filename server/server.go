@@ -43,7 +43,13 @@ type Config struct {
 	// CodexTempDir is the directory Codex's "tmpdir" entry names: the server's
 	// $TMPDIR, which it inherits from Codex.
 	CodexTempDir string
-	Logger       *slog.Logger
+	// TaskAfter is how long a cell whose call declared the tasks extension runs
+	// before its call is answered with a task (docs/contract.md §2.8); nil is
+	// DefaultTaskAfter, 0 never answers with a task.
+	TaskAfter *time.Duration
+	// TaskPoll is the poll interval tasks suggest; 0 is DefaultTaskPoll.
+	TaskPoll time.Duration
+	Logger   *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
@@ -58,6 +64,7 @@ type Server struct {
 	yieldDefault *time.Duration
 	sandbox      sandbox.Settings
 	codexTempDir string
+	tasks        *taskTable
 	logger       *slog.Logger
 }
 
@@ -94,8 +101,15 @@ func New(cfg Config) *Server {
 	if format == "" {
 		format = FormatAuto
 	}
+	taskAfter, taskPoll := DefaultTaskAfter, cfg.TaskPoll
+	if cfg.TaskAfter != nil {
+		taskAfter = *cfg.TaskAfter
+	}
+	if taskPoll <= 0 {
+		taskPoll = DefaultTaskPoll
+	}
 	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter,
-		sandbox: cfg.Sandbox, codexTempDir: cfg.CodexTempDir, logger: logger}
+		sandbox: cfg.Sandbox, codexTempDir: cfg.CodexTempDir, tasks: newTaskTable(taskAfter, taskPoll), logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructionsFor(cfg.Sandbox.Mode),
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
@@ -108,7 +122,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.toolsForClient, s.toolOrder, explicitIsError)
+	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.advertiseTasks, s.toolsForClient, s.toolOrder, s.taskAnswers, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -217,6 +231,7 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	eof := make(chan struct{})
 	transport := newStdioTransport(in, out, s.logger, func() { close(eof) })
+	transport.tasks = s.serveTask
 	served := make(chan error, 1)
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()

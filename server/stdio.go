@@ -45,14 +45,22 @@ type stdioTransport struct {
 	out    io.Writer
 	logger *slog.Logger
 	onEOF  func()
+	// tasks, when set, serves the requests of the tasks extension, which go-sdk
+	// does not know (Server.serveTask); ctx is the connection's.
+	tasks taskServer
 }
+
+// taskServer answers one request of the tasks extension: its result or its error.
+type taskServer func(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.Error)
 
 func newStdioTransport(in io.Reader, out io.Writer, logger *slog.Logger, onEOF func()) *stdioTransport {
 	return &stdioTransport{in: in, out: out, logger: logger, onEOF: onEOF}
 }
 
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c := &stdioConn{
+		ctx:      ctx,
+		tasks:    t.tasks,
 		out:      t.out,
 		logger:   t.logger,
 		messages: make(chan jsonrpc.Message),
@@ -67,6 +75,8 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 }
 
 type stdioConn struct {
+	ctx    context.Context // the connection's lifetime, for the requests it serves itself
+	tasks  taskServer
 	out    io.Writer
 	logger *slog.Logger
 
@@ -127,6 +137,10 @@ func (c *stdioConn) accept(line []byte) bool {
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if !c.admit(req, rawID) {
+			return true
+		}
+		if c.tasks != nil && req.IsCall() && ownsRequest(req.Method, req.Params) {
+			go c.serveTask(req)
 			return true
 		}
 	}
@@ -244,6 +258,27 @@ func (c *stdioConn) admit(req *jsonrpc.Request, rawID json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// serveTask answers a request of the tasks extension itself: go-sdk would answer
+// that it does not know the method. The reply goes out as go-sdk's do (Write), so
+// its id is the one sent and EOF waits for it.
+func (c *stdioConn) serveTask(req *jsonrpc.Request) {
+	result, rpcErr := c.tasks(c.ctx, req.Method, req.Params)
+	resp := &jsonrpc.Response{ID: req.ID}
+	if rpcErr == nil {
+		raw, err := json.Marshal(result)
+		if err != nil {
+			rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task state could not be encoded: " + err.Error()}
+		}
+		resp.Result = raw
+	}
+	if rpcErr != nil {
+		resp.Result, resp.Error = nil, rpcErr
+	}
+	if err := c.Write(c.ctx, resp); err != nil {
+		c.logger.Warn("write task reply", "err", err)
+	}
 }
 
 // forget drops a pending id; c.mu is held.

@@ -19,6 +19,9 @@ type execution struct {
 	*repl.Result
 	// polled: read back with python_run, so the footer gives the offsets to read on.
 	polled bool
+	// skipped: its streams start where an earlier answer about the run, or the
+	// result of the task it is, stopped (docs/contract.md §2.8), and the footer says so.
+	skipped bool
 }
 
 // executed is r as the value of the tool that ran it.
@@ -399,6 +402,9 @@ func (e execution) footer(kept *keptText) string {
 	}
 	if e.polled && e.StdoutEnd != nil && e.StderrEnd != nil {
 		items = append(items, fmt.Sprintf("stdout_end %d; stderr_end %d", *e.StdoutEnd, *e.StderrEnd))
+	}
+	if e.skipped {
+		items = append(items, msgEarlierOutput)
 	}
 	if n := e.BackgroundTasksCancelled; n > 0 {
 		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))

@@ -141,7 +141,7 @@ func (s *Server) executePythonTool() tool {
 			defer stop()
 			req.Watch = watch
 			res, snap := sess.ExecuteOrYield(ctx, req)
-			return executedOrYielded(res, snap, req.YieldAfter), nil
+			return s.executedOrTask(ctx, sess, res, snap, req.YieldAfter), nil
 		}),
 	}
 }

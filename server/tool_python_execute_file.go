@@ -53,7 +53,7 @@ func (s *Server) pythonExecuteFileTool() tool {
 			defer stop()
 			req.Watch = watch
 			res, snap := sess.ExecuteFile(ctx, p.Path, req)
-			return executedOrYielded(res, snap, req.YieldAfter), nil
+			return s.executedOrTask(ctx, sess, res, snap, req.YieldAfter), nil
 		}),
 	}
 }

@@ -65,10 +65,14 @@ func (p pollParams) offsets() repl.Offsets {
 }
 
 func outputOffsetParam(stream string) param {
+	omitted := "Omitted: from the start."
+	if stream != "native_stderr" {
+		omitted = "Omitted: from the start, or for a run that became an MCP task, from where earlier answers about it stopped."
+	}
 	return param{
 		name: stream + "_offset", typ: "integer", min: bound(0),
 		desc: "Bytes of the run's " + stream + " already read: pass the " + stream + "_end of the previous python_run " +
-			"answer about this run to get only what followed. Omitted: from the start.",
+			"answer about this run to get only what followed. " + omitted,
 		message: stream + "_offset must be a nonnegative integral u64",
 	}
 }
@@ -103,7 +107,7 @@ func (s *Server) pythonRunTool() tool {
 				sess.Await(ctx, p.RunID, seconds(p.Wait), watch)
 				stop()
 			}
-			snap, res, err := sess.Lookup(p.RunID, p.offsets())
+			snap, res, skipped, err := s.readRun(ctx, sess, p.RunID, p.offsets())
 			var past *repl.OffsetError
 			switch {
 			case errors.As(err, &past):
@@ -114,9 +118,11 @@ func (s *Server) pythonRunTool() tool {
 				return nil, err
 			case snap != nil:
 				// The wait its text proposes is this client's yield: under its deadline.
-				return runningRun{Snapshot: snap, wait: s.yieldAfter(ctx, nil)}, nil
+				return runningRun{Snapshot: snap, wait: s.yieldAfter(ctx, nil), skipped: skipped}, nil
 			}
-			return polledResult(res), nil
+			polled := polledResult(res)
+			polled.skipped = skipped
+			return polled, nil
 		}),
 	}
 }

@@ -19,13 +19,16 @@ import (
 // request timeout allow a call, so that their deadline never interrupts a cell.
 const textFormYield = 50 * time.Second
 
-// yieldAfter is a call's yield_after: the one it passed, else the server's
-// --yield-after, else textFormYield for a text-form client and no yield for others
-// (which block until the end, as the reference does).
+// yieldAfter is a call's yield_after: the one it passed, else the task threshold
+// for a call that declared the tasks extension (it leaves as a task, tasks.go),
+// else the server's --yield-after, else textFormYield for a text-form client and no
+// yield for others (which block until the end, as the reference does).
 func (s *Server) yieldAfter(ctx context.Context, given *float64) time.Duration {
 	switch {
 	case given != nil:
 		return seconds(*given)
+	case s.taskCall(ctx):
+		return s.tasks.after
 	case s.yieldDefault != nil:
 		return *s.yieldDefault
 	}
@@ -42,6 +45,9 @@ type runningRun struct {
 	*repl.Snapshot
 	yielded bool
 	wait    time.Duration
+	// skipped: the output starts where an earlier answer about the run stopped
+	// (readRun).
+	skipped bool
 }
 
 // executedOrYielded is an execution's value: its result, or the run it became after
@@ -105,6 +111,9 @@ func snapshotText(r runningRun) reply {
 		if c.cut {
 			items = append(items, fmt.Sprintf("live %s cut at %s bytes; the result keeps its own", c.name, count(s.OutputLimit)))
 		}
+	}
+	if r.skipped {
+		items = append(items, msgEarlierOutput)
 	}
 	foot := "[" + strings.Join(items, "; ") + "; wait for more with " + waitHint(s, r.wait) + "]"
 	shares := fitShares([]int{visibleLen(ps[0].text), visibleLen(ps[1].text)}, modelTextLimit-len(foot)-64)

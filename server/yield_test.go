@@ -99,3 +99,41 @@ func TestYieldAfterDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestYieldAfterTasks: a call of a tool that runs a cell and declares the tasks
+// extension leaves at the task threshold, unless it passes yield_after; other tools'
+// calls, undeclared calls and a server with --task-after 0 keep the yield
+// (docs/contract.md §2.8).
+func TestYieldAfterTasks(t *testing.T) {
+	call := func(tool string, declared bool) context.Context {
+		caps := map[string]any{}
+		if declared {
+			caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+		}
+		return withCallRequest(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Meta: mcp.Meta{
+			mcp.MetaKeyClientInfo:         map[string]any{"name": "claude-code", "version": "1"},
+			mcp.MetaKeyClientCapabilities: caps,
+		}}})
+	}
+	given := 2.5
+	tasks := &Server{tasks: newTaskTable(3*time.Second, time.Second)}
+	off := &Server{tasks: newTaskTable(0, time.Second)}
+	for _, c := range []struct {
+		server   *Server
+		tool     string
+		declared bool
+		given    *float64
+		want     time.Duration
+	}{
+		{tasks, "execute_python", true, nil, 3 * time.Second},
+		{tasks, "python_execute_file", true, nil, 3 * time.Second},
+		{tasks, "execute_python", true, &given, 2500 * time.Millisecond},
+		{tasks, "execute_python", false, nil, textFormYield},
+		{tasks, "python_run", true, nil, textFormYield},
+		{off, "execute_python", true, nil, textFormYield},
+	} {
+		if got := c.server.yieldAfter(call(c.tool, c.declared), c.given); got != c.want {
+			t.Errorf("%s (declared %v, threshold %v, yield_after %v): leaves after %v, want %v", c.tool, c.declared, c.server.tasks.after, c.given, got, c.want)
+		}
+	}
+}
