@@ -79,7 +79,7 @@ type run struct {
 	result *Result
 	// restored is what the restore of a released worker before this run brought back.
 	restored *RestoreReport
-	ended  time.Time // when result was set
+	ended    time.Time // when result was set
 
 	// rpcCtx bounds the run's bridge calls; stopRPCs cancels them all (interrupt,
 	// end of run). rpcs holds the cancel of each outstanding call by rpc id.
