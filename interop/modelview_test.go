@@ -68,13 +68,13 @@ func TestModelView(t *testing.T) {
 	agents := []struct {
 		kind agentKind
 		run  func(t *testing.T, s *suite, python string, steps []step) *agentRun
-	}{{claudeCode, runClaudeCode}, {codex, runCodex}}
+	}{{claudeCode, runClaudeCode}, {codex, runCodex}, {gemini, runGemini}, {opencode, runOpencode}}
 	for _, a := range agents {
 		t.Run(a.kind.name, func(t *testing.T) {
 			t.Parallel()
 			run := a.run(t, s, python, steps)
 			t.Run("Harness", func(t *testing.T) { run.checkHarness(t, steps) })
-			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, run.recs) }) })
+			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, a.kind, run.recs) }) })
 			for _, p := range append(modelViewPoints(), roundTwoPoints()...) {
 				t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, a.kind, run.recs) }) })
 			}
@@ -263,11 +263,11 @@ func (r *agentRun) checkHarness(t *testing.T, steps []step) {
 // checkTinyImage checks what the model was given for server-everything's
 // get-tiny-image: text, a 20×20 PNG, text. It does not depend on repl-mcp at all, so it
 // shows that the fake reads images as each CLI passes them on.
-func checkTinyImage(c *checker, r records) {
+func checkTinyImage(c *checker, a agentKind, r records) {
 	g := stepGiven(c, r, "tiny_image")
 	want := []string{"Here's the image you requested:", "The image above is the MCP logo."}
-	if strings.Join(g.Texts, "|") != strings.Join(want, "|") {
-		c.errorf("texts = %q, want %q", g.Texts, want)
+	if got := a.blocks(g); strings.Join(got, "|") != strings.Join(want, "|") {
+		c.errorf("texts = %q, want %q", got, want)
 	}
 	if len(g.Images) != 1 || g.Images[0].Format != "png" || g.Images[0].Width != 20 || g.Images[0].Height != 20 || g.Images[0].MediaType != "image/png" {
 		c.errorf("images = %+v, want one 20×20 image/png", g.Images)
