@@ -203,23 +203,28 @@ func TestModelViewRoundTwoRules(t *testing.T) {
 		"control": {Texts: []string{"title \x1b]0;pwned\x07 red \x1b[31mX c1 \u009b2J\n[stderr]\nnative \x1b[2J\nValueError: message \x1b[31m red\n[failed; generation 1]"}},
 		"run":     {Texts: []string{"started\n[ok; generation 1; run " + run + "]"}},
 	}
-	recordsOf := func(m map[string]*given) records {
+	// recordsOf makes the records as agent a's model reads them: a CLI that joins
+	// text blocks (opencode) gives one string.
+	recordsOf := func(m map[string]*given, a agentKind) records {
 		r := records{given: map[string]*given{}}
 		for id, g := range m {
 			c := *g
 			c.Step = id
+			if a.join != "" {
+				c.Texts = []string{strings.Join(c.Texts, a.join)}
+			}
 			r.given[id] = &c
 			r.order = append(r.order, id)
 		}
 		return r
 	}
-	for _, a := range []agentKind{claudeCode, codex} {
+	for _, a := range []agentKind{claudeCode, codex, gemini, opencode} {
 		for _, p := range roundTwoPoints() {
 			t.Run(a.name+"/"+p.name, func(t *testing.T) {
-				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(good)) }); len(f) > 0 {
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(good, a)) }); len(f) > 0 {
 					t.Errorf("this round's text form is refused: %q", f)
 				}
-				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(old)) }); len(f) == 0 {
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(old, a)) }); len(f) == 0 {
 					t.Errorf("the text form before this round passes: the rule proves nothing")
 				}
 			})
