@@ -36,6 +36,9 @@ type Config struct {
 	// YieldAfter is yield_after's default for every client (docs/contract.md
 	// §5.6); nil leaves it per client: 50 s for the text form's, none for others.
 	YieldAfter *time.Duration
+	// LastClient is the private file in which each initialize and server/discover
+	// records its client (lastclient.go); "" records nothing.
+	LastClient string
 	Logger     *slog.Logger
 }
 
@@ -49,6 +52,7 @@ type Server struct {
 	format    ResultFormat
 	// yieldDefault is Config.YieldAfter.
 	yieldDefault *time.Duration
+	lastClient   string
 	logger       *slog.Logger
 }
 
@@ -84,7 +88,7 @@ func New(cfg Config) *Server {
 	if format == "" {
 		format = FormatAuto
 	}
-	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter, logger: logger}
+	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter, lastClient: cfg.LastClient, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
@@ -97,7 +101,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.toolsForClient, s.toolOrder, explicitIsError)
+	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.recordLastClient, s.toolsForClient, s.toolOrder, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
