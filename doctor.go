@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,7 +140,12 @@ func brokerText(h broker.Health) string {
 	case h.ConfigurationError != nil:
 		return "registry invalid: " + *h.ConfigurationError
 	}
-	return fmt.Sprintf("%d server(s) configured, registry %s, scope %s", h.ConfiguredServers, h.Provenance.Registry, h.Provenance.Scope)
+	text := fmt.Sprintf("%d server(s) configured, registry %s, scope %s", h.ConfiguredServers, h.Provenance.Registry, h.Provenance.Scope)
+	for _, name := range h.ClientVisible {
+		text += fmt.Sprintf("\nwarning:  %q: "+broker.MsgClientVisible, name,
+			filepath.Join(h.Provenance.Project, ".mcp.json"), filepath.Join(h.Provenance.Project, registry.BrokerOnlyFile))
+	}
+	return text
 }
 
 // lastClientText names the client that connected last to a server of this user

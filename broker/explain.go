@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
@@ -26,6 +28,10 @@ type Explanation struct {
 	Budgets               explainBudgets      `json:"budgets"`
 	Provenance            registry.Provenance `json:"provenance"`
 	HostClientRoute       hostClientRoute     `json:"host_client_route"`
+	// Warnings say what the broker's grant cannot hold, whatever the status: an
+	// entry of .mcp.json that narrows its tools with allowedTools (every client
+	// that reads .mcp.json shows its model all of them).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type explainBudgets struct {
@@ -68,6 +74,8 @@ const (
 	msgExplainNotGrantedAction = "Add \"brokerAllowed\": true to its entry in %s, then call mcp.refresh()."
 	msgExplainToolDenied       = "The allowedTools of this server in %s do not list this tool."
 	msgExplainToolDeniedAction = "Add the tool to the server's allowedTools in %s, then call mcp.refresh()."
+	// MsgClientVisible warns of an entry of .mcp.json that narrows its tools.
+	MsgClientVisible = "%s narrows this server with allowedTools, which binds only the broker: an MCP client that reads .mcp.json (Claude Code) starts the server itself and shows its model every tool. For a server only cells should reach, move its entry to %s, which no client loads."
 )
 
 // Why a failed connect leaves a server, by failure kind.
@@ -112,6 +120,9 @@ func (b *Broker) explain(server string, tool *string) Explanation {
 		x.ConfigurationError = &msg
 	}
 	status, evidence := b.diagnoseLocked(server, tool, &x)
+	if slices.Contains(b.reg.ClientVisible, server) {
+		x.Warnings = append(x.Warnings, fmt.Sprintf(MsgClientVisible, filepath.Join(b.reg.Provenance.Project, ".mcp.json"), filepath.Join(b.reg.Provenance.Project, registry.BrokerOnlyFile)))
+	}
 	texts := explainTexts[status]
 	x.Status, x.Evidence = status, evidence
 	if x.Reason == "" {
