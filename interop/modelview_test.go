@@ -136,6 +136,8 @@ type agentSetup struct {
 	// the run's private directory, marker the value of INTEROP_MARKER in the MCP
 	// servers' environment.
 	command func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error)
+	// watch are strings the fake counts in the requests' bodies (records.watched).
+	watch []string
 }
 
 // runAgent runs one CLI through the script inside its own network namespace, bounded
@@ -145,6 +147,7 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 	scratch := t.TempDir()
 	marker := markerFor(t)
 	fake := newFakeModel(setup.kind.name, modelViewPrompt, steps)
+	fake.watch = setup.watch
 	run := &agentRun{kind: setup.kind, stdout: newTail(256 << 10), stderr: newTail(256 << 10)}
 
 	ctx, cancel := context.WithTimeout(t.Context(), testwait.Bound(t, agentRunBound))
@@ -310,6 +313,21 @@ func (s *suite) modelViewServers(python string) func(marker, project string) (ma
 // (Claude Code's working directory, and the root it offers MCP servers), made before
 // Claude Code starts, and with more variables in its environment.
 func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
+	return s.runClaudeCodeOpts(t, steps, kind, servers, claudeOpts{env: env})
+}
+
+// claudeOpts are what some runs of Claude Code add.
+type claudeOpts struct {
+	env []string // more variables in its environment
+	// projectMCP lets Claude Code read the project's .mcp.json too, its servers
+	// approved as a user who trusts the project would (enableAllProjectMcpServers),
+	// instead of --strict-mcp-config.
+	projectMCP bool
+	watch      []string // strings the fake counts in the requests (agentSetup.watch)
+}
+
+// runClaudeCodeOpts is runClaudeCodeWith with opts.
+func (s *suite) runClaudeCodeOpts(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), opts claudeOpts) *agentRun {
 	s.checkNpmPackage(t, claudeCodePackage)
 	claude := s.path("node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
 	// bin/claude.exe is a 500-byte placeholder until the package's postinstall copies
@@ -345,10 +363,18 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 			if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
 				return nil, err
 			}
-			cmd := exec.CommandContext(ctx, claude, "-p", modelViewPrompt,
-				"--mcp-config", config, "--strict-mcp-config",
-				"--allowedTools", strings.Join(allowed, ","),
-				"--output-format", "stream-json", "--verbose")
+			args := []string{"-p", modelViewPrompt, "--mcp-config", config, "--strict-mcp-config",
+				"--allowedTools", strings.Join(allowed, ","), "--output-format", "stream-json", "--verbose"}
+			if opts.projectMCP {
+				args = slices.DeleteFunc(args, func(a string) bool { return a == "--strict-mcp-config" })
+				if err := mkdirs(filepath.Join(home, ".claude")); err != nil {
+					return nil, err
+				}
+				if err := writeJSONFile(filepath.Join(home, ".claude", "settings.json"), map[string]any{"enableAllProjectMcpServers": true}); err != nil {
+					return nil, err
+				}
+			}
+			cmd := exec.CommandContext(ctx, claude, args...)
 			cmd.Dir = project
 			cmd.Env = agentEnv(home,
 				"ANTHROPIC_BASE_URL=http://127.0.0.1:"+strconv.Itoa(port),
@@ -358,9 +384,10 @@ func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, se
 				"DISABLE_ERROR_REPORTING=1",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 			)
-			cmd.Env = append(cmd.Env, env...)
+			cmd.Env = append(cmd.Env, opts.env...)
 			return cmd, nil
 		},
+		watch: opts.watch,
 	}, steps)
 }
 
