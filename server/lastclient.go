@@ -64,7 +64,8 @@ func (s *Server) recordLastClient(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // writeLastClient replaces path with rec, atomically, as a 0600 file in a 0700
-// directory it makes if needed.
+// directory it makes if needed. Unlike internal/atomicfile it does not fsync: a
+// record a crash loses costs nothing, and the initialize it follows stays fast.
 func writeLastClient(path string, rec LastClient) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
