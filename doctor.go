@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/broker"
+	"github.com/iota-uz/repl-mcp/broker/registry"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server"
@@ -25,7 +27,7 @@ const warmCells = 20
 // doctor runs the real server in-process over an in-memory MCP connection, executes
 // real cells on the selected interpreter and reports what it found. It fails with
 // the reason when Python cannot serve.
-func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *artifacts.Store, out io.Writer) error {
+func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *artifacts.Store, lastClient string, out io.Writer) error {
 	start := time.Now()
 	manager := repl.NewManager(ctx, cfg)
 	defer manager.Close(time.Second)
@@ -36,6 +38,7 @@ func doctor(ctx context.Context, cfg repl.Config, brokers *broker.Set, store *ar
 	fmt.Fprintf(out, "limits:   code %d KiB, timeout 0.01..%d s (default %d), output %d bytes per stream, history %d runs, worker RSS %s\n",
 		repl.MaxCodeBytes/1024, int(repl.MaxTimeout.Seconds()), int(repl.DefaultTimeout.Seconds()), repl.StreamLimit, repl.HistoryRuns, rssText(cfg.MaxMemoryMiB))
 	fmt.Fprintf(out, "broker:   %s\n", brokerText(brokers.Root().Health()))
+	fmt.Fprintf(out, "client:   %s\n", lastClientText(lastClient))
 
 	srv := server.New(server.Config{Version: version, Repl: manager, Brokers: brokers, Artifacts: store, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(), Logger: cfg.Logger})
 	// Under inherit-codex every cell needs Codex's policy: the doctor sends its
@@ -148,5 +151,26 @@ func brokerText(h broker.Health) string {
 	case h.ConfigurationError != nil:
 		return "registry invalid: " + *h.ConfigurationError
 	}
-	return fmt.Sprintf("%d server(s) configured, registry %s, scope %s", h.ConfiguredServers, h.Provenance.Registry, h.Provenance.Scope)
+	text := fmt.Sprintf("%d server(s) configured, registry %s, scope %s", h.ConfiguredServers, h.Provenance.Registry, h.Provenance.Scope)
+	for _, name := range h.ClientVisible {
+		text += fmt.Sprintf("\nwarning:  %q: "+broker.MsgClientVisible, name,
+			filepath.Join(h.Provenance.Project, ".mcp.json"), filepath.Join(h.Provenance.Project, registry.BrokerOnlyFile))
+	}
+	return text
+}
+
+// lastClientText names the client that connected last to a server of this user
+// (its in-process client is the doctor's own and is not recorded).
+func lastClientText(path string) string {
+	if path == "" {
+		return "not recorded (no user cache directory)"
+	}
+	c, err := server.ReadLastClient(path)
+	switch {
+	case errors.Is(err, server.ErrNoLastClient):
+		return "no client has connected yet (recorded in " + path + ")"
+	case err != nil:
+		return "unknown: " + err.Error()
+	}
+	return fmt.Sprintf("last connected %s %s (protocol %s, %s form) at %s", c.Name, c.Version, c.Protocol, c.Form, c.At.Format(time.RFC3339))
 }

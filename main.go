@@ -326,13 +326,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cfg.Recorder = notebooks
 	ops := cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks})
 	cfg.Services = ops
+	lastClient := lastClientFile(cfg)
 	if o.doctor {
-		return doctor(ctx, cfg, brokers, store, stdout)
+		return doctor(ctx, cfg, brokers, store, lastClient, stdout)
 	}
 	manager = repl.NewManager(ctx, cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
 		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(),
-		TaskAfter: o.taskAfter, TaskPoll: o.taskPoll, Logger: cfg.Logger})
+		TaskAfter: o.taskAfter, TaskPoll: o.taskPoll, LastClient: lastClient, Logger: cfg.Logger})
 	// Building the server leaves about 2 MiB of garbage (go-sdk decodes each tool's
 	// schemas with a fresh 32 KiB buffer) in heap pages the runtime would keep resident
 	// while idle: return them once (docs/design.md, Performance targets). Over stdio,
@@ -595,4 +596,14 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		Version: buildVersion(),
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil
+}
+
+// lastClientFile is where each connection records its client for `repl-mcp doctor`
+// (server.LastClient): last-client.json in the private cache directory the workers'
+// compiled code lives in; "" (record nothing) without one.
+func lastClientFile(cfg repl.Config) string {
+	if cfg.CodeCache == "" {
+		return ""
+	}
+	return filepath.Join(cfg.CodeCache, "last-client.json")
 }

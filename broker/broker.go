@@ -304,6 +304,9 @@ type Health struct {
 	JournalDurable        bool                `json:"journal_durable"`
 	Disabled              bool                `json:"disabled"`
 	Provenance            registry.Provenance `json:"provenance"`
+	// ClientVisible are the entries of .mcp.json that narrow their tools with
+	// allowedTools (registry.Registry.ClientVisible), for doctor's warning.
+	ClientVisible []string `json:"-"`
 }
 
 // Health reports the broker's state without connecting anything.
@@ -316,6 +319,7 @@ func (b *Broker) Health() Health {
 		Authentication:        msgAuthentication,
 		Disabled:              b.reg.Disabled,
 		Provenance:            b.opts.Registry.Provenance(),
+		ClientVisible:         b.reg.ClientVisible,
 	}
 	for _, t := range b.transports {
 		if t.peer != nil && t.peer.alive() {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/iota-uz/repl-mcp/broker/argcheck"
@@ -26,6 +28,10 @@ type Explanation struct {
 	Budgets               explainBudgets      `json:"budgets"`
 	Provenance            registry.Provenance `json:"provenance"`
 	HostClientRoute       hostClientRoute     `json:"host_client_route"`
+	// Warnings say what the broker's grant cannot hold, whatever the status: an
+	// entry of .mcp.json that narrows its tools with allowedTools (every client
+	// that reads .mcp.json shows its model all of them).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type explainBudgets struct {
@@ -45,7 +51,7 @@ var explainTexts = map[string][2]string{
 	"credentials_missing":  {"Credentials the broker needs are missing: an environment variable, an authorization header or an independent OAuth grant.", "Set the credential explicitly (an environment variable or header in the registry; for an OAuth authorization_code server run repl-mcp --config REGISTRY --oauth-login SERVER; for client_credentials check oauth.clientId and oauth.clientSecret), then call mcp.refresh()."},
 	"broker_disabled":      {"The broker is disabled by --mcp-scope none or REPL_MCP_NO_BRIDGE=1.", "Restart repl-mcp with --mcp-scope project (or another scope) and without REPL_MCP_NO_BRIDGE=1."},
 	"not_granted":          {"The registry names this server or tool but does not grant it to the broker (disabled, a user/local entry without brokerAllowed: true, or a tool outside allowedTools).", "Grant it explicitly in the registry (brokerAllowed: true, allowedTools), then call mcp.refresh()."},
-	"registry_absent":      {"No broker registry exists for this project.", "Create .mcp.json in the project or pass --config REGISTRY, then call mcp.refresh()."},
+	"registry_absent":      {"No broker registry exists for this project.", "Create .repl-mcp/mcp.json (read by the broker alone) or .mcp.json in the project, or pass --config REGISTRY, then call mcp.refresh()."},
 	"server_absent":        {"The registry does not configure this server.", "Add the server to the registry, then call mcp.refresh(); mcp.servers() lists the configured names."},
 	"connection_timeout":   {"The last connection attempt timed out.", "Check that the server starts and answers quickly, then call mcp.refresh() to retry at once."},
 	"disconnected":         {"The server is configured but not connected; the broker connects on the first call or listing.", "Call mcp.list_tools(server) to connect and load its catalogue."},
@@ -68,6 +74,8 @@ const (
 	msgExplainNotGrantedAction = "Add \"brokerAllowed\": true to its entry in %s, then call mcp.refresh()."
 	msgExplainToolDenied       = "The allowedTools of this server in %s do not list this tool."
 	msgExplainToolDeniedAction = "Add the tool to the server's allowedTools in %s, then call mcp.refresh()."
+	// MsgClientVisible warns of an entry of .mcp.json that narrows its tools.
+	MsgClientVisible = "%s narrows this server with allowedTools, which binds only the broker: an MCP client that reads .mcp.json (Claude Code) starts the server itself and shows its model every tool. For a server only cells should reach, move its entry to %s, which no client loads."
 )
 
 // Why a failed connect leaves a server, by failure kind.
@@ -112,6 +120,9 @@ func (b *Broker) explain(server string, tool *string) Explanation {
 		x.ConfigurationError = &msg
 	}
 	status, evidence := b.diagnoseLocked(server, tool, &x)
+	if slices.Contains(b.reg.ClientVisible, server) {
+		x.Warnings = append(x.Warnings, fmt.Sprintf(MsgClientVisible, filepath.Join(b.reg.Provenance.Project, ".mcp.json"), filepath.Join(b.reg.Provenance.Project, registry.BrokerOnlyFile)))
+	}
 	texts := explainTexts[status]
 	x.Status, x.Evidence = status, evidence
 	if x.Reason == "" {

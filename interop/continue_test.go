@@ -47,7 +47,7 @@ func TestClaudeCodeContinueAfterRestart(t *testing.T) {
 		}},
 		{id: "again", turn: 1, server: "repl", tool: "execute_python", args: map[string]any{"code": "total + 1", "timeout": 30}},
 	}
-	run := runAgent(t, s.claudeSetup(t, steps, claudeCodeContinue, s.modelViewServers(python), nil, nil, nil, continuePrompt), steps)
+	run := runAgent(t, s.claudeSetup(t, steps, claudeCodeContinue, s.modelViewServers(python), claudeOpts{later: continuePrompt}), steps)
 	t.Run("Harness", func(t *testing.T) { run.checkHarness(t, steps) })
 	t.Run("RestartIsSaidWithTheRestoreOffer", func(t *testing.T) {
 		reportCheck(t, func(c *checker) {

@@ -19,16 +19,20 @@
 //     (listing tools, echo, structured content, cancelling a long-running call); and
 //     those two with @modelcontextprotocol/server-filesystem called as Python functions
 //     (codemode_test.go: signatures, help, search, TypeError before send, ToolResult);
-//   - what an agent's model reads (modelview_test.go): the Claude Code CLI and the
-//     Codex CLI (@anthropic-ai/claude-code, @openai/codex), run non-interactively
-//     against fake Anthropic Messages and OpenAI Responses APIs of our own inside a
-//     network namespace with only loopback, through a fixed script of tool calls;
+//   - what an agent's model reads (modelview_test.go, modelview_agents_test.go): the
+//     Claude Code CLI, the Codex CLI, Gemini CLI and opencode (@anthropic-ai/claude-code,
+//     @openai/codex, @google/gemini-cli, opencode-linux-x64), run non-interactively
+//     against fake Anthropic Messages, OpenAI Responses, Gemini and Chat Completions
+//     APIs of our own inside a network namespace with only loopback, through a fixed
+//     script of tool calls;
 //     each rule of what the model must be given is its own subtest, and the same
 //     calls through both SDK clients check that the structured form keeps every
 //     field; with Claude Code, a timeout beside a Dask cluster and a Popen of
 //     earlier cells, which must run on (modelview_scope_test.go); the characters its
 //     model reads for one task done
 //     as 30 direct calls to server-filesystem and as one cell (codemode_test.go);
+//     Claude Code reading the project's .mcp.json but never the broker-only
+//     registry .repl-mcp/mcp.json, which the broker reads (brokeronly_test.go);
 //     and Codex in code mode (modelview_codemode_test.go), where the fake
 //     model's JavaScript reads python_health's session_id, JSON.parses a printed
 //     cell's first text block and reads a value with Number();

@@ -103,7 +103,12 @@ func (a anthropicAPI) messages(w http.ResponseWriter, r *http.Request) {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody)).Decode(&req); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAPIBody))
+	if err == nil {
+		a.m.observe(body)
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		a.refuse(w, r, "undecodable body: "+err.Error())
 		return
 	}

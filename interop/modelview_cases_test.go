@@ -256,6 +256,24 @@ func deriveLongWait(given map[string]*given) (map[string]any, string) {
 type agentKind struct {
 	name      string
 	errorFlag bool // the API has an error flag on tool results (Anthropic's is_error)
+	// join is how the CLI joins a result's text blocks into the one string its
+	// model reads ("\n\n" for opencode); empty when it passes them on one by one.
+	join string
+}
+
+// blocks are the text blocks of g as the model can tell them apart: as the CLI
+// passed them, or, from a CLI that joins them, the one string cut at its last join,
+// which is where a result's last block (its footer) starts.
+func (a agentKind) blocks(g *given) []string {
+	if a.join == "" || len(g.Texts) != 1 {
+		return g.Texts
+	}
+	t := g.Texts[0]
+	i := strings.LastIndex(t, a.join)
+	if i < 0 {
+		return g.Texts
+	}
+	return []string{t[:i], t[i+len(a.join):]}
 }
 
 // A point is one rule of what the model is given, checked on an agent's records.
@@ -497,12 +515,13 @@ func roundTwoPoints() []point {
 		}},
 		{"PrintedJSONIsTheFirstBlock", []string{"json"}, func(c *checker, a agentKind, r records) {
 			g := stepGiven(c, r, "json")
+			blocks := a.blocks(g)
 			var v struct{ N int }
-			if len(g.Texts) == 0 || json.Unmarshal([]byte(g.Texts[0]), &v) != nil || v.N != 42 {
-				c.errorf("the first text block is not the printed JSON {\"n\": 42}: %q", g.Texts)
+			if len(blocks) == 0 || json.Unmarshal([]byte(blocks[0]), &v) != nil || v.N != 42 {
+				c.errorf("the first text block is not the printed JSON {\"n\": 42}: %q", blocks)
 			}
-			if n := len(g.Texts); n < 2 || !footerRun.MatchString(g.Texts[n-1]) {
-				c.errorf("the footer is not a text block of its own, the last: %q", g.Texts)
+			if n := len(blocks); n < 2 || !footerRun.MatchString(blocks[n-1]) {
+				c.errorf("the footer is not a text block of its own, the last: %q", blocks)
 			}
 		}},
 		{"ValuesReadAsPython", []string{"values"}, func(c *checker, a agentKind, r records) {
@@ -515,8 +534,8 @@ func roundTwoPoints() []point {
 			g := stepGiven(c, r, "large")
 			// The output: every block but the footer, or every line but the last.
 			var body string
-			if n := len(g.Texts); n >= 2 && strings.HasPrefix(g.Texts[n-1], "[ok") {
-				body = strings.Join(g.Texts[:n-1], "\n")
+			if blocks := a.blocks(g); len(blocks) >= 2 && strings.HasPrefix(blocks[len(blocks)-1], "[ok") {
+				body = strings.Join(blocks[:len(blocks)-1], "\n")
 			} else {
 				text := g.Text()
 				body = text[:strings.LastIndex(text, "\n[ok")+1]

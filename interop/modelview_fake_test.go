@@ -59,7 +59,7 @@ func post(t *testing.T, h http.Handler, path string, body any) (int, []map[strin
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
 		sc := bufio.NewScanner(strings.NewReader(rec.Body.String()))
 		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "[DONE]" {
 				var ev map[string]any
 				if err := json.Unmarshal([]byte(d), &ev); err != nil {
 					t.Fatalf("bad SSE data %q: %v", d, err)

@@ -176,6 +176,21 @@ type fakeModel struct {
 	// and turn the turn the current request is in (step.turn).
 	later string
 	turn  int
+	// watch are strings to look for in every request body; watched counts the
+	// requests that held each (what the CLI showed its model, or not).
+	watch   []string
+	watched map[string]int
+}
+
+// observe counts the watched strings a request body holds.
+func (m *fakeModel) observe(body []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.watch {
+		if bytes.Contains(body, []byte(w)) {
+			m.watched[w]++
+		}
+	}
 }
 
 func newFakeModel(agent, prompt string, steps []step) *fakeModel {
@@ -186,7 +201,7 @@ func newFakeModel(agent, prompt string, steps []step) *fakeModel {
 		}
 		ids[st.id] = true
 	}
-	return &fakeModel{agent: agent, prompt: prompt, steps: steps, given: map[string]*given{}}
+	return &fakeModel{agent: agent, prompt: prompt, steps: steps, given: map[string]*given{}, watched: map[string]int{}}
 }
 
 func (m *fakeModel) stepByID(id string) *step {
@@ -313,12 +328,16 @@ type records struct {
 	handled    []string
 	requests   int
 	finished   bool
+	watched    map[string]int
 }
 
 func (m *fakeModel) records() records {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := records{given: map[string]*given{}, requests: m.requests, finished: m.finished}
+	r := records{given: map[string]*given{}, requests: m.requests, finished: m.finished, watched: map[string]int{}}
+	for k, v := range m.watched {
+		r.watched[k] = v
+	}
 	for k, v := range m.given {
 		r.given[k] = v
 	}

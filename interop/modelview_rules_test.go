@@ -204,13 +204,13 @@ func TestModelViewRoundTwoRules(t *testing.T) {
 		"run":     {Texts: []string{"started\n[ok; generation 1; run " + run + "]"}},
 	}
 	recordsOf := madeUpRecords
-	for _, a := range []agentKind{claudeCode, codex} {
+	for _, a := range []agentKind{claudeCode, codex, gemini, opencode} {
 		for _, p := range roundTwoPoints() {
 			t.Run(a.name+"/"+p.name, func(t *testing.T) {
-				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(good)) }); len(f) > 0 {
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(good, a)) }); len(f) > 0 {
 					t.Errorf("this round's text form is refused: %q", f)
 				}
-				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(old)) }); len(f) == 0 {
+				if f := runCheck(func(c *checker) { p.check(c, a, recordsOf(old, a)) }); len(f) == 0 {
 					t.Errorf("the text form before this round passes: the rule proves nothing")
 				}
 			})

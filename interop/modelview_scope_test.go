@@ -125,21 +125,24 @@ func TestModelViewScopeRule(t *testing.T) {
 	}
 	recordsOf := madeUpRecords
 	p := scopePoint()
-	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(good)) }); len(f) > 0 {
+	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(good, claudeCode)) }); len(f) > 0 {
 		t.Errorf("this round's text form is refused: %q", f)
 	}
-	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(old)) }); len(f) == 0 {
+	if f := runCheck(func(c *checker) { p.check(c, claudeCode, recordsOf(old, claudeCode)) }); len(f) == 0 {
 		t.Errorf("the text form before this round passes: the rule proves nothing")
 	}
 }
 
 // madeUpRecords are records of what a model was given, made up for a rule's test: one
 // step per entry, named by its key.
-func madeUpRecords(m map[string]*given) records {
+func madeUpRecords(m map[string]*given, a agentKind) records {
 	r := records{given: map[string]*given{}}
 	for id, g := range m {
 		c := *g
 		c.Step = id
+		if a.join != "" { // a CLI that joins text blocks (opencode) gives one string
+			c.Texts = []string{strings.Join(c.Texts, a.join)}
+		}
 		r.given[id] = &c
 		r.order = append(r.order, id)
 	}

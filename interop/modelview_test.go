@@ -68,13 +68,13 @@ func TestModelView(t *testing.T) {
 	agents := []struct {
 		kind agentKind
 		run  func(t *testing.T, s *suite, python string, steps []step) *agentRun
-	}{{claudeCode, runClaudeCode}, {codex, runCodex}}
+	}{{claudeCode, runClaudeCode}, {codex, runCodex}, {gemini, runGemini}, {opencode, runOpencode}}
 	for _, a := range agents {
 		t.Run(a.kind.name, func(t *testing.T) {
 			t.Parallel()
 			run := a.run(t, s, python, steps)
 			t.Run("Harness", func(t *testing.T) { run.checkHarness(t, steps) })
-			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, run.recs) }) })
+			t.Run("HarnessImagePath", func(t *testing.T) { reportCheck(t, func(c *checker) { checkTinyImage(c, a.kind, run.recs) }) })
 			for _, p := range append(modelViewPoints(), roundTwoPoints()...) {
 				t.Run(p.name, func(t *testing.T) { reportCheck(t, func(c *checker) { p.check(c, a.kind, run.recs) }) })
 			}
@@ -149,6 +149,8 @@ type agentSetup struct {
 	// later is the prompt of the conversation's second turn, which a then command
 	// sends (fakeModel.later).
 	later string
+	// watch are strings the fake counts in the requests' bodies (records.watched).
+	watch []string
 }
 
 // runAgent runs one CLI through the script inside its own network namespace, bounded
@@ -159,6 +161,7 @@ func runAgent(t *testing.T, setup agentSetup, steps []step) *agentRun {
 	marker := markerFor(t)
 	fake := newFakeModel(setup.kind.name, modelViewPrompt, steps)
 	fake.later = setup.later
+	fake.watch = setup.watch
 	run := &agentRun{kind: setup.kind, stdout: newTail(256 << 10), stderr: newTail(256 << 10)}
 
 	ctx, cancel := context.WithTimeout(t.Context(), testwait.Bound(t, agentRunBound*time.Duration(1+len(setup.then))))
@@ -301,11 +304,11 @@ func (r *agentRun) checkHarness(t *testing.T, steps []step) {
 // checkTinyImage checks what the model was given for server-everything's
 // get-tiny-image: text, a 20×20 PNG, text. It does not depend on repl-mcp at all, so it
 // shows that the fake reads images as each CLI passes them on.
-func checkTinyImage(c *checker, r records) {
+func checkTinyImage(c *checker, a agentKind, r records) {
 	g := stepGiven(c, r, "tiny_image")
 	want := []string{"Here's the image you requested:", "The image above is the MCP logo."}
-	if strings.Join(g.Texts, "|") != strings.Join(want, "|") {
-		c.errorf("texts = %q, want %q", g.Texts, want)
+	if got := a.blocks(g); strings.Join(got, "|") != strings.Join(want, "|") {
+		c.errorf("texts = %q, want %q", got, want)
 	}
 	if len(g.Images) != 1 || g.Images[0].Format != "png" || g.Images[0].Width != 20 || g.Images[0].Height != 20 || g.Images[0].MediaType != "image/png" {
 		c.errorf("images = %+v, want one 20×20 image/png", g.Images)
@@ -358,33 +361,53 @@ func (s *suite) claudeCode(t *testing.T) string {
 	return claude
 }
 
+// claudeOpts are what some runs of Claude Code add.
+type claudeOpts struct {
+	env []string // more variables in its environment
+	// projectMCP lets Claude Code read the project's .mcp.json too, its servers
+	// approved as a user who trusts the project would (enableAllProjectMcpServers),
+	// instead of --strict-mcp-config.
+	projectMCP bool
+	watch      []string // strings the fake counts in the requests (agentSetup.watch)
+	// handler makes the fake API (nil: the plain one); allow are more tools allowed
+	// than the steps call (Agent, to start sub-agents).
+	handler func(*fakeModel) http.Handler
+	allow   []string
+	// later, when set, is the prompt of a second run that continues the conversation
+	// in a new process (`claude --continue`).
+	later string
+}
+
 // runClaudeCodeWith runs Claude Code through steps as kind (which names its records),
 // with the MCP servers that servers makes for the run's marker and project directory
 // (Claude Code's working directory, and the root it offers MCP servers), made before
 // Claude Code starts, and with more variables in its environment.
 func (s *suite) runClaudeCodeWith(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), env ...string) *agentRun {
-	return s.runClaudeCodeAPI(t, steps, kind, servers, func(m *fakeModel) http.Handler { return anthropicAPI{m} }, nil, env...)
+	return s.runClaudeCodeOpts(t, steps, kind, servers, claudeOpts{env: env})
 }
 
 // runClaudeCodeAPI is runClaudeCodeWith against the fake API handler makes, with more
 // tools allowed than the steps call (Agent, to start sub-agents).
 func (s *suite) runClaudeCodeAPI(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error),
 	handler func(*fakeModel) http.Handler, allow []string, env ...string) *agentRun {
-	return runAgent(t, s.claudeSetup(t, steps, kind, servers, handler, allow, env, ""), steps)
+	return s.runClaudeCodeOpts(t, steps, kind, servers, claudeOpts{env: env, handler: handler, allow: allow})
 }
 
-// claudeSetup is Claude Code's setup for runAgent against the fake API handler makes
-// (nil: the plain one), with more tools allowed than the steps call: the first run
-// with the model-view prompt, and, when later is not empty, a second that continues
-// the conversation in a new process (`claude --continue`) with the prompt later.
-func (s *suite) claudeSetup(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error),
-	handler func(*fakeModel) http.Handler, allow, env []string, later string) agentSetup {
+// runClaudeCodeOpts is runClaudeCodeWith with opts.
+func (s *suite) runClaudeCodeOpts(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), opts claudeOpts) *agentRun {
+	return runAgent(t, s.claudeSetup(t, steps, kind, servers, opts), steps)
+}
+
+// claudeSetup is Claude Code's setup for runAgent: the first run with the model-view
+// prompt, and, with opts.later, a second that continues the conversation.
+func (s *suite) claudeSetup(t *testing.T, steps []step, kind agentKind, servers func(marker, project string) (map[string]agentServer, error), opts claudeOpts) agentSetup {
 	t.Helper()
+	handler := opts.handler
 	if handler == nil {
 		handler = func(m *fakeModel) http.Handler { return anthropicAPI{m} }
 	}
 	claude := s.claudeCode(t)
-	allowed := append([]string(nil), allow...)
+	allowed := append([]string(nil), opts.allow...)
 	for _, st := range steps {
 		if name := claudeToolName(st.server, st.tool); !slices.Contains(allowed, name) {
 			allowed = append(allowed, name)
@@ -393,19 +416,20 @@ func (s *suite) claudeSetup(t *testing.T, steps []step, kind agentKind, servers 
 	setup := agentSetup{
 		kind:    kind,
 		handler: handler,
-		command: claudeCommand(claude, allowed, servers, modelViewPrompt, env),
+		command: claudeCommand(claude, allowed, servers, modelViewPrompt, opts),
+		watch:   opts.watch,
 	}
-	if later != "" {
-		setup.later = later
-		setup.then = append(setup.then, claudeCommand(claude, allowed, servers, later, env, "--continue"))
+	if opts.later != "" {
+		setup.later = opts.later
+		setup.then = append(setup.then, claudeCommand(claude, allowed, servers, opts.later, opts, "--continue"))
 	}
 	return setup
 }
 
 // claudeCommand makes Claude Code's command in print mode: prompt, the MCP servers
-// servers makes, the allowed tools, env added to its environment, and args before
-// the prompt (--continue).
-func claudeCommand(claude string, allowed []string, servers func(marker, project string) (map[string]agentServer, error), prompt string, env []string, args ...string) func(context.Context, int, string, string) (*exec.Cmd, error) {
+// servers makes, the allowed tools, opts' environment and project servers, and args
+// before the prompt (--continue).
+func claudeCommand(claude string, allowed []string, servers func(marker, project string) (map[string]agentServer, error), prompt string, opts claudeOpts, args ...string) func(context.Context, int, string, string) (*exec.Cmd, error) {
 	return func(ctx context.Context, port int, scratch, marker string) (*exec.Cmd, error) {
 		home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
 		if err := mkdirs(home, project); err != nil {
@@ -423,10 +447,18 @@ func claudeCommand(claude string, allowed []string, servers func(marker, project
 		if err := writeJSONFile(config, map[string]any{"mcpServers": configured}); err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, claude, append(args, "-p", prompt,
-			"--mcp-config", config, "--strict-mcp-config",
-			"--allowedTools", strings.Join(allowed, ","),
-			"--output-format", "stream-json", "--verbose")...)
+		args = append(args, "-p", prompt, "--mcp-config", config, "--strict-mcp-config",
+			"--allowedTools", strings.Join(allowed, ","), "--output-format", "stream-json", "--verbose")
+		if opts.projectMCP {
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--strict-mcp-config" })
+			if err := mkdirs(filepath.Join(home, ".claude")); err != nil {
+				return nil, err
+			}
+			if err := writeJSONFile(filepath.Join(home, ".claude", "settings.json"), map[string]any{"enableAllProjectMcpServers": true}); err != nil {
+				return nil, err
+			}
+		}
+		cmd := exec.CommandContext(ctx, claude, args...)
 		cmd.Dir = project
 		cmd.Env = agentEnv(home,
 			"ANTHROPIC_BASE_URL=http://127.0.0.1:"+strconv.Itoa(port),
@@ -436,7 +468,7 @@ func claudeCommand(claude string, allowed []string, servers func(marker, project
 			"DISABLE_ERROR_REPORTING=1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		)
-		cmd.Env = append(cmd.Env, env...)
+		cmd.Env = append(cmd.Env, opts.env...)
 		return cmd, nil
 	}
 }

@@ -9,7 +9,9 @@
 //	go run ./pywheel deps [--pyproject FILE]
 //
 // build prints the wheel's path and size; without --platform it reads the platform from
-// the binary's ELF or Mach-O header, and without --version it uses pyproject.toml's.
+// the binary's ELF or Mach-O header, and without --version it names the wheel by the
+// version the binary itself reports (stamped with -X main.version, else derived from
+// its Go build information as `repl-mcp --version` does), read without running it.
 // verify prints one line per wheel and fails if any wheel has a problem; pep440 prints a
 // version in normalized PEP 440 form (3.2.0-rc.1 becomes 3.2.0rc1). version prints the
 // version a build of the git checkout reports (internal/buildversion: the release on a

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/buildversion"
 	"github.com/iota-uz/repl-mcp/internal/pep440"
@@ -70,7 +74,7 @@ func build(args []string, stdout io.Writer) error {
 	var cfg wheel.Config
 	fs.StringVar(&cfg.Binary, "binary", "", "the repl-mcp executable")
 	fs.StringVar(&cfg.Platform, "platform", "", "wheel platform tag or GOOS/GOARCH (default: read from the binary)")
-	fs.StringVar(&cfg.Version, "version", "", "version, tag-style or PEP 440 (default: pyproject.toml's)")
+	fs.StringVar(&cfg.Version, "version", "", "version, tag-style or PEP 440 (default: the binary's own, as its --version says)")
 	fs.StringVar(&cfg.OutDir, "out", "dist", "output directory")
 	fs.StringVar(&cfg.Pyproject, "pyproject", "pyproject.toml", "pyproject.toml for METADATA")
 	if err := parseFlagsOnly(fs, args); err != nil {
@@ -88,6 +92,11 @@ func build(args []string, stdout io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.Version == "" {
+		if cfg.Version, err = binaryVersion(cfg.Binary); err != nil {
+			return err
+		}
 	}
 	path, err := wheel.Build(cfg)
 	if err != nil {
@@ -174,4 +183,29 @@ func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	return nil
+}
+
+// binaryVersion is what the binary says it is (`repl-mcp --version` prints
+// "repl-mcp VERSION"), so that a wheel built without --version is named as its
+// binary reports itself: a development build's wheel is not the release's. Only a
+// binary for this machine can be asked; for another, --version is required.
+func binaryVersion(bin string) (string, error) {
+	tag, err := wheel.BinaryPlatform(bin)
+	if err != nil {
+		return "", err
+	}
+	if here, err := wheel.PlatformFor(runtime.GOOS, runtime.GOARCH); err != nil || here != tag {
+		return "", fmt.Errorf("%w: %s is a binary for %s, which cannot run here to say its version: pass --version (`go run ./pywheel version` prints the checkout's)", errUsage, bin, tag)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "repl-mcp ")
+	if !ok || v == "" || strings.ContainsAny(v, " \n") {
+		return "", fmt.Errorf("%s --version printed %q, not \"repl-mcp VERSION\": pass --version", bin, strings.TrimSpace(string(out)))
+	}
+	return v, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -16,6 +17,12 @@ import (
 // hello builds a small static linux/amd64 program: a real ELF file for pywheel to wrap.
 func hello(t *testing.T) string {
 	t.Helper()
+	return helloFor(t, "linux", "amd64", "package main\n\nfunc main() { println(\"hello\") }\n")
+}
+
+// helloFor builds the program main for goos/goarch.
+func helloFor(t *testing.T, goos, goarch, main string) string {
+	t.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("this test cross-compiles a small program and needs the go command on PATH: %v", err)
@@ -23,7 +30,7 @@ func hello(t *testing.T) string {
 	src := t.TempDir()
 	for name, text := range map[string]string{
 		"go.mod":  "module hello\n\ngo 1.26\n",
-		"main.go": "package main\n\nfunc main() { println(\"hello\") }\n",
+		"main.go": main,
 	} {
 		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -32,7 +39,7 @@ func hello(t *testing.T) string {
 	out := filepath.Join(t.TempDir(), "repl-mcp")
 	cmd := exec.Command(goCmd, "build", "-trimpath", "-o", out, ".")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
@@ -68,7 +75,7 @@ func TestBuildAndVerify(t *testing.T) {
 
 	// A wheel whose tag lies about the binary fails, named, and the good one still passes.
 	stdout.Reset()
-	if err := run([]string{"build", "--binary", bin, "--platform", "linux/arm64", "--out", out, "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
+	if err := run([]string{"build", "--binary", bin, "--platform", "linux/arm64", "--version", "3.2.0rc1", "--out", out, "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
 		t.Fatal(err)
 	}
 	bad := strings.Split(stdout.String(), "\t")[0]
@@ -158,5 +165,34 @@ func TestUsage(t *testing.T) {
 	}
 	if err := run([]string{"build", "--binary", bin, "--platform", "windows/amd64", "--out", t.TempDir()}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no wheel platform for windows/amd64") {
 		t.Errorf("build for windows: %v", err)
+	}
+}
+
+// TestBuildNamesTheBinarysVersion: without --version the wheel carries the version its
+// binary says it is (repl-mcp --version), never pyproject.toml's bare release for a
+// development build; a binary that cannot run here needs --version.
+func TestBuildNamesTheBinarysVersion(t *testing.T) {
+	const dev = "0.1.0.dev20261201135254+ge0c66b0d7aaf"
+	says := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"repl-mcp " + dev + "\") }\n"
+	goarch := map[string]string{"amd64": "amd64", "arm64": "arm64"}[runtime.GOARCH]
+	if runtime.GOOS != "linux" || goarch == "" {
+		t.Skipf("the test runs a linux binary; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	if err := run([]string{"build", "--binary", helloFor(t, "linux", goarch, says), "--out", out, "--pyproject", "../pyproject.toml"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if name := filepath.Base(strings.Split(stdout.String(), "\t")[0]); !strings.HasPrefix(name, "repl_mcp-"+dev+"-py3-none-") {
+		t.Errorf("wheel %s, want version %s", name, dev)
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[goarch]
+	err := run([]string{"build", "--binary", helloFor(t, "linux", other, says), "--out", out, "--pyproject", "../pyproject.toml"}, &stdout)
+	if err == nil || !strings.Contains(err.Error(), "pass --version") {
+		t.Errorf("a linux/%s binary without --version: %v", other, err)
+	}
+	err = run([]string{"build", "--binary", hello(t), "--out", out, "--pyproject", "../pyproject.toml"}, &stdout)
+	if goarch == "amd64" && (err == nil || !strings.Contains(err.Error(), `not "repl-mcp VERSION"`)) {
+		t.Errorf("a binary that does not say its version: %v", err)
 	}
 }

@@ -34,14 +34,20 @@ func ParseResultFormat(s string) (ResultFormat, error) {
 }
 
 // textClient reports the clientInfo names of the clients that get the text form
-// under FormatAuto. Each was measured (docs/design.md, "Known pitfalls"): given
-// structuredContent, Claude Code 2.1.332 hands its model only the JSON of it and
-// drops the text, and checks it against outputSchema; Codex CLI 0.171.0 also hands
-// over only that JSON, shows no error flag, drops images beside it, and types its
-// code mode's return value from outputSchema. Both read text blocks as they are.
+// under FormatAuto. Each was measured (docs/design.md, "Known pitfalls";
+// docs/contract.md §3.4): given structuredContent, Claude Code 2.1.332 hands its
+// model only the JSON of it and drops the text, and checks it against outputSchema;
+// Codex CLI 0.171.0 also hands over only that JSON, shows no error flag, drops images
+// beside it, and types its code mode's return value from outputSchema. Gemini CLI
+// 0.61.0 (gemini-cli-mcp-client) and opencode 1.18.33 (opencode) hand over the text
+// blocks and drop structuredContent, except that Gemini CLI quotes an isError result
+// whole as JSON, structuredContent included, and opencode shows no error flag: with
+// the structured form their models read no verdict, no run and no generation, and a
+// long cell blocks past opencode's 60 s deadline. All four read text blocks as they
+// are.
 func textClient(name string) bool {
 	switch name {
-	case "claude-code", "codex-mcp-client":
+	case "claude-code", "codex-mcp-client", "gemini-cli-mcp-client", "opencode":
 		return true
 	}
 	return false

@@ -60,7 +60,7 @@ func footerOf(text string) string { return text[strings.LastIndex(text, "\n")+1:
 var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // TestTextFormForClaudeCodeAndCodex: the clients that show their model one part of
-// a result get the text form, chosen by the clientInfo of initialize, of each
+// a result (Claude Code, Codex, Gemini CLI, opencode) get the text form, chosen by the clientInfo of initialize, of each
 // request's _meta, or of server/discover when a request's _meta leaves it out: tools without outputSchema in the contract's order, results
 // without structuredContent that read like a terminal, the same isError, and a
 // health text that is small and names the default session once.
@@ -70,6 +70,8 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 		{name: "claude-code", protocol: "2026-07-28", discover: true},
 		{name: "claude-code", protocol: "2025-11-25"},
 		{name: "codex-mcp-client", protocol: "2025-06-18"},
+		{name: "gemini-cli-mcp-client", protocol: "2025-11-25"},
+		{name: "opencode", protocol: "2025-11-25"},
 	} {
 		name := c.name + "@" + c.protocol
 		if c.discover {

@@ -49,7 +49,10 @@ type Config struct {
 	TaskAfter *time.Duration
 	// TaskPoll is the poll interval tasks suggest; 0 is DefaultTaskPoll.
 	TaskPoll time.Duration
-	Logger   *slog.Logger
+	// LastClient is the private file in which each initialize and server/discover
+	// records its client (lastclient.go); "" records nothing.
+	LastClient string
+	Logger     *slog.Logger
 }
 
 // Server is the MCP surface over one repl.Manager.
@@ -65,6 +68,7 @@ type Server struct {
 	sandbox      sandbox.Settings
 	codexTempDir string
 	tasks        *taskTable
+	lastClient   string
 	logger       *slog.Logger
 }
 
@@ -109,7 +113,7 @@ func New(cfg Config) *Server {
 		taskPoll = DefaultTaskPoll
 	}
 	s := &Server{repl: cfg.Repl, brokers: cfg.Brokers, artifacts: cfg.Artifacts, notebooks: cfg.Notebooks, format: format, yieldDefault: cfg.YieldAfter,
-		sandbox: cfg.Sandbox, codexTempDir: cfg.CodexTempDir, tasks: newTaskTable(taskAfter, taskPoll), logger: logger}
+		sandbox: cfg.Sandbox, codexTempDir: cfg.CodexTempDir, tasks: newTaskTable(taskAfter, taskPoll), lastClient: cfg.LastClient, logger: logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "repl-mcp", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructionsFor(cfg.Sandbox.Mode),
 		// go-sdk logs a normal shutdown (a cancelled Run) as an error; our own
@@ -122,7 +126,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.advertiseTasks, s.toolsForClient, s.toolOrder, s.taskAnswers, explicitIsError)
+	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.recordLastClient, s.advertiseTasks, s.toolsForClient, s.toolOrder, s.taskAnswers, explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}

@@ -86,6 +86,8 @@ func TestYieldAfterDefaults(t *testing.T) {
 	}{
 		{&Server{}, "claude-code", nil, 50 * time.Second, 45 * time.Second},
 		{&Server{}, "codex-mcp-client", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "gemini-cli-mcp-client", nil, 50 * time.Second, 45 * time.Second},
+		{&Server{}, "opencode", nil, 50 * time.Second, 45 * time.Second},
 		{&Server{}, "mcp-inspector", nil, 0, 45 * time.Second},
 		{&Server{}, "mcp-inspector", &given, 2500 * time.Millisecond, 2500 * time.Millisecond},
 		{&Server{yieldDefault: &flag}, "mcp-inspector", nil, flag, flag},

@@ -9,7 +9,7 @@
 // It does not own what the registry is used for: connecting, calling, the
 // allowlist check at call time and the reload schedule belong to package broker,
 // which decides when to call Load and keeps the last result. Load reads at most
-// three files and returns; it starts no process, goroutine or network request, so
+// four files and returns; it starts no process, goroutine or network request, so
 // there is nothing to stop.
 //
 // Its contract is docs/contract.md §8.2 to §8.4.

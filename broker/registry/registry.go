@@ -78,9 +78,17 @@ type SourceKind string
 const (
 	SourceConfig  SourceKind = "config"  // --config
 	SourceProject SourceKind = "project" // <project>/.mcp.json
-	SourceUser    SourceKind = "user"    // ~/.claude.json mcpServers
-	SourceLocal   SourceKind = "local"   // ~/.claude.json projects[<project>].mcpServers
+	// SourceBrokerOnly is the broker-only registry, <project>/.repl-mcp/mcp.json
+	// (BrokerOnlyFile): read by the broker alone, never by an MCP client, so that a
+	// server whose tools only cells should reach is not also started by the client
+	// with every tool shown to its model. Its entries win over .mcp.json's.
+	SourceBrokerOnly SourceKind = "broker_only"
+	SourceUser       SourceKind = "user"  // ~/.claude.json mcpServers
+	SourceLocal      SourceKind = "local" // ~/.claude.json projects[<project>].mcpServers
 )
+
+// BrokerOnlyFile is the broker-only registry's path under the project.
+var BrokerOnlyFile = filepath.Join(".repl-mcp", "mcp.json")
 
 // Source is one registry file that was looked at.
 type Source struct {
@@ -216,6 +224,11 @@ type Registry struct {
 	Provenance Provenance
 	// Sources are the registry files looked at, in merge order.
 	Sources []Source
+	// ClientVisible are the names of .mcp.json entries that narrow their tools with
+	// allowedTools, sorted. A client that reads .mcp.json (Claude Code) starts those
+	// servers itself and shows its model every tool: the allowlist narrows the
+	// broker alone, which explain and doctor say.
+	ClientVisible []string
 }
 
 // Names returns the configured server names, sorted.
@@ -270,7 +283,7 @@ const (
 )
 
 // Load reads and validates the registry the options select. It starts no
-// process and touches no network; it reads at most three files. Every error it
+// process and touches no network; it reads at most four files. Every error it
 // returns is a *ConfigError.
 func Load(opts Options) (*Registry, error) {
 	reg := &Registry{
@@ -314,6 +327,9 @@ func Load(opts Options) (*Registry, error) {
 		if err := l.loadProjectFile(SourceProject, filepath.Join(opts.Project, ".mcp.json"), false); err != nil {
 			return nil, err
 		}
+		if err := l.loadProjectFile(SourceBrokerOnly, filepath.Join(opts.Project, BrokerOnlyFile), false); err != nil {
+			return nil, err
+		}
 	}
 	return reg, nil
 }
@@ -323,7 +339,8 @@ type loader struct {
 	reg  *Registry
 }
 
-// loadProjectFile reads a --config or .mcp.json registry: every entry is regGranted.
+// loadProjectFile reads a --config, .mcp.json or broker-only registry: every entry
+// is regGranted.
 func (l *loader) loadProjectFile(kind SourceKind, path string, mustExist bool) error {
 	data, err := readRegistryFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -453,6 +470,9 @@ func (l *loader) addServers(kind SourceKind, path string, servers map[string]jso
 		e, disabled, err := l.validateEntry(name, kind, path, raw)
 		if err != nil {
 			return err
+		}
+		if kind == SourceProject && e.Restricted {
+			l.reg.ClientVisible = append(l.reg.ClientVisible, name) // names are sorted
 		}
 		if disabled {
 			delete(l.reg.Servers, name)

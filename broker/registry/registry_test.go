@@ -124,7 +124,8 @@ func TestRegistryFileRules(t *testing.T) {
 			if r.Present || r.Disabled || len(r.Servers) != 0 {
 				t.Errorf("registry = %+v", r)
 			}
-			want := []Source{{Kind: SourceProject, Path: filepath.Join(f.project, ".mcp.json")}}
+			want := []Source{{Kind: SourceProject, Path: filepath.Join(f.project, ".mcp.json")},
+				{Kind: SourceBrokerOnly, Path: filepath.Join(f.project, ".repl-mcp", "mcp.json")}}
 			if !reflect.DeepEqual(r.Sources, want) {
 				t.Errorf("Sources = %+v", r.Sources)
 			}
