@@ -28,7 +28,7 @@ func TestSandboxFooter(t *testing.T) {
 		res := &repl.Result{RunID: "R", Success: true, State: repl.StatePreserved, Generation: 2, Sandbox: c.note}
 		if c.note != nil && c.note.Refused == "" {
 			reset := true
-			res.StateReset = &reset
+			res.StateReset, res.StateResetReason = &reset, repl.ResetLost // a policy change stops the worker as dead
 		}
 		if got := executed(res).footer(nil); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
