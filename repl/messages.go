@@ -103,6 +103,8 @@ const (
 	msgNoSnapshot        = "No snapshot to restore: none of this session's name was saved in its project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
 	msgNoStateDir        = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
 	msgRestoreFailed     = "Snapshot not restored"
+	// msgSnapshotSandboxed: why a sandboxed worker takes no snapshot.
+	msgSnapshotSandboxed = "the worker runs in the sandbox, and a snapshot it wrote could run code outside it when restored without one"
 
 	// Interpreter probes.
 	msgProbeTimeout  = "Interpreter probe timed out"

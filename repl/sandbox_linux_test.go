@@ -11,6 +11,7 @@ import (
 
 	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/iota-uz/repl-mcp/sandbox"
+	"github.com/iota-uz/repl-mcp/statedir"
 )
 
 // sandboxManager is a manager whose sessions run under settings, checked against
@@ -272,5 +273,44 @@ func TestInheritCodexPolicy(t *testing.T) {
 	}
 	if h := s.Health().Sandbox; h.Policy != "full-access" || h.WritableRoots != nil {
 		t.Errorf("health under full access: %+v", h)
+	}
+}
+
+// TestSandboxedWorkerTakesNoSnapshot: a sandboxed worker writes no snapshot, since a
+// cell in it could forge one that a later worker without the sandbox would unpickle;
+// health says why snapshots are off (docs/contract.md §6.7, §11).
+func TestSandboxedWorkerTakesNoSnapshot(t *testing.T) {
+	d, err := statedir.Open(filepath.Join(t.TempDir(), "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	set := sandbox.Settings{Mode: sandbox.WorkspaceWrite, Project: project}
+	e, err := sandbox.HostKernel().Check(set.Mode, set.Policy())
+	if err != nil {
+		t.Fatalf("this test needs a kernel with Landlock and seccomp: %v", err)
+	}
+	set.Enforcement = e
+	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: project, Env: os.Environ(),
+		Version: "test", CodeCache: t.TempDir(), NoSpareWorker: true, Sandbox: set, State: d,
+		Snapshots: SnapshotConfig{Delay: time.Hour}})
+	t.Cleanup(func() { m.Close(time.Second) })
+	s := m.Default()
+	if res := s.Execute(t.Context(), ExecRequest{Code: "x = 41"}); !res.Success {
+		t.Fatalf("cell: %s", errText(res))
+	}
+	if status := s.snaps.pass(10 * time.Second); status != "" {
+		t.Errorf("a sandboxed worker's pass: %q, want none asked for", status)
+	}
+	st := s.Health().Snapshot
+	if st.Status != "off" || st.Enabled || st.Reason != msgSnapshotSandboxed {
+		t.Errorf("health's snapshot: %+v", st)
+	}
+	p, err := d.Project(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snaps := p.Snapshots(); len(snaps) != 0 {
+		t.Errorf("snapshots written: %+v", snaps)
 	}
 }

@@ -49,6 +49,8 @@ type SnapshotState struct {
 	*SnapshotSummary
 	// Error says why the last pass failed (a full disk, say); cells are unaffected.
 	Error string `json:"error,omitempty"`
+	// Reason says why snapshots are off for the session's worker (status off).
+	Reason string `json:"reason,omitempty"`
 	// Restorable is the snapshot a restore of this session would load.
 	Restorable *Restorable `json:"restorable,omitempty"`
 }
@@ -80,7 +82,10 @@ type sessionSnapshots struct {
 	passing bool
 	last    *SnapshotSummary
 	status  string
-	err     string
+	// sandboxed: the live worker runs under --sandbox, so it takes no snapshot
+	// (msgSnapshotSandboxed).
+	sandboxed bool
+	err       string
 	// released is the snapshot of a worker stopped while idle (--idle-release): the
 	// next run restores it before its code.
 	released *statedir.Held
@@ -137,6 +142,14 @@ func (ss *sessionSnapshots) pass(wait time.Duration) string {
 	s := ss.s
 	w := s.worker.view()
 	if w.state != workerReady || !w.proc.alive() {
+		return ""
+	}
+	ss.mu.Lock()
+	ss.sandboxed = w.proc.policy != nil
+	ss.mu.Unlock()
+	if w.proc.policy != nil {
+		// A sandboxed cell may not write what a later worker without the sandbox
+		// would unpickle: its worker keeps no snapshot (docs/contract.md §6.7).
 		return ""
 	}
 	s.mu.Lock()
@@ -323,6 +336,9 @@ func (ss *sessionSnapshots) state() SnapshotState {
 	st := SnapshotState{Enabled: true, Status: ss.status, SnapshotSummary: ss.last, Error: ss.err}
 	if ss.held != nil {
 		st.Snapshot = ss.held.ID
+	}
+	if ss.sandboxed {
+		st = SnapshotState{Status: "off", Reason: msgSnapshotSandboxed}
 	}
 	ss.mu.Unlock()
 	st.Restorable = ss.s.offer()

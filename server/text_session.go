@@ -82,6 +82,8 @@ func sessionLine(h repl.Health) string {
 func savedText(st repl.SnapshotState) string {
 	var text string
 	switch sn := st.SnapshotSummary; {
+	case st.Status == "off" && st.Reason != "":
+		text = "Snapshots: off: " + st.Reason + "."
 	case st.Status == "off":
 		text = "Snapshots: off."
 	case st.Status == "failed":

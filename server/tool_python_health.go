@@ -53,7 +53,7 @@ const sessionHealthProperties = `{
     "snapshot": {"type": "object", "description": "the session's snapshot of its variables (off with --no-snapshot), and the one python_session_restore would load",
       "properties": {"enabled": {"type": "boolean"}, "status": {"type": "string", "enum": ["off", "none", "saving", "saved", "failed"]},
         "snapshot": {"type": "string"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"}, "bytes": {"type": "integer"},
-        "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}, "error": {"type": "string"}, "restorable": ` + restorableSchema + `}},
+        "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}, "error": {"type": "string"}, "reason": {"type": "string"}, "restorable": ` + restorableSchema + `}},
     "sandbox": ` + sandboxSchema + `,
     "namespace": {"type": "object", "description": "python_session_inspect with include_namespace only"}}`
 
