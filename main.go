@@ -330,7 +330,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.doctor {
 		return doctor(ctx, cfg, brokers, store, lastClient, stdout)
 	}
-	manager = repl.NewManager(ctx, cfg)
+	// The sessions end by the server's Close, not by the signal's context: Close gives
+	// each idle worker its last snapshot pass first (docs/contract.md §6.7), which a
+	// cancelled lifetime would cut short, and cancels running cells after their grace.
+	manager = repl.NewManager(context.WithoutCancel(ctx), cfg)
 	srv := server.New(server.Config{Version: buildVersion(), Repl: manager, Brokers: brokers, Artifacts: store,
 		Notebooks: notebooks, ResultFormat: o.resultFormat, YieldAfter: o.yieldAfter, Sandbox: cfg.Sandbox, CodexTempDir: os.TempDir(),
 		TaskAfter: o.taskAfter, TaskPoll: o.taskPoll, LastClient: lastClient, Logger: cfg.Logger})
