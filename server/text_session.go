@@ -67,6 +67,19 @@ func pythonText(h repl.Health) string {
 	return text
 }
 
+// shellText says what the shell of a cell finds first (docs/contract.md §1.4), once a
+// worker has said it: "" before, or when it put nothing on PATH.
+func shellText(h repl.Health) string {
+	if h.Python == nil || h.Python.PathHead == "" {
+		return ""
+	}
+	text := " Shell: PATH starts with " + cutPath(h.Python.PathHead)
+	if h.Python.VirtualEnv != "" {
+		text += ", VIRTUAL_ENV " + cutPath(h.Python.VirtualEnv)
+	}
+	return text + "."
+}
+
 // sessionLine is one session on one line.
 func sessionLine(h repl.Health) string {
 	line := fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",

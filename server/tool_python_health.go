@@ -117,7 +117,7 @@ func healthText(h healthReport) string {
 	s := h.Server
 	fmt.Fprintf(&b, "repl-mcp %s: %s\n", s.Version, sandboxText(s.Sandbox))
 	fmt.Fprintf(&b, "Default session: session_id %s, generation %d: %s%s.\n", s.SessionID, s.Generation, workerState(s), spareText(s.Spare))
-	fmt.Fprintf(&b, "Python: %s. Project: %s.\n", pythonText(s), cutPath(s.Project))
+	fmt.Fprintf(&b, "Python: %s. Project: %s.%s\n", pythonText(s), cutPath(s.Project), shellText(s))
 	b.WriteString(savedText(s.Snapshot) + "\n")
 	l := s.Limits
 	rss := "no RSS budget"
