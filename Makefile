@@ -111,12 +111,12 @@ $(UV_STAMP):
 	interop/.venv-uv/bin/pip install --quiet uv==$(UV_VERSION)
 	touch $@
 
-# The worker's lint (repl/worker/ruff.toml), by a ruff pinned beside the pinned uv.
+# The worker's lint (worker/ruff.toml), by a ruff pinned beside the pinned uv.
 RUFF_VERSION := 0.17.5
 RUFF_STAMP   := interop/.venv-uv/.ruff-$(RUFF_VERSION)
 
 lint-py: $(RUFF_STAMP)
-	interop/.venv-uv/bin/ruff check --no-cache repl/worker/
+	interop/.venv-uv/bin/ruff check --no-cache worker/
 
 $(RUFF_STAMP): | $(UV_STAMP)
 	interop/.venv-uv/bin/pip install --quiet ruff==$(RUFF_VERSION)
