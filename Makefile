@@ -181,7 +181,7 @@ bench: build
 # files of the packages below (docs/design.md, "Fast paths, and what each saves").
 # Five rounds of each at 200 ms; compare the pairs within one run, since other work
 # on the machine moves both. Offline; no Python needed.
-BENCH_MICRO_PKGS := ./server/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
+BENCH_MICRO_PKGS := ./server/ ./server/transport/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -count 5 $(BENCH_MICRO_PKGS)
 
