@@ -12,7 +12,7 @@ import (
 
 // Host is the server a transport carries: go-sdk's server, and what the transport
 // needs of the server around it to answer what go-sdk does not know and to shut
-// down.
+// down. MCP and CloseSessions are required.
 type Host struct {
 	// MCP is the go-sdk server the transport runs; the HTTP transport adds its
 	// receiving middleware to it, so it carries one HTTP transport at most.
