@@ -111,12 +111,12 @@ $(UV_STAMP):
 	interop/.venv-uv/bin/pip install --quiet uv==$(UV_VERSION)
 	touch $@
 
-# The worker's lint (repl/worker/ruff.toml), by a ruff pinned beside the pinned uv.
+# The worker's lint (worker/ruff.toml), by a ruff pinned beside the pinned uv.
 RUFF_VERSION := 0.17.5
 RUFF_STAMP   := interop/.venv-uv/.ruff-$(RUFF_VERSION)
 
 lint-py: $(RUFF_STAMP)
-	interop/.venv-uv/bin/ruff check --no-cache repl/worker/
+	interop/.venv-uv/bin/ruff check --no-cache worker/
 
 $(RUFF_STAMP): | $(UV_STAMP)
 	interop/.venv-uv/bin/pip install --quiet ruff==$(RUFF_VERSION)
@@ -181,7 +181,7 @@ bench: build
 # files of the packages below (docs/design.md, "Fast paths, and what each saves").
 # Five rounds of each at 200 ms; compare the pairs within one run, since other work
 # on the machine moves both. Offline; no Python needed.
-BENCH_MICRO_PKGS := ./server/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
+BENCH_MICRO_PKGS := ./server/ ./server/transport/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -count 5 $(BENCH_MICRO_PKGS)
 

@@ -132,7 +132,7 @@ var (
 var notDocs = map[string]bool{"MISSING.md": true, "LICENSE.md": true}
 
 // resolveDoc finds the tracked file a mention in the file from names: a path
-// relative to from's directory ("../repl/worker/PROTOCOL.md"), the path itself, or the
+// relative to from's directory ("../worker/PROTOCOL.md"), the path itself, or the
 // only tracked file whose path ends with it ("worker/PROTOCOL.md", "SKILL.md").
 func resolveDoc(files []string, from, mention string) (string, bool) {
 	if strings.HasPrefix(mention, "../") || strings.HasPrefix(mention, "./") {

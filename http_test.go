@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/mcpc"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -266,7 +267,7 @@ func TestHTTPBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatal("repl-mcp still running 5 s after SIGTERM")
 	}
 	testwait.Until(t, 2*time.Second, fmt.Sprintf("worker %d to be gone after the server exited", int(pid)), func() bool {
-		alive, _ := pidState(int(pid))
+		alive, _ := mcpc.PIDState(int(pid))
 		return !alive
 	})
 	select {

@@ -31,6 +31,7 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/iota-uz/repl-mcp/statedir"
 )
 
@@ -116,7 +117,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 	fs := flag.NewFlagSet("repl-mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.transport, "transport", "stdio", "MCP transport: stdio, or http (streamable HTTP at http://ADDR/mcp; the URL is printed on stderr)")
-	fs.StringVar(&o.listen, "listen", server.DefaultHTTPAddr, "with --transport http: the address to listen on, HOST:PORT; loopback unless a bearer token is set (port 0 picks a free port)")
+	fs.StringVar(&o.listen, "listen", transport.DefaultHTTPAddr, "with --transport http: the address to listen on, HOST:PORT; loopback unless a bearer token is set (port 0 picks a free port)")
 	fs.StringVar(&o.tokenFile, "http-token-file", "", "with --transport http: file (mode 0600) whose first line is the bearer token every request must carry (env "+tokenEnv+"); required for a non-loopback --listen. Without either, a token is generated and its file's path printed on stderr")
 	fs.BoolVar(&o.noAuth, "http-no-auth", false, "with --transport http on loopback: require no bearer token, so every local user and process that can connect runs code as you; for clients that cannot send one")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for the default session (env REPL_MCP_PYTHON)")
@@ -186,7 +187,7 @@ func parseArgs(args []string, helpOut io.Writer) (options, error) {
 		}
 	case "http":
 		// Before the token is looked at: a typo in the address is the first thing to fix.
-		if err := server.CheckListenAddr(o.listen); err != nil {
+		if err := transport.CheckListenAddr(o.listen); err != nil {
 			return o, usageError{fmt.Errorf("--listen: %w", err)}
 		}
 		if o.noAuth && o.tokenFile != "" {
@@ -275,7 +276,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "repl-mcp", buildVersion())
 		return nil
 	}
-	var httpCfg server.HTTPConfig
+	var httpCfg transport.HTTPConfig
 	if o.transport == "http" {
 		if httpCfg, err = httpConfig(o, stderr); err != nil {
 			return err
@@ -346,9 +347,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		go debug.FreeOSMemory()
 		err := srv.ServeStreamableHTTP(ctx, httpCfg)
 		switch {
-		case errors.Is(err, server.ErrTokenRequired):
+		case errors.Is(err, transport.ErrTokenRequired):
 			return fmt.Errorf("%w: pass --http-token-file PATH or set %s", err, tokenEnv)
-		case errors.Is(err, server.ErrNoAuthLoopbackOnly):
+		case errors.Is(err, transport.ErrNoAuthLoopbackOnly):
 			return fmt.Errorf("--http-no-auth: %w; pass --http-token-file PATH or set %s instead", err, tokenEnv)
 		}
 		return err
@@ -440,8 +441,8 @@ const tokenEnv = "REPL_MCP_HTTP_TOKEN"
 // a file under $XDG_RUNTIME_DIR or the user cache directory; the lines on stderr
 // once listening: the generated token's file, what --http-no-auth exposes, and the
 // URL last, so that a client reading up to the URL has all it needs.
-func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
-	cfg := server.HTTPConfig{
+func httpConfig(o options, stderr io.Writer) (transport.HTTPConfig, error) {
+	cfg := transport.HTTPConfig{
 		Addr:      o.listen,
 		NoAuth:    o.noAuth,
 		TokenDirs: tokenDirs(),
@@ -458,7 +459,7 @@ func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
 	envToken := strings.TrimSpace(os.Getenv(tokenEnv))
 	switch {
 	case o.tokenFile != "":
-		token, err := server.ReadTokenFile(o.tokenFile)
+		token, err := transport.ReadTokenFile(o.tokenFile)
 		if err != nil {
 			return cfg, err
 		}
@@ -467,7 +468,7 @@ func httpConfig(o options, stderr io.Writer) (server.HTTPConfig, error) {
 		return cfg, fmt.Errorf("--http-no-auth contradicts the token in %s; unset one of them", tokenEnv)
 	case envToken != "":
 		cfg.Token = envToken
-		if err := server.CheckToken(cfg.Token); err != nil {
+		if err := transport.CheckToken(cfg.Token); err != nil {
 			return cfg, fmt.Errorf("%s: %w", tokenEnv, err)
 		}
 	}

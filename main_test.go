@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/mcpc"
 	"github.com/iota-uz/repl-mcp/internal/mcpfixture"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -20,11 +21,11 @@ var update = flag.Bool("update", false, "update golden files embedded in testscr
 
 // TestMain makes the test binary double as the two commands the scripts run:
 // repl-mcp itself (which re-executes its own binary as the guardian, so it must
-// be called repl-mcp on PATH) and mcpc, the scripts' MCP client (mcpc_test.go).
+// be called repl-mcp on PATH) and mcpc, the scripts' MCP client (internal/mcpc).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"repl-mcp": func() { os.Exit(mainExit()) },
-		"mcpc":     func() { os.Exit(mcpcMain()) },
+		"mcpc":     func() { os.Exit(mcpc.Main()) },
 		// A downstream MCP server for broker scripts (internal/mcpfixture).
 		"mcp-fixture": func() { os.Exit(mcpfixture.Main()) },
 	})

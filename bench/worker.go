@@ -13,11 +13,11 @@ import (
 
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
-	"github.com/iota-uz/repl-mcp/repl/worker"
+	"github.com/iota-uz/repl-mcp/worker"
 )
 
 // The worker alone is a diagnostic, not a target: the same trivial cell sent to the
-// embedded worker over its own wire protocol (repl/worker/PROTOCOL.md), with no Go
+// embedded worker over its own wire protocol (worker/PROTOCOL.md), with no Go
 // server in between. It splits a warm cell's cost between Python and the server.
 
 // startWorker starts the embedded worker as the server starts one: through a guardian
@@ -65,7 +65,7 @@ func startWorker(ctx context.Context, binary, dir, python string) (*child, error
 }
 
 // workerImports is the program of the cold-start floor: the import statements the worker
-// runs before its ready frame (repl/worker.Imports), one a line, so that the floor loads
+// runs before its ready frame (worker.Imports), one a line, so that the floor loads
 // what the worker loads and no more.
 func workerImports() (string, error) {
 	imports, err := worker.Imports()

@@ -4,7 +4,8 @@
 // (answered by the artifact store). It is the one Go place that knows op names: the
 // table in [New] maps each name to a function that decodes the op's JSON params
 // into a typed request, makes the typed call and encodes the result. The worker's
-// side of each op is in repl/worker; the frames that carry them are package repl's.
+// side of each op is in package worker (worker/replworker); the frames that carry them
+// are package repl's.
 //
 // [Ops] implements repl.Services. main makes one with [New] over the server's
 // broker Set and artifact store and hands it to repl.Config; package repl calls it

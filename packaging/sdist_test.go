@@ -171,7 +171,7 @@ func checkSdistFiles(t *testing.T, r *repo, files map[string][]byte) {
 		}
 		need = append(need, filepath.ToSlash(rel))
 	}
-	for _, embedded := range []string{"repl/worker/bootstrap.py", "repl/worker/replworker/main.py"} {
+	for _, embedded := range []string{"worker/bootstrap.py", "worker/replworker/main.py"} {
 		if !slices.Contains(need, embedded) {
 			t.Errorf("go list names no %s among the embedded files: %s", embedded, list)
 		}

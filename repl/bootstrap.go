@@ -5,10 +5,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/repl/worker"
+	"github.com/iota-uz/repl-mcp/worker"
 )
 
-// workerArgs start a worker: python -u -c <bootstrap>. The bootstrap (repl/worker's
+// workerArgs start a worker: python -u -c <bootstrap>. The bootstrap (package worker's
 // bootstrap.py) refuses interpreters older than 3.10 before any worker code is compiled,
 // reads the worker's modules from the protocol pipe (see sendSource), keeps their
 // compiled code in the private cache REPL_MCP_WORKER_CACHE names (when set) and runs

@@ -76,7 +76,7 @@ type executeFrame struct {
 	Inventory bool `json:"inventory,omitempty"`
 	// Bindings asks the worker to note which variables the run bound, for snapshots.
 	Bindings bool `json:"bindings,omitempty"`
-	// Restore loads a snapshot instead of running code (repl/worker/PROTOCOL.md, Snapshots).
+	// Restore loads a snapshot instead of running code (worker/PROTOCOL.md, Snapshots).
 	Restore *restoreSpec `json:"restore,omitempty"`
 }
 

@@ -4,8 +4,8 @@ import "time"
 
 // The limits of the supervisor, in one table (docs/contract.md §13.1). The exported
 // ones are the contract's: clients rely on them and health reports them. Limits the
-// worker enforces on its side have twins in repl/worker's limits table, and a test
-// fails when the two differ.
+// worker enforces on its side have twins in the worker's limits table
+// (worker/replworker/limits.py), and a test fails when the two differ.
 const (
 	// Cells and results.
 	MaxCodeBytes   = 262144

@@ -152,7 +152,7 @@ func TestNativeOutputKeepsHeadAndTail(t *testing.T) {
 }
 
 // terminalCases is testdata/terminal_cases.json, the cases the worker's StreamText runs
-// too (repl/worker/test_unit_terminal_cases.py): the one definition of both twins.
+// too (worker/test_unit_terminal_cases.py): the one definition of both twins.
 type terminalCases struct {
 	Cases []struct {
 		Name        string

@@ -9,7 +9,7 @@ import (
 )
 
 // workerLimitsVar names the variable of a worker's environment that holds its shared
-// limits (repl/worker/PROTOCOL.md, The process).
+// limits (worker/PROTOCOL.md, The process).
 const workerLimitsVar = "REPL_MCP_WORKER_LIMITS"
 
 // The worker's own choices that the Go side bounds: what the worker sends, the store

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -502,13 +503,13 @@ func postMCP(ctx context.Context, url, session, body string) (map[string]any, st
 func TestGoSDKStatefulHTTPRefuses20260728(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRatchetServer(nil).Server }, nil))
 	defer srv.Close()
-	m, _, err := postMCP(t.Context(), srv.URL, "", strings.Replace(ratchetInit, "2025-11-25", statelessProtocol, 1))
+	m, _, err := postMCP(t.Context(), srv.URL, "", strings.Replace(ratchetInit, "2025-11-25", transport.StatelessProtocol, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	result, _ := m["result"].(map[string]any)
 	if v := result["protocolVersion"]; v != "2025-11-25" {
-		upstreamChanged(t, "two HTTP handlers", fmt.Sprintf("a stateful initialize for %s is answered with protocol %v", statelessProtocol, v))
+		upstreamChanged(t, "two HTTP handlers", fmt.Sprintf("a stateful initialize for %s is answered with protocol %v", transport.StatelessProtocol, v))
 	}
 }
 

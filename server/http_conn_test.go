@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/testwait"
+	"github.com/iota-uz/repl-mcp/server/transport"
 )
 
 // refusedConn opens a connection, sends one request on it as HTTP/1.1 keep-alive
@@ -65,12 +66,12 @@ func closedByServer(conn net.Conn, d time.Duration) bool {
 func TestHTTPRefusedConnectionsClose(t *testing.T) {
 	const token = "tok-0123456789abcdef"
 	url := startHTTP(t, token)
-	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), transport.HTTPPath)
 	post := func(header, body string) string {
 		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n%s",
-			HTTPPath, addr, header, len(body), body)
+			transport.HTTPPath, addr, header, len(body), body)
 	}
-	big := strings.Repeat(" ", maxHTTPBody+1)
+	big := strings.Repeat(" ", transport.MaxHTTPBody+1)
 	for _, c := range []struct {
 		name, request string
 		status        int
@@ -102,9 +103,9 @@ func TestHTTPRefusedConnectionsClose(t *testing.T) {
 		name, request string
 		status        int
 	}{
-		{"partial body, no token", partial(HTTPPath, ""), http.StatusUnauthorized},
-		{"partial body, foreign Origin", partial(HTTPPath, "Origin: https://evil.example\r\n"), http.StatusForbidden},
-		{"partial body, unknown session", partial(HTTPPath, auth+"Mcp-Session-Id: no-such-session\r\n"), http.StatusNotFound},
+		{"partial body, no token", partial(transport.HTTPPath, ""), http.StatusUnauthorized},
+		{"partial body, foreign Origin", partial(transport.HTTPPath, "Origin: https://evil.example\r\n"), http.StatusForbidden},
+		{"partial body, unknown session", partial(transport.HTTPPath, auth+"Mcp-Session-Id: no-such-session\r\n"), http.StatusNotFound},
 		{"partial body, unknown path", partial("/elsewhere", auth), http.StatusNotFound},
 	} {
 		conn, status, err := refusedConn(t, addr, c.request)
@@ -149,8 +150,8 @@ func TestHTTPRefusedConnectionsClose(t *testing.T) {
 func TestHTTPConnectionCap(t *testing.T) {
 	const token = "tok-0123456789abcdef"
 	const slots = 16
-	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{maxConns: slots}})
-	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+	url := startHTTPWith(t, transport.HTTPConfig{Token: token, Limits: transport.HTTPLimits{MaxConns: slots}})
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), transport.HTTPPath)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -188,77 +189,21 @@ func TestHTTPConnectionCap(t *testing.T) {
 	callTool(t, cs, "python_health", map[string]any{})
 }
 
-// TestConnGate: past the bound the oldest connection without an authorized
-// request goes first, then the oldest idle one; a connection busy for a client
-// with the token is never closed, and a new one is refused when only those remain.
-func TestConnGate(t *testing.T) {
-	g := newConnGate(3)
-	type pipe struct {
-		server, client net.Conn
-		gc             *gatedConn
-	}
-	admit := func() *pipe {
-		s, c := net.Pipe()
-		ctx := g.connContext(t.Context(), s)
-		gc, _ := ctx.Value(gatedConnKey{}).(*gatedConn)
-		t.Cleanup(func() { s.Close(); c.Close() })
-		return &pipe{s, c, gc}
-	}
-	closed := func(p *pipe) bool {
-		p.client.SetReadDeadline(time.Now().Add(time.Second))
-		_, err := p.client.Read(make([]byte, 1))
-		return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)
-	}
-	a, b, c := admit(), admit(), admit()
-	for _, p := range []*pipe{b, c} {
-		p.gc.proven.Store(true)
-		g.connState(p.server, http.StateActive)
-	}
-	d := admit() // a: the only one without an authorized request
-	if !closed(a) || d.gc == nil {
-		t.Fatal("the unproven connection was not the one closed")
-	}
-	d.gc.proven.Store(true)
-	g.connState(d.server, http.StateActive)
-	g.connState(c.server, http.StateIdle)
-	e := admit() // c: the only idle one
-	if !closed(c) || e.gc == nil {
-		t.Fatal("the idle connection was not the one closed")
-	}
-	e.gc.proven.Store(true)
-	g.connState(e.server, http.StateActive)
-	f := admit() // every slot busy for a client with the token: f is refused
-	if f.gc != nil || !closed(f) {
-		t.Fatal("a new connection was admitted over busy authorized ones")
-	}
-	for _, p := range []*pipe{b, d, e} {
-		p.client.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-		if _, err := p.client.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("a busy authorized connection was closed: %v", err)
-		}
-	}
-	// A closed connection frees its slot.
-	g.connState(b.server, http.StateClosed)
-	if admit().gc == nil {
-		t.Fatal("no slot after a connection closed")
-	}
-}
-
 // TestHTTPTimeoutsSpareLongReplies: a body that stalls is cut off after the body
 // timeout, while a call that runs far longer than it, beside an open GET stream,
 // gets its reply.
 func TestHTTPTimeoutsSpareLongReplies(t *testing.T) {
 	const token = "tok-0123456789abcdef"
 	const bodyTimeout = 300 * time.Millisecond
-	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{bodyTimeout: bodyTimeout}})
-	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), HTTPPath)
+	url := startHTTPWith(t, transport.HTTPConfig{Token: token, Limits: transport.HTTPLimits{BodyTimeout: bodyTimeout}})
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), transport.HTTPPath)
 
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", HTTPPath, addr, token)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", transport.HTTPPath, addr, token)
 	begin := time.Now()
 	if !closedByServer(conn, 5*time.Second) {
 		t.Fatal("a stalled body still holds its connection 5 s on")
@@ -329,7 +274,7 @@ func TestHTTPAbandonedSessionsEvicted(t *testing.T) {
 // used; when every session has one, a new client gets 503 until a call ends.
 func TestHTTPSessionWithCallInFlightKept(t *testing.T) {
 	const token = "tok-0123456789abcdef"
-	url := startHTTPWith(t, HTTPConfig{Token: token, limits: httpLimits{maxSessions: 2}})
+	url := startHTTPWith(t, transport.HTTPConfig{Token: token, Limits: transport.HTTPLimits{MaxSessions: 2}})
 	dir := t.TempDir()
 	auth := http.Header{}
 	auth.Set("Authorization", "Bearer "+token)
@@ -427,7 +372,7 @@ func TestHTTPIdleSessionsClosed(t *testing.T) {
 		defer sweptMu.Unlock()
 		lastSweep = at
 	}
-	url, srv := startHTTPServer(t, HTTPConfig{Token: token, limits: httpLimits{sessionIdle: idle, swept: swept}})
+	url, srv := startHTTPServer(t, transport.HTTPConfig{Token: token, Limits: transport.HTTPLimits{SessionIdle: idle, Swept: swept}})
 	abandoned := openSession(t, url, token)
 	begin := time.Now()
 	connected := connect(t, url, "2025-11-25", token) // holds its standalone GET stream

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/testwait"
+	"github.com/iota-uz/repl-mcp/server/transport"
 )
 
 // taskMeta is the _meta of a 2026-07-28 request from client name, declaring the
@@ -38,7 +39,7 @@ func taskRequest(id, method, taskID, client string) (http.Header, string) {
 // client's python_run reads the run whole.
 func TestHTTPTasks(t *testing.T) {
 	after := 300 * time.Millisecond
-	url, _ := startHTTPServer(t, HTTPConfig{NoAuth: true}, func(c *Config) { c.TaskAfter, c.TaskPoll = &after, 50*time.Millisecond })
+	url, _ := startHTTPServer(t, transport.HTTPConfig{NoAuth: true}, func(c *Config) { c.TaskAfter, c.TaskPoll = &after, 50*time.Millisecond })
 	post := func(h http.Header, body string) (int, map[string]any) {
 		t.Helper()
 		status, _, msgs, err := rawPost(t, t.Context(), url, h, body)

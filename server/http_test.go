@@ -20,6 +20,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -37,12 +38,12 @@ func TestMain(m *testing.M) {
 // token serves without one (NoAuth).
 func startHTTP(t *testing.T, token string) string {
 	t.Helper()
-	return startHTTPWith(t, HTTPConfig{Token: token, NoAuth: token == ""})
+	return startHTTPWith(t, transport.HTTPConfig{Token: token, NoAuth: token == ""})
 }
 
 // startHTTPWith is startHTTP with a config of the test's own (Addr and Listening
 // are set here).
-func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
+func startHTTPWith(t *testing.T, cfg transport.HTTPConfig) string {
 	t.Helper()
 	url, _ := startHTTPServer(t, cfg)
 	return url
@@ -50,7 +51,7 @@ func startHTTPWith(t *testing.T, cfg HTTPConfig) string {
 
 // startHTTPServer is startHTTPWith that also returns the Server, to look inside;
 // configure, if given, changes the Server's Config first.
-func startHTTPServer(t *testing.T, cfg HTTPConfig, configure ...func(*Config)) (string, *Server) {
+func startHTTPServer(t *testing.T, cfg transport.HTTPConfig, configure ...func(*Config)) (string, *Server) {
 	t.Helper()
 	py := pythons.ForTest(t)[0].Path
 	ctx, cancel := context.WithCancel(t.Context())
@@ -407,7 +408,7 @@ func TestHTTPRefusals(t *testing.T) {
 
 	t.Run("oversized body", func(t *testing.T) {
 		big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"` +
-			strings.Repeat("#", maxHTTPBody) + `"}}}`
+			strings.Repeat("#", transport.MaxHTTPBody) + `"}}}`
 		session := openSession(t, url, "")
 		for _, sessionless := range []bool{true, false} {
 			resp, body := do("POST", strings.NewReader(big), func(r *http.Request) {
@@ -422,7 +423,7 @@ func TestHTTPRefusals(t *testing.T) {
 			}
 		}
 		// Exactly at the limit is read (and then refused for what it is, not its size).
-		atLimit := `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat(" ", maxHTTPBody-60) + `"}}`
+		atLimit := `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat(" ", transport.MaxHTTPBody-60) + `"}}`
 		if resp, body := do("POST", strings.NewReader(atLimit), func(*http.Request) {}); resp.StatusCode == http.StatusRequestEntityTooLarge {
 			t.Fatalf("a %d-byte body got 413 (%s)", len(atLimit), body)
 		}
@@ -577,7 +578,7 @@ func TestHTTPShutdownWithOpenStreams(t *testing.T) {
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeStreamableHTTP(ctx, HTTPConfig{NoAuth: true, Listening: func(u, _ string) { urls <- u }})
+		done <- srv.ServeStreamableHTTP(ctx, transport.HTTPConfig{NoAuth: true, Listening: func(u, _ string) { urls <- u }})
 	}()
 	url := <-urls
 	a := connect(t, url, "2025-11-25", "") // holds a standalone GET stream
@@ -597,44 +598,5 @@ func TestHTTPShutdownWithOpenStreams(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("ServeStreamableHTTP did not return within 5 s of cancellation")
-	}
-}
-
-// TestHTTPListenPolicy: an address that is not HOST:PORT is invalid, whatever the
-// token; a non-loopback address needs a token.
-func TestHTTPListenPolicy(t *testing.T) {
-	srv := New(Config{Version: "test", Repl: repl.NewManager(t.Context(), repl.Config{})})
-	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
-		err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: addr})
-		if !errors.Is(err, ErrTokenRequired) {
-			t.Fatalf("listen %s without a token: %v, want ErrTokenRequired", addr, err)
-		}
-	}
-	for _, addr := range []string{"garbage", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:-1", "[::1:80"} {
-		err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: addr})
-		if !errors.Is(err, ErrInvalidAddr) || !strings.Contains(err.Error(), "HOST:PORT") {
-			t.Fatalf("listen %s: %v, want ErrInvalidAddr saying HOST:PORT", addr, err)
-		}
-	}
-	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:80"} {
-		err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{Addr: addr, NoAuth: true})
-		if !errors.Is(err, ErrNoAuthLoopbackOnly) {
-			t.Fatalf("listen %s with NoAuth: %v, want ErrNoAuthLoopbackOnly", addr, err)
-		}
-	}
-	if err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{NoAuth: true, Token: "tok"}); err == nil || !strings.Contains(err.Error(), "NoAuth excludes a Token") {
-		t.Fatalf("NoAuth with a token: %v", err)
-	}
-	// On loopback without a token, one is generated; with nowhere to write it, none is served.
-	if err := srv.ServeStreamableHTTP(t.Context(), HTTPConfig{}); !errors.Is(err, ErrTokenRequired) {
-		t.Fatalf("no token, no NoAuth, no TokenDirs: %v, want ErrTokenRequired", err)
-	}
-	for addr, want := range map[string]bool{
-		"127.0.0.1:0": true, "localhost:8080": true, "[::1]:0": true, "127.1.2.3:9": true,
-		"0.0.0.0:0": false, ":0": false, "192.168.1.2:80": false, "example.com:80": false,
-	} {
-		if got := loopbackHostPort(addr); got != want {
-			t.Errorf("loopbackHostPort(%q) = %v", addr, got)
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,14 +58,14 @@ func followProgress(ctx context.Context) (watch *repl.OutputWatch, stop func()) 
 // echoableToken reports a progress token the specification allows, a string or
 // an integer, as encoding/json decodes it. An integer beyond 2^53 has lost digits
 // here: where the transport owns the bytes it arrives as a stand-in string and
-// leaves with every digit (wireids.go); anywhere else it gets no notifications
+// leaves with every digit (transport/wireids.go); anywhere else it gets no notifications
 // rather than ones for another token.
 func echoableToken(token any) bool {
 	switch t := token.(type) {
 	case string:
 		return true
 	case float64:
-		return t == math.Trunc(t) && math.Abs(t) <= maxExactFloat
+		return t == math.Trunc(t) && math.Abs(t) <= transport.MaxExactFloat
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/iota-uz/repl-mcp/internal/randjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -100,10 +101,10 @@ func TestWireResultOfRandomResults(t *testing.T) {
 				}
 				r.Content = append(r.Content, &mcp.ImageContent{MIMEType: "image/png", Data: data})
 			} else {
-				r.Content = append(r.Content, &mcp.TextContent{Text: randomString(rng)})
+				r.Content = append(r.Content, &mcp.TextContent{Text: randjson.String(rng)})
 			}
 		}
-		switch v := randomJSON(rng, 3); rng.IntN(3) {
+		switch v := randjson.Value(rng, 3); rng.IntN(3) {
 		case 0:
 			raw, err := json.Marshal(v)
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/sandbox"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -83,17 +84,6 @@ const instructions = "repl-mcp is a persistent Python session on this machine (t
 	"Results say whether variables survived and name the run and generation. Large outputs are artifacts " +
 	"(artifact_read). Sub-agents share the default session: each opens its own with python_session_open. " +
 	"Over HTTP under protocol 2026-07-28, pass python_health's session_id."
-
-// Shutdown budgets: how long the server lets runs stop on their own when it ends.
-const (
-	// eofGrace is how long running cells may go on after the client closed stdin
-	// before they are cancelled; their replies are still written.
-	eofGrace = 3 * time.Second
-	// signalGrace is how long a cell may take to honour the interrupt on SIGTERM.
-	signalGrace = 500 * time.Millisecond
-	// closeGrace bounds the wait for in-flight handlers once sessions are closing.
-	closeGrace = 1500 * time.Millisecond
-)
 
 // New builds the server and registers its tools.
 func New(cfg Config) *Server {
@@ -233,40 +223,18 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // the client closes in (every request already read is answered first) or ctx is
 // cancelled (SIGTERM, SIGINT). Either way every session is closed before it returns.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	eof := make(chan struct{})
-	transport := newStdioTransport(in, out, s.logger, func() { close(eof) })
-	transport.tasks = s.serveTask
-	served := make(chan error, 1)
-	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRun()
-	go func() { served <- s.mcp.Run(runCtx, transport) }()
+	return transport.ServeStdio(ctx, in, out, s.host())
+}
 
-	var err error
-	select {
-	case err = <-served:
-	case <-eof:
-		// Answer what was read; cells still running after the grace are cancelled,
-		// and their cancelled results are answered too.
-		select {
-		case err = <-served:
-		case <-time.After(eofGrace):
-			s.repl.Close(signalGrace)
-			err = <-served
-		}
-	case <-ctx.Done():
-		closed := make(chan struct{})
-		go func() { s.repl.Close(signalGrace); close(closed) }()
-		stopRun()
-		select {
-		case <-served:
-		case <-time.After(closeGrace):
-		}
-		<-closed
-		return nil
-	}
-	s.repl.Close(signalGrace)
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+// ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
+// (SIGTERM, SIGINT): any number of clients, every MCP session seeing the same REPL
+// sessions (transport.ServeStreamableHTTP). It is meant to run once per Server.
+func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg transport.HTTPConfig) error {
+	return transport.ServeStreamableHTTP(ctx, cfg, s.host())
+}
+
+// host is what the transports carry of s: go-sdk's server, the close of every REPL
+// session, and the requests of the tasks extension.
+func (s *Server) host() transport.Host {
+	return transport.Host{MCP: s.mcp, CloseSessions: s.repl.Close, Tasks: taskRequests{s}, Logger: s.logger}
 }

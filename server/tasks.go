@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,7 +25,8 @@ import (
 // after a yield (docs/contract.md §5.6), and the client polls tasks/get for its
 // result. go-sdk knows nothing of tasks: the tools/call answer is swapped in by a
 // middleware (taskAnswers), and tasks/get, tasks/cancel and tasks/update are served
-// by the transports themselves (stdio.go, http_tasks.go) through serveTask.
+// by the transports themselves (transport/stdio.go, transport/http_tasks.go) through
+// serveTask (taskRequests, their transport.Tasks).
 
 // tasksExtension names the extension, in capabilities and per-request _meta.
 const tasksExtension = "io.modelcontextprotocol/tasks"
@@ -354,7 +356,7 @@ func clientKey(call *mcp.CallToolRequest) string {
 	if call == nil || call.Extra == nil || call.Extra.Header == nil {
 		return "stdio"
 	}
-	if id := call.Extra.Header.Get(sessionIDHeader); id != "" {
+	if id := call.Extra.Header.Get(transport.SessionIDHeader); id != "" {
 		return "session " + id
 	}
 	if info := call.Params.Meta[mcp.MetaKeyClientInfo]; info != nil {
@@ -418,12 +420,14 @@ const (
 // ownsRequest reports a request the transports answer through serveTask rather
 // than hand to go-sdk: a method of the extension, and a subscriptions/listen that
 // asks for task notifications without declaring the extension, which the extension
-// refuses (go-sdk would drop the taskIds it does not know and acknowledge).
+// refuses (go-sdk would drop the taskIds it does not know and acknowledge). No task
+// notifications are sent on a subscriptions/listen stream (the extension makes them
+// optional).
 func ownsRequest(method string, params json.RawMessage) bool {
 	switch method {
 	case methodTasksGet, methodTasksCancel, methodTasksUpdate:
 		return true
-	case methodSubscriptionsListen:
+	case transport.MethodSubscriptionsListen:
 		var p struct {
 			Meta          map[string]any `json:"_meta"`
 			Notifications struct {
@@ -434,10 +438,6 @@ func ownsRequest(method string, params json.RawMessage) bool {
 	}
 	return false
 }
-
-// methodSubscriptionsListen opens a stream of notifications under 2026-07-28; we
-// send no task notifications on it (the extension makes them optional).
-const methodSubscriptionsListen = "subscriptions/listen"
 
 // errMissingTasks is the -32021 error of a request that needed the extension
 // declared in its _meta.
@@ -457,7 +457,7 @@ var (
 // serveTask answers one request ownsRequest owns: its result, or the JSON-RPC
 // error to answer with. ctx is the transport's, for a result's artifact.
 func (s *Server) serveTask(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.Error) {
-	if method == methodSubscriptionsListen {
+	if method == transport.MethodSubscriptionsListen {
 		return nil, errMissingTasks()
 	}
 	var p struct {
@@ -497,4 +497,16 @@ func (s *Server) serveTask(ctx context.Context, method string, params json.RawMe
 		}
 		return ack, nil
 	}
+}
+
+// taskRequests are the requests of the extension as the transports answer them
+// (transport.Tasks): ownsRequest picks them, serveTask answers.
+type taskRequests struct{ s *Server }
+
+func (taskRequests) Owns(method string, params json.RawMessage) bool {
+	return ownsRequest(method, params)
+}
+
+func (r taskRequests) Serve(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.Error) {
+	return r.s.serveTask(ctx, method, params)
 }

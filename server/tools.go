@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -134,17 +135,15 @@ func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallTool
 // request stands alone and there is no implicit default session.
 func statelessRequest(req *mcp.CallToolRequest) bool {
 	if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
-		return v >= statelessProtocol
+		return v >= transport.StatelessProtocol
 	}
 	if req.Session != nil {
 		if p := req.Session.InitializeParams(); p != nil {
-			return p.ProtocolVersion >= statelessProtocol
+			return p.ProtocolVersion >= transport.StatelessProtocol
 		}
 	}
 	return false
 }
-
-const statelessProtocol = "2026-07-28"
 
 // sharedTransport reports a request that came over HTTP, where any number of
 // clients share the server's sessions, so a stateless request must say which one

@@ -27,6 +27,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/iota-uz/repl-mcp/statedir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -156,7 +157,7 @@ func startWireAs(t *testing.T, c wireClient) *wireServer {
 		served <- err
 	}()
 	w := &wireServer{t: t, project: project, srv: srv, stdin: inW, lines: make(chan []byte, 64), seen: map[string]map[bool]bool{}}
-	if c.protocol >= statelessProtocol {
+	if c.protocol >= transport.StatelessProtocol {
 		w.meta = map[string]any{
 			mcp.MetaKeyProtocolVersion:    c.protocol,
 			mcp.MetaKeyClientInfo:         map[string]any{"name": c.name, "version": "1"},
@@ -589,7 +590,7 @@ func TestIsErrorOverHTTP(t *testing.T) {
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeStreamableHTTP(ctx, HTTPConfig{Addr: "127.0.0.1:0", Token: wireToken, Listening: func(u, _ string) { urls <- u }})
+		done <- srv.ServeStreamableHTTP(ctx, transport.HTTPConfig{Addr: "127.0.0.1:0", Token: wireToken, Listening: func(u, _ string) { urls <- u }})
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -18,7 +18,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/privfile"
 )
 
-// The snapshot files, as the worker writes them (repl/worker/PROTOCOL.md,
+// The snapshot files, as the worker writes them (worker/PROTOCOL.md,
 // "Snapshots"): a directory per snapshot, its manifest the JSON body, a newline, the
 // hex HMAC-SHA256 of manifestLabel and the body, a newline.
 const (

@@ -1,4 +1,4 @@
-package main
+package mcpc
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestMCPCAssertions pins the assertion language of mcpc (see mcpc_test.go).
+// TestMCPCAssertions pins the assertion language of mcpc (see doc.go).
 func TestMCPCAssertions(t *testing.T) {
 	var msg map[string]any
 	reply := `{"jsonrpc":"2.0","id":3,"result":{"isError":false,
@@ -116,7 +116,7 @@ func TestMCPCSplitWords(t *testing.T) {
 }
 
 // TestMCPCStableReply pins save-reply's stable form: sorted, indented, numbers as
-// written, and every volatile value a placeholder (mcpc_test.go, Goldens).
+// written, and every volatile value a placeholder (doc.go, Goldens).
 func TestMCPCStableReply(t *testing.T) {
 	sc := `{"session_id":"0b7e2c1a-5d1f-4c3e-9a2b-6f8e1d2c3b4a","run_id":"11111111-2222-4333-8444-555555555555",` +
 		`"other":"0b7e2c1a-5d1f-4c3e-9a2b-6f8e1d2c3b4a","python":{"pid":4242,"python_version":"3.11.7"},` +

@@ -51,7 +51,7 @@ var bundled = sync.OnceValue(func() bundle {
 	if err != nil {
 		// The embedded files are part of the binary: only a broken build gets here, and
 		// TestBundle fails first.
-		panic("repl/worker: " + err.Error())
+		panic("worker: " + err.Error())
 	}
 	return b
 })

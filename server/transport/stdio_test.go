@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -326,14 +327,14 @@ func TestCancelReachesACallWithAStandInID(t *testing.T) {
 	io.WriteString(inW, initLine+`{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"block","arguments":{}}}`+"\n")
 	select {
 	case <-started:
-	case <-time.After(wait(t, 10*time.Second)):
+	case <-time.After(testwait.Bound(t, 10*time.Second)):
 		t.Fatal("the call never started")
 	}
 	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.5}}`+"\n")
 	inW.Close()
 	select {
 	case <-done:
-	case <-time.After(wait(t, 15*time.Second)):
+	case <-time.After(testwait.Bound(t, 15*time.Second)):
 		t.Fatalf("the cancelled call never ended: %s", out.String())
 	}
 }

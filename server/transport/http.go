@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -36,11 +36,11 @@ const DefaultHTTPAddr = "127.0.0.1:0"
 
 // HTTP limits.
 const (
-	// maxHTTPBody bounds one request body, as maxLine bounds a stdio line.
-	maxHTTPBody = maxLine
+	// MaxHTTPBody bounds one request body, as maxLine bounds a stdio line.
+	MaxHTTPBody = maxLine
 	// readHeaderTimeout bounds a client that opens a connection and stalls.
 	readHeaderTimeout = 10 * time.Second
-	// readBodyTimeout bounds reading one request body (at most maxHTTPBody). There
+	// readBodyTimeout bounds reading one request body (at most MaxHTTPBody). There
 	// is no whole-request read or write timeout: a GET stream and a long
 	// tools/call reply legitimately last as long as they need.
 	readBodyTimeout = 30 * time.Second
@@ -102,44 +102,50 @@ type HTTPConfig struct {
 	// token was given or NoAuth is set).
 	Listening func(url, tokenFile string)
 
-	// limits are zero but in tests; withDefaults fills them in.
-	limits httpLimits
+	// Limits are zero but in tests, which lower them; withDefaults fills in the
+	// fields left zero.
+	Limits HTTPLimits
 }
 
-// httpLimits are the transport's bounds that tests lower.
-type httpLimits struct {
-	maxConns    int
-	bodyTimeout time.Duration
-	maxSessions int
-	sessionIdle time.Duration
-	// swept, if set, is called after each sweep of the idle reaper with the time it
+// HTTPLimits are the transport's bounds that tests lower; a zero field is the
+// transport's own bound.
+type HTTPLimits struct {
+	// MaxConns bounds the connections open at once (connLimit).
+	MaxConns int
+	// BodyTimeout bounds reading one request body (readBodyTimeout).
+	BodyTimeout time.Duration
+	// MaxSessions bounds the stateful MCP sessions open at once (maxHTTPSessions).
+	MaxSessions int
+	// SessionIdle closes a stateful MCP session idle this long (httpSessionIdle).
+	SessionIdle time.Duration
+	// Swept, if set, is called after each sweep of the idle reaper with the time it
 	// judged idleness at: a test waits for a sweep instead of sleeping past one.
-	swept func(at time.Time)
+	Swept func(at time.Time)
 }
 
-func (l httpLimits) withDefaults() httpLimits {
-	if l.maxSessions <= 0 {
-		l.maxSessions = maxHTTPSessions
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = maxHTTPSessions
 	}
-	if l.sessionIdle <= 0 {
-		l.sessionIdle = httpSessionIdle
+	if l.SessionIdle <= 0 {
+		l.SessionIdle = httpSessionIdle
 	}
-	if l.maxConns <= 0 {
-		l.maxConns = connLimit()
+	if l.MaxConns <= 0 {
+		l.MaxConns = connLimit()
 	}
-	if l.bodyTimeout <= 0 {
-		l.bodyTimeout = readBodyTimeout
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = readBodyTimeout
 	}
 	return l
 }
 
-// ServeStreamableHTTP serves MCP over streamable HTTP until ctx is cancelled
+// ServeStreamableHTTP serves host over streamable HTTP until ctx is cancelled
 // (SIGTERM, SIGINT). Any number of clients may connect; every MCP session, stateful
 // or stateless, sees the same REPL sessions. On cancellation it stops accepting,
-// closes every REPL session (runs are cancelled, workers reaped) and every MCP
-// session, and returns nil within about closeGrace (REPL sessions get signalGrace
-// of it to stop their runs).
-func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error {
+// closes every REPL session (host.CloseSessions: runs are cancelled, workers
+// reaped) and every MCP session, and returns nil within about closeGrace (REPL
+// sessions get signalGrace of it to stop their runs).
+func ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig, host Host) error {
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultHTTPAddr
@@ -185,24 +191,24 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, cfg HTTPConfig) error 
 		defer f.remove()
 		tokenFile = f.path
 	}
-	return s.serveHTTPListener(ctx, ln, token, cfg.limits.withDefaults(), func(url string) {
+	return serveHTTPListener(ctx, host, ln, token, cfg.Limits.withDefaults(), func(url string) {
 		if cfg.Listening != nil {
 			cfg.Listening(url, tokenFile)
 		}
 	})
 }
 
-// serveHTTPListener serves on ln, which it closes, within limits. It is meant to
-// run once per Server: each call adds its middleware again.
-func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token string, limits httpLimits, listening func(url string)) error {
-	h := s.httpHandler(token, limits)
-	s.mcp.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
+// serveHTTPListener serves host on ln, which it closes, within limits. It is meant
+// to run once per host: each call adds its middleware again.
+func serveHTTPListener(ctx context.Context, host Host, ln net.Listener, token string, limits HTTPLimits, listening func(url string)) error {
+	h := newHTTPHandler(host, token, limits)
+	host.MCP.AddReceivingMiddleware(h.requests.cancelWithRequest, h.sessions.track)
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		refuse(w, http.StatusNotFound, "404 page not found: the MCP endpoint is "+HTTPPath)
 	})
-	gate := newConnGate(limits.maxConns)
+	gate := newConnGate(limits.MaxConns)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -230,7 +236,7 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 	case <-ctx.Done():
 	}
 	stopReaping()
-	s.shutdownHTTP(context.WithoutCancel(ctx), srv, reaped)
+	shutdownHTTP(context.WithoutCancel(ctx), host, srv, reaped)
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
@@ -243,7 +249,7 @@ func (s *Server) serveHTTPListener(ctx context.Context, ln net.Listener, token s
 // closeGrace has passed. A session close stuck behind a handler that ignores
 // cancellation is left behind, as ServeStdio leaves a stuck Run: the process is
 // ending.
-func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-chan struct{}) {
+func shutdownHTTP(ctx context.Context, host Host, srv *http.Server, reaped <-chan struct{}) {
 	deadline, cancel := context.WithTimeout(ctx, closeGrace)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -253,13 +259,13 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-ch
 		// Shutdown closes the listener first, then waits for handlers to return.
 		srv.Shutdown(deadline)
 	})
-	s.repl.Close(signalGrace)
+	host.CloseSessions(signalGrace)
 	closed := make(chan struct{})
 	go func() {
 		// ServerSession.Close waits for in-flight handlers; they have been
 		// cancelled with their REPL sessions, but a stuck one must not hold us.
 		var sessions sync.WaitGroup
-		for ss := range s.mcp.Sessions() {
+		for ss := range host.MCP.Sessions() {
 			sessions.Go(func() { ss.Close() })
 		}
 		sessions.Wait()
@@ -283,27 +289,27 @@ func (s *Server) shutdownHTTP(ctx context.Context, srv *http.Server, reaped <-ch
 	wg.Wait()
 }
 
-// httpHandler is the /mcp endpoint: Host and Origin checks, bearer token, body
+// newHTTPHandler is the /mcp endpoint: Host and Origin checks, bearer token, body
 // bound, then routing to the stateful go-sdk handler (through the MCP session
 // table) or the stateless one.
-func (s *Server) httpHandler(token string, limits httpLimits) *httpHandler {
-	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+func newHTTPHandler(host Host, token string, limits HTTPLimits) *httpHandler {
+	getServer := func(*http.Request) *mcp.Server { return host.MCP }
 	// go-sdk's logger reports normal disconnects as errors; ours reports what matters.
 	quiet := slog.New(slog.DiscardHandler)
 	h := &httpHandler{
-		bodyTimeout: limits.bodyTimeout,
+		bodyTimeout: limits.BodyTimeout,
 		requests:    &requestContexts{m: map[string]context.Context{}},
 		ids:         newHTTPIDs(),
-		sessions:    newMCPSessions(s.mcp, limits, s.logger),
-		tasks:       s.serveTask,
+		sessions:    newMCPSessions(host.MCP, limits, host.logger()),
+		tasks:       host.Tasks,
 		// No SessionTimeout: h.sessions closes idle sessions (see http_sessions.go).
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			MaxRequestBodyBytes: maxHTTPBody,
+			MaxRequestBodyBytes: MaxHTTPBody,
 			Logger:              quiet,
 		}),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			Stateless:                    true,
-			MaxRequestBodyBytes:          maxHTTPBody,
+			MaxRequestBodyBytes:          MaxHTTPBody,
 			PropagateRequestCancellation: true,
 			Logger:                       quiet,
 		}),
@@ -322,7 +328,7 @@ type httpHandler struct {
 	requests            *requestContexts
 	sessions            *mcpSessions
 	ids                 *httpIDs // ids and progress tokens as sent (http_ids.go)
-	tasks               taskServer
+	tasks               Tasks
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -346,7 +352,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// An unknown session is refused before its body is read, as the refusals
 	// above are: a client that declared a body and sent part of it must not hold
 	// the connection until the body timeout.
-	if id := r.Header.Get(sessionIDHeader); id != "" {
+	if id := r.Header.Get(SessionIDHeader); id != "" {
 		done, ok := h.sessions.request(id, r.Method == http.MethodGet)
 		if !ok {
 			refuse(w, http.StatusNotFound, "session not found")
@@ -360,7 +366,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// take as long as the call.
 		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxHTTPBody))
 		if err == nil {
 			rc.SetReadDeadline(time.Time{})
 		} else {
@@ -371,7 +377,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", int64(maxHTTPBody)))
+				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", int64(MaxHTTPBody)))
 				return
 			}
 			refuse(w, http.StatusBadRequest, "failed to read body")
@@ -381,7 +387,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.serveTask(w, r, body) {
 			return
 		}
-		body, restore, forget, refused := h.ids.rewrite(r.Header.Get(sessionIDHeader), body)
+		body, restore, forget, refused := h.ids.rewrite(r.Header.Get(SessionIDHeader), body)
 		defer forget()
 		if refused != nil {
 			w.Header().Set("Content-Type", "application/json")
@@ -406,7 +412,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if r.Header.Get(sessionIDHeader) == "" && msgs.initialize {
+	if r.Header.Get(SessionIDHeader) == "" && msgs.initialize {
 		ok, release := h.sessions.admit()
 		if !ok {
 			http.Error(w, "too many open MCP sessions, each with a call in flight; retry when one ends, or close one (HTTP DELETE)", http.StatusServiceUnavailable)
@@ -439,7 +445,6 @@ func (h *httpHandler) authorized(r *http.Request) bool {
 }
 
 const (
-	sessionIDHeader       = "Mcp-Session-Id"
 	protocolVersionHeader = "Mcp-Protocol-Version"
 	// requestKeyHeader carries the key of the HTTP request's context to handlers;
 	// a client's own value is dropped.
@@ -453,17 +458,17 @@ const (
 // opens a stateful session. GET and DELETE without a session id stay stateful
 // (400) unless they declare 2026-07-28 (405, as that protocol has no GET stream).
 func routeStateless(r *http.Request, msgs peeked) bool {
-	if r.Header.Get(sessionIDHeader) != "" {
+	if r.Header.Get(SessionIDHeader) != "" {
 		return false
 	}
-	if r.Header.Get(protocolVersionHeader) >= statelessProtocol {
+	if r.Header.Get(protocolVersionHeader) >= StatelessProtocol {
 		return true
 	}
 	if r.Method != http.MethodPost || !msgs.valid {
 		return false
 	}
 	switch {
-	case msgs.metaVersion >= statelessProtocol, msgs.discover:
+	case msgs.metaVersion >= StatelessProtocol, msgs.discover:
 		return true
 	case msgs.initialize:
 		return false

@@ -19,7 +19,7 @@ from harness import (
 from replworker.messages import SHELL_FORM_UNSUPPORTED
 
 # The real uv, which interop/.venv-uv holds beside the data venv (make interop-deps).
-UV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-uv', 'bin', 'uv'))
+UV = os.path.realpath(os.path.join(HERE, '..', 'interop', '.venv-uv', 'bin', 'uv'))
 
 
 class HelperTests(WorkerTestCase):

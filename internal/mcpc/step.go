@@ -1,6 +1,6 @@
 // The mcpc client's script steps: one line of a script, run.
 
-package main
+package mcpc
 
 import (
 	"encoding/json"
@@ -377,7 +377,7 @@ func (c *mcpClient) step(line string) error {
 		if err != nil {
 			return fmt.Errorf("pid-alive: bad pid %q", rest)
 		}
-		if alive, how := pidState(pid); !alive {
+		if alive, how := PIDState(pid); !alive {
 			return fmt.Errorf("process %d is not alive (%s)", pid, how)
 		}
 		return nil
@@ -397,7 +397,7 @@ func (c *mcpClient) step(line string) error {
 		}
 		end := time.Now().Add(c.bound(d))
 		for {
-			alive, how := pidState(pid)
+			alive, how := PIDState(pid)
 			if !alive {
 				return nil
 			}
@@ -507,8 +507,10 @@ func parseSignal(s string) (syscall.Signal, error) {
 	return 0, fmt.Errorf("unknown signal %q", s)
 }
 
-// pidState reports whether pid is a live process; a zombie counts as gone.
-func pidState(pid int) (alive bool, how string) {
+// PIDState reports whether pid is a live process, and how it is; a zombie counts as
+// gone. The pid-alive and pid-gone commands use it, and tests that wait for a process
+// to go.
+func PIDState(pid int) (alive bool, how string) {
 	if pid <= 0 {
 		return false, "not a pid"
 	}

@@ -6,7 +6,7 @@ a run ends are shown and closed by the worker (display.py, show_figures and clos
 
 matplotlib imports this module when pyplot first needs its backend, through the bootstrap's
 finder (module:// names go to importlib.import_module), so its imports of matplotlib never
-run at the worker's start: repl/worker.Imports leaves this file out of the cold-start floor."""
+run at the worker's start: worker.Imports leaves this file out of the cold-start floor."""
 
 import itertools
 

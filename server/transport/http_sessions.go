@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type mcpSessions struct {
 	max    int
 	idle   time.Duration
 	logger *slog.Logger
-	swept  func(at time.Time) // httpLimits.swept
+	swept  func(at time.Time) // HTTPLimits.Swept
 
 	mu       sync.Mutex
 	m        map[string]*sessionUse
@@ -55,8 +55,8 @@ type sessionUse struct {
 // busy reports something in flight: a call running, or a POST awaiting its reply.
 func (u *sessionUse) busy() bool { return u.calls > 0 || u.posts > 0 }
 
-func newMCPSessions(server *mcp.Server, limits httpLimits, logger *slog.Logger) *mcpSessions {
-	return &mcpSessions{server: server, max: limits.maxSessions, idle: limits.sessionIdle, swept: limits.swept,
+func newMCPSessions(server *mcp.Server, limits HTTPLimits, logger *slog.Logger) *mcpSessions {
+	return &mcpSessions{server: server, max: limits.MaxSessions, idle: limits.SessionIdle, swept: limits.Swept,
 		logger: logger, m: map[string]*sessionUse{}}
 }
 

@@ -10,7 +10,7 @@ import unittest
 
 from replworker import output
 
-CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'testdata', 'terminal_cases.json')
+CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'repl', 'testdata', 'terminal_cases.json')
 
 
 def pieces(items):

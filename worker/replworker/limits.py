@@ -7,7 +7,7 @@ its environment: REPL_MCP_WORKER_LIMITS, a JSON object by name
 (PROTOCOL.md, The limits). They have no value here. A worker started without that variable, or with a name
 missing, one this table does not know or a value of the wrong kind, writes one line about
 it to fd 2 and exits with status 2 before its ready frame. The worker's tests get the
-variable from the Go test that runs them (repl/worker's TestWorkerUnit); main.run()
+variable from the Go test that runs them (package worker's TestWorkerUnit); main.run()
 removes it from os.environ before the first cell. The other limits are the worker's own:
 nothing on the Go side depends on them."""
 
@@ -33,7 +33,7 @@ def _refuse(reason):
 def _from_server():
     text = os.environ.get(_variable)
     if text is None:
-        _refuse('is not set: the server gives every worker its limits (run the worker\'s tests with go test ./repl/worker)')
+        _refuse('is not set: the server gives every worker its limits (run the worker\'s tests with go test ./worker)')
     try:
         limits = json.loads(text)
     except ValueError as exc:

@@ -1,7 +1,7 @@
 // The mcpc client's assertions: paths into a reply, comparisons, and the stable form
 // golden replies are compared in.
 
-package main
+package mcpc
 
 import (
 	"bytes"

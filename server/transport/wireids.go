@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -136,7 +136,7 @@ func naturalID(raw json.RawMessage) jsonrpc.ID {
 	// go-sdk decodes the requestId of a notifications/cancelled as a float64: an
 	// id beyond 2^53 would cancel another call.
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n > maxExactFloat || n < -maxExactFloat || strconv.FormatInt(n, 10) != string(raw) {
+	if err != nil || n > MaxExactFloat || n < -MaxExactFloat || strconv.FormatInt(n, 10) != string(raw) {
 		return jsonrpc.ID{} // out of range, or -0
 	}
 	id, _ := jsonrpc.MakeID(float64(n)) // exact: |n| <= 2^53
@@ -225,11 +225,12 @@ func needsStandIn(token json.RawMessage) bool {
 		return false
 	}
 	n, err := strconv.ParseInt(string(token), 10, 64)
-	return err != nil || n > maxExactFloat || n < -maxExactFloat
+	return err != nil || n > MaxExactFloat || n < -MaxExactFloat
 }
 
-// maxExactFloat is the largest integer up to which every integer is a float64.
-const maxExactFloat = 1 << 53
+// MaxExactFloat is the largest integer up to which every integer is a float64: go-sdk
+// holds an id or a progress token beyond it changed, unless a transport stands in.
+const MaxExactFloat = 1 << 53
 
 // progressToken finds params._meta.progressToken: its raw value and its offsets
 // in params.

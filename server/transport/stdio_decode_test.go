@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iota-uz/repl-mcp/internal/randjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -151,7 +152,7 @@ func TestEncodeLineMatchesGoSDKOnManyResponses(t *testing.T) {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(i%2 == 0)
-		if err := enc.Encode(randomJSON(rng, 4)); err != nil {
+		if err := enc.Encode(randjson.Value(rng, 4)); err != nil {
 			t.Fatal(err)
 		}
 		resp := &jsonrpc.Response{ID: id, Result: bytes.TrimRight(buf.Bytes(), "\n")}
@@ -175,44 +176,4 @@ func TestEncodeLineMatchesGoSDKOnManyResponses(t *testing.T) {
 			t.Errorf("encodeLine with the raw id 1.50 = %s, %v", got, err)
 		}
 	}
-}
-
-// randomJSON is a random JSON value at most depth deep, with strings that need
-// escaping.
-func randomJSON(rng *rand.Rand, depth int) any {
-	kind := rng.IntN(7)
-	if depth == 0 {
-		kind %= 4
-	}
-	switch kind {
-	case 0:
-		return nil
-	case 1:
-		return rng.IntN(2) == 0
-	case 2:
-		return []float64{0, -1, 1.5, 1e21, 123456789, 1e-7}[rng.IntN(6)]
-	case 3:
-		return randomString(rng)
-	case 4, 5:
-		m := map[string]any{}
-		for range rng.IntN(4) {
-			m[randomString(rng)+"k"] = randomJSON(rng, depth-1)
-		}
-		return m
-	default:
-		var a []any
-		for range rng.IntN(4) {
-			a = append(a, randomJSON(rng, depth-1))
-		}
-		return a
-	}
-}
-
-func randomString(rng *rand.Rand) string {
-	parts := []string{"a", "<", ">", "&", "\"", "\\", "\n", "\x01", "é", "\u2028", "😀", " "}
-	var s strings.Builder
-	for range rng.IntN(6) {
-		s.WriteString(parts[rng.IntN(len(parts))])
-	}
-	return s.String()
 }

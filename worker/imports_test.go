@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/internal/pythons"
-	"github.com/iota-uz/repl-mcp/repl/worker"
+	"github.com/iota-uz/repl-mcp/worker"
 )
 
 // The bench's cold-start floor runs Imports() in a bare Python and compares the worker's

@@ -1,7 +1,9 @@
 // Package worker holds the Python worker, embedded into the binary, and gives package
 // repl what it needs to start one: [Bootstrap], the -c program a worker starts as, and
 // [Bundle], the worker's modules as the bootstrap reads them from the protocol pipe. It
-// starts nothing itself; package repl starts and supervises workers.
+// starts nothing itself; package repl starts and supervises workers. It sits at the top
+// of the tree, beside guardian, because it is a process of its own: repl supervises it
+// over the protocol and a guardian runs it (docs/design.md, "Processes").
 //
 // The layout, every Python file standard library only (it runs inside the user's own
 // interpreter):

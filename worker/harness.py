@@ -1,5 +1,5 @@
 """What the worker's tests share: the bundle the server sends (built here from the package
-directory, in the format repl/worker/embed.go builds it, which TestBundleMatchesHarness
+directory, in the format worker/embed.go builds it, which TestBundleMatchesHarness
 checks), a worker started exactly as the Go server starts one, and process helpers.
 Every wait is bounded (select with deadlines).
 
@@ -54,11 +54,11 @@ CHUNK = 32_768
 # polars and xarray values) run on interop/.venv-data only, the venv of the pinned data libraries, where a
 # missing library is an error: worker_test.go runs them there with
 # REPL_MCP_DATA_LIBS=required, and `interop/.venv-data/bin/python -m unittest ...` runs them
-# too (with REPL_MCP_WORKER_LIMITS set: `go test ./repl/worker -run TestWorkerLibraries` sets
+# too (with REPL_MCP_WORKER_LIMITS set: `go test ./worker -run TestWorkerLibraries` sets
 # it). On any other interpreter they skip with a reason starting LIBRARY_SKIP, which the Go
 # test counts, so that nothing else is ever skipped unnoticed.
 DATA_LIBS = ('numpy', 'pandas', 'matplotlib', 'polars', 'xarray')
-DATA_VENV = os.path.realpath(os.path.join(HERE, '..', '..', 'interop', '.venv-data'))
+DATA_VENV = os.path.realpath(os.path.join(HERE, '..', 'interop', '.venv-data'))
 LIBRARY_SKIP = 'library test:'
 
 
@@ -78,13 +78,13 @@ def server_limits():
     """The limits the server gives a worker, by name, from this process's environment."""
     text = os.environ.get(LIMITS_VAR)
     if text is None:
-        raise RuntimeError(f'{LIMITS_VAR} is not set: run the worker\'s tests with go test ./repl/worker')
+        raise RuntimeError(f'{LIMITS_VAR} is not set: run the worker\'s tests with go test ./worker')
     return json.loads(text)
 
 
 def build_bundle(package_dir=PACKAGE_DIR):
     """(bundle bytes with their header, digest): the modules of `package_dir` in file-name
-    order, as PROTOCOL.md (The bundle) describes and repl/worker.Bundle() builds it."""
+    order, as PROTOCOL.md (The bundle) describes and worker.Bundle() builds it."""
     index, sources = [], []
     for name in sorted(os.listdir(package_dir)):
         if not name.endswith('.py'):

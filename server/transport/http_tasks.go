@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ const (
 )
 
 // serveTask answers a POST whose body is one request of the tasks extension
-// (tasks.go, ownsRequest), which go-sdk's handlers do not know, and reports whether
+// (Host.Tasks owns it), which go-sdk's handlers do not know, and reports whether
 // it did. The
 // reply is one JSON object, with the request's id as sent. A request under
 // 2026-07-28 must name its method in Mcp-Method and its taskId in Mcp-Name, as the
@@ -26,7 +26,7 @@ const (
 // go-sdk refuses one for tools/call (400, -32020).
 func (h *httpHandler) serveTask(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	req, rawID, ok := decodeRequest(body)
-	if !ok || !ownsRequest(req.Method, req.Params) || rawID == nil || string(bytes.TrimSpace(rawID)) == "null" || h.tasks == nil {
+	if !ok || h.tasks == nil || !h.tasks.Owns(req.Method, req.Params) || rawID == nil || string(bytes.TrimSpace(rawID)) == "null" {
 		return false
 	}
 	reply := func(status int, result any, rpcErr *jsonrpc.Error) {
@@ -45,7 +45,7 @@ func (h *httpHandler) serveTask(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(status)
 		w.Write(data)
 	}
-	if r.Header.Get(protocolVersionHeader) >= statelessProtocol && req.Method != methodSubscriptionsListen {
+	if r.Header.Get(protocolVersionHeader) >= StatelessProtocol && req.Method != MethodSubscriptionsListen {
 		var p struct {
 			TaskID any `json:"taskId"`
 		}
@@ -69,7 +69,7 @@ func (h *httpHandler) serveTask(w http.ResponseWriter, r *http.Request, body []b
 			return true
 		}
 	}
-	result, rpcErr := h.tasks(r.Context(), req.Method, req.Params)
+	result, rpcErr := h.tasks.Serve(r.Context(), req.Method, req.Params)
 	reply(http.StatusOK, result, rpcErr)
 	return true
 }

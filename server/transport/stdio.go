@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bufio"
@@ -36,6 +36,48 @@ const readChunk = 4 << 10
 // been cancelled; a reply that never comes must not keep the process alive.
 const drainLimit = 10 * time.Second
 
+// ServeStdio serves one client over newline-delimited JSON-RPC on in and out until
+// the client closes in (every request already read is answered first) or ctx is
+// cancelled (SIGTERM, SIGINT). Either way every session is closed before it returns.
+func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, host Host) error {
+	eof := make(chan struct{})
+	transport := newStdioTransport(in, out, host.logger(), func() { close(eof) })
+	transport.tasks = host.Tasks
+	served := make(chan error, 1)
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	go func() { served <- host.MCP.Run(runCtx, transport) }()
+
+	var err error
+	select {
+	case err = <-served:
+	case <-eof:
+		// Answer what was read; cells still running after the grace are cancelled,
+		// and their cancelled results are answered too.
+		select {
+		case err = <-served:
+		case <-time.After(eofGrace):
+			host.CloseSessions(signalGrace)
+			err = <-served
+		}
+	case <-ctx.Done():
+		closed := make(chan struct{})
+		go func() { host.CloseSessions(signalGrace); close(closed) }()
+		stopRun()
+		select {
+		case <-served:
+		case <-time.After(closeGrace):
+		}
+		<-closed
+		return nil
+	}
+	host.CloseSessions(signalGrace)
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
 // stdioTransport is newline-delimited JSON-RPC over a reader and a writer. Unlike
 // go-sdk's own stdio transport it answers every request it has read before it
 // reports EOF (go-sdk issue #1061 drops them), and a malformed or oversized line
@@ -46,12 +88,9 @@ type stdioTransport struct {
 	logger *slog.Logger
 	onEOF  func()
 	// tasks, when set, serves the requests of the tasks extension, which go-sdk
-	// does not know (Server.serveTask); ctx is the connection's.
-	tasks taskServer
+	// does not know (Host.Tasks); ctx is the connection's.
+	tasks Tasks
 }
-
-// taskServer answers one request of the tasks extension: its result or its error.
-type taskServer func(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.Error)
 
 func newStdioTransport(in io.Reader, out io.Writer, logger *slog.Logger, onEOF func()) *stdioTransport {
 	return &stdioTransport{in: in, out: out, logger: logger, onEOF: onEOF}
@@ -76,7 +115,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 
 type stdioConn struct {
 	ctx    context.Context // the connection's lifetime, for the requests it serves itself
-	tasks  taskServer
+	tasks  Tasks
 	out    io.Writer
 	logger *slog.Logger
 
@@ -139,7 +178,7 @@ func (c *stdioConn) accept(line []byte) bool {
 		if !c.admit(req, rawID) {
 			return true
 		}
-		if c.tasks != nil && req.IsCall() && ownsRequest(req.Method, req.Params) {
+		if c.tasks != nil && req.IsCall() && c.tasks.Owns(req.Method, req.Params) {
 			go c.serveTask(req)
 			return true
 		}
@@ -264,7 +303,7 @@ func (c *stdioConn) admit(req *jsonrpc.Request, rawID json.RawMessage) bool {
 // that it does not know the method. The reply goes out as go-sdk's do (Write), so
 // its id is the one sent and EOF waits for it.
 func (c *stdioConn) serveTask(req *jsonrpc.Request) {
-	result, rpcErr := c.tasks(c.ctx, req.Method, req.Params)
+	result, rpcErr := c.tasks.Serve(c.ctx, req.Method, req.Params)
 	resp := &jsonrpc.Response{ID: req.ID}
 	if rpcErr == nil {
 		raw, err := json.Marshal(result)
