@@ -18,7 +18,10 @@ import (
 // docs), and the forms that cited a spec the repository does not have.
 var (
 	sectionCitation = regexp.MustCompile(`§(\d+(?:\.\d+)*)`)
-	outsideCitation = regexp.MustCompile(`(?i)\b(?:contract|reference section)s? (?:section )?\d+\.\d+|\breference (?:[0-24-9]|3\.[2-9])\d*\.\d+|\.\./shared\b`)
+	outsideCitation = regexp.MustCompile(`(?i)\b(?:contract|reference section)s?(?:\.md)? (?:section )?\d+\.\d+|\breference (?:[0-24-9]|3\.[2-9])\d*\.\d+|\.\./shared\b`)
+	// commentLead is what opens a continued line of a comment or a quote ("// ", "# ",
+	// " * ", "> "): a citation broken across two lines is read with it taken away.
+	commentLead = regexp.MustCompile(`^\s*(?://+|#+|\*|>|--)?\s*`)
 	// A section is a heading (## 8., ### 8.6) or a numbered bold paragraph
 	// (**5.4.1 The namespace**).
 	contractHeading = regexp.MustCompile(`^(?:#{2,3} |\*\*)(\d+(?:\.\d+)*)\.? `)
@@ -31,6 +34,7 @@ var (
 func TestDocsCitations(t *testing.T) {
 	sections := contractSections(t)
 	cited := 0
+	prevPath, prev := "", ""
 	eachLine(t, func(path string, line int, text string) {
 		for _, m := range sectionCitation.FindAllStringSubmatch(text, -1) {
 			cited++
@@ -41,10 +45,32 @@ func TestDocsCitations(t *testing.T) {
 		if m := outsideCitation.FindString(text); m != "" {
 			t.Errorf("%s:%d cites %q: cite docs/contract.md §N or state the rule", path, line, m)
 		}
+		if path != prevPath {
+			prevPath, prev = path, ""
+		}
+		if m := spanningMatch(outsideCitation, prev, text); m != "" {
+			t.Errorf("%s:%d cites %q across a line break: cite docs/contract.md §N or state the rule", path, line, m)
+		}
+		prev = text
 	})
 	if cited < 50 {
 		t.Fatalf("only %d citations found: is the walk looking at the repository?", cited)
 	}
+}
+
+// spanningMatch is a match of re that starts on line prev and ends on line next once
+// both lose their comment leads and join with a space, so a citation a comment wraps
+// ("(contract" / "// 11.9)") is found; matches within one line are the caller's.
+func spanningMatch(re *regexp.Regexp, prev, next string) string {
+	a := commentLead.ReplaceAllString(prev, "")
+	b := commentLead.ReplaceAllString(next, "")
+	joined := a + " " + b
+	for _, loc := range re.FindAllStringIndex(joined, -1) {
+		if loc[0] < len(a) && loc[1] > len(a)+1 {
+			return joined[loc[0]:loc[1]]
+		}
+	}
+	return ""
 }
 
 // contractSections are the numbers of docs/contract.md's sections ("8", "8.6").

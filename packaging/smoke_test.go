@@ -36,8 +36,8 @@ type health struct {
 	} `json:"server"`
 }
 
-// smoke drives the repl-mcp installed in venv as a user's MCP client would (contract
-// 11.9), from a project directory outside the checkout.
+// smoke drives the repl-mcp installed in venv as a user's MCP client would
+// (docs/contract.md §10.1), from a project directory outside the checkout.
 func smoke(t *testing.T, r *repo, venv string) {
 	exe := filepath.Join(venv, "bin", "repl-mcp")
 	info, err := os.Stat(exe)

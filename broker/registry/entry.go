@@ -522,9 +522,9 @@ func regFingerprint(e Entry) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// launchesSelf reports whether a stdio entry would start repl-mcp itself (reference
-// 8.2): by its command's base name, a python -m repl_mcp module, uv/uvx running
-// repl-mcp, or a command that is one of the SelfExecutables files.
+// launchesSelf reports whether a stdio entry would start repl-mcp itself
+// (docs/contract.md §8.2): by its command's base name, a python -m repl_mcp module,
+// uv/uvx running repl-mcp, or a command that is one of the SelfExecutables files.
 func (l *loader) launchesSelf(e Entry) bool {
 	if e.Transport != TransportStdio {
 		return false

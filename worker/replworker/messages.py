@@ -1,7 +1,7 @@
 """Every message the worker gives a person or a program: results' errors, the exceptions
 the helpers raise, the text of previews and skipped checkpoint entries, and the protocol
-errors written to fd 2. Clients match substrings of many of them (reference section
-13.2), so they change only deliberately. Templates take str.format arguments."""
+errors written to fd 2. Clients match substrings of many of them (docs/contract.md
+§13.2), so they change only deliberately. Templates take str.format arguments."""
 
 from .limits import (
     ARGV_ITEMS, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES, EXECUTOR_PENDING_JOBS, INBOX_SLOTS,
