@@ -17,6 +17,15 @@ type procID struct {
 	comm  string
 }
 
+// procStat is the part of a process's status the bench needs.
+type procStat struct {
+	procID
+	state byte
+	ppid  int
+}
+
+func readStat(int) (procStat, error) { return procStat{}, errNoProcfs }
+
 func descendants(int) ([]procID, error) { return nil, errNoProcfs }
 
 func (procID) alive() bool { return false }

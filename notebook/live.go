@@ -382,14 +382,17 @@ func sweepLiveTemps(dir string, now time.Time) (removed []string) {
 		if err != nil {
 			continue
 		}
-		var st syscall.Stat_t
-		held := syscall.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() ||
-			now.Sub(time.Unix(st.Mtim.Unix())) < time.Second ||
-			syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil
+		f := os.NewFile(uintptr(fd), path)
+		held := true
+		if info, err := f.Stat(); err == nil {
+			st, ok := info.Sys().(*syscall.Stat_t)
+			held = !ok || int(st.Uid) != os.Geteuid() || now.Sub(info.ModTime()) < time.Second ||
+				syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil
+		}
 		if !held && os.Remove(path) == nil {
 			removed = append(removed, name)
 		}
-		syscall.Close(fd)
+		f.Close()
 	}
 	return removed
 }
