@@ -33,7 +33,7 @@ func (k *keepingServices) KeepText(_ context.Context, sessionID, text string, ke
 // while the store still holds it; another tool's text is kept afresh each time.
 func TestKeepTextOncePerRun(t *testing.T) {
 	services := &keepingServices{fakeServices: fakeServices{seen: make(chan RPC, 1), events: make(chan string, 16)}, gone: map[string]bool{}}
-	m := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), Services: services})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), Services: services})
 	defer m.Close(time.Second)
 	sess := m.Default()
 	// A run refused before any worker: a result the session made, with no Python.
@@ -67,7 +67,7 @@ func TestKeepTextOncePerRun(t *testing.T) {
 	}
 
 	// A session without services has nowhere to keep it, and says so.
-	bare := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
+	bare := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
 	defer bare.Close(time.Second)
 	if _, err := bare.Default().KeepText(t.Context(), nil, "x"); !errors.Is(err, errNoTextStore) {
 		t.Errorf("no services: %v", err)

@@ -44,6 +44,9 @@ type launch struct {
 	env    []string // the server's environment, before workerEnv adds the worker's own
 	exe    string   // the repl-mcp binary, for the guardian
 	cache  string   // the code cache directory; "" for none
+	// limits is the worker's limits entry (WorkerLimitsEnv); "" when the Config
+	// brought no OpLimits, and no worker starts.
+	limits string
 	// policy is the sandbox the workers run under, nil for none (sandbox.go).
 	policy *sandbox.Policy
 }
@@ -51,7 +54,7 @@ type launch struct {
 // key is the launch as one comparable string: every field, NUL-separated (no field
 // can hold a NUL, so no two launches share a key).
 func (l launch) key() string {
-	parts := append([]string{l.python, l.dir, l.exe, l.cache, l.policy.ID()}, l.env...)
+	parts := append([]string{l.python, l.dir, l.exe, l.cache, l.limits, l.policy.ID()}, l.env...)
 	return strings.Join(parts, "\x00")
 }
 
@@ -145,6 +148,9 @@ type resultFrame struct {
 // worker's fd 3 is the protocol pipe from the server, fd 4 the one to it, and fd 1
 // and 2 share the native-output pipe.
 func spawn(spec spawnSpec) (*process, error) {
+	if spec.limits == "" {
+		return nil, errNoOpLimits
+	}
 	python, err := exec.LookPath(spec.python)
 	if err != nil {
 		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
@@ -158,7 +164,7 @@ func spawn(spec spawnSpec) (*process, error) {
 	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
 		Program: python,
 		Args:    workerArgs(),
-		Env:     workerEnv(spec.env, cache),
+		Env:     workerEnv(spec.env, cache, spec.limits),
 		Dir:     spec.dir,
 		Sandbox: policy,
 	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
@@ -213,8 +219,9 @@ func spawn(spec spawnSpec) (*process, error) {
 	return p, nil
 }
 
-// workerEnv is the server's environment plus the worker's own variables.
-func workerEnv(base []string, cache string) []string {
+// workerEnv is the server's environment plus the worker's own variables, limits its
+// limits entry (WorkerLimitsEnv).
+func workerEnv(base []string, cache, limits string) []string {
 	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
@@ -224,7 +231,7 @@ func workerEnv(base []string, cache string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", WorkerLimitsEnv())
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", limits)
 	if cache != "" {
 		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
 	}

@@ -44,7 +44,7 @@ func rpcWorker(t *testing.T) string {
 func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
 	services := fakeServices{seen: make(chan RPC, 4), events: make(chan string, 16)}
 	project := t.TempDir()
-	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: project, Env: os.Environ(), Services: services})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: rpcWorker(t), Project: project, Env: os.Environ(), Services: services})
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	if !res.Success {
 		t.Fatalf("run failed: %v", *res.Error)
@@ -80,7 +80,7 @@ func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
 }
 
 func TestRPCWithoutServicesSaysSo(t *testing.T) {
-	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: t.TempDir(), Env: os.Environ()})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: rpcWorker(t), Project: t.TempDir(), Env: os.Environ()})
 	t.Cleanup(func() { m.Close(time.Second) })
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	var replies map[string]rpcResultFrame
