@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // fakeServices answer every rpc as op "servers" would, and record the lifetimes
@@ -23,8 +25,8 @@ func (f fakeServices) SessionClosed(id, project string) { f.events <- "closed " 
 func (f fakeServices) RunStarted(id, run string)        { f.events <- "started " + run }
 func (f fakeServices) RunEnded(id, run string)          { f.events <- "ended " + run }
 
-func (f fakeServices) KeepText(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, errNoTextStore
+func (f fakeServices) KeepText(context.Context, string, string, *artifactref.Ref) (artifactref.Ref, error) {
+	return artifactref.Ref{}, errNoTextStore
 }
 
 func (f fakeServices) Serve(_ context.Context, rpc RPC) (json.RawMessage, error) {
