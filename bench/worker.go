@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/cellops"
+	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/worker"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/cellops"
+	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
