@@ -593,6 +593,7 @@ func replConfig(o options, stderr io.Writer) (repl.Config, error) {
 		Env:           scrubEnv(os.Environ()),
 		MaxMemoryMiB:  o.maxMemoryMiB,
 		CodeCache:     cache,
+		OpLimits:      cellops.Limits(),
 		NoSpareWorker: o.noSpare,
 		Snapshots: repl.SnapshotConfig{
 			Off: o.noSnapshot, MaxBytes: int64(o.snapshotMiB) << 20, IdleRelease: o.idleRelease,

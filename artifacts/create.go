@@ -18,7 +18,7 @@ import (
 // published, and nothing is evicted, unless the whole copy is valid and owner is
 // still registered.
 func (s *Store) Create(ctx context.Context, owner, path string, format Format) (Ref, error) {
-	if !filepath.IsAbs(path) || !format.valid() {
+	if !filepath.IsAbs(path) || !format.Valid() {
 		return Ref{}, ErrCreateArgs
 	}
 	o, err := s.ownerOf(owner)

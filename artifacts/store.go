@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 	"github.com/iota-uz/repl-mcp/internal/ids"
 )
 
@@ -35,37 +36,28 @@ const (
 	copyChunk  = 32768
 )
 
-// Format says what an artifact's bytes are: JSON and text must be UTF-8, JSON must
-// also parse.
-type Format string
+// Format says what an artifact's bytes are (artifactref.Format, declared in that leaf
+// package so that packages below the store can share it).
+type Format = artifactref.Format
 
 const (
-	FormatJSON   Format = "json"
-	FormatText   Format = "text"
-	FormatBinary Format = "binary"
+	FormatJSON   = artifactref.FormatJSON
+	FormatText   = artifactref.FormatText
+	FormatBinary = artifactref.FormatBinary
 )
 
 // ParseFormat returns the format named s, or an error wrapping [ErrFormat].
 func ParseFormat(s string) (Format, error) {
-	if f := Format(s); f.valid() {
+	if f := Format(s); f.Valid() {
 		return f, nil
 	}
 	return "", ErrFormat
 }
 
-func (f Format) valid() bool {
-	return f == FormatJSON || f == FormatText || f == FormatBinary
-}
-
-// Ref is the reference object handed to clients (docs/contract.md §3.9).
-type Ref struct {
-	ID       string `json:"id"`
-	Size     int64  `json:"size"`
-	Format   Format `json:"format"`
-	SHA256   string `json:"sha256"`
-	Lifetime string `json:"lifetime"`
-	Eviction string `json:"eviction"`
-}
+// Ref is the reference object handed to clients (docs/contract.md §3.9):
+// artifactref.Ref, declared in that leaf package so that package repl can hold the
+// references of a run's result without importing the store.
+type Ref = artifactref.Ref
 
 // Config configures a [Store].
 type Config struct {

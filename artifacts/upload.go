@@ -48,7 +48,7 @@ func (u *upload) discard() {
 // Begin starts an upload for run of owner, which must be active. At most
 // [MaxUploads] uploads may be unfinished in the whole store.
 func (s *Store) Begin(owner, run string, format Format) (Upload, error) {
-	if !format.valid() {
+	if !format.Valid() {
 		return Upload{}, ErrFormat
 	}
 	o, err := s.activeRun(owner, run)

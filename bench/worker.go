@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/worker"
@@ -84,7 +85,7 @@ func workerEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", repl.WorkerLimitsEnv())
+	return append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", repl.WorkerLimitsEnv(cellops.Limits()))
 }
 
 type workerFrame struct {

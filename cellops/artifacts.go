@@ -170,19 +170,18 @@ const msgNoTextStore = "this result has no session's artifact store to keep it i
 // KeepText keeps text as a text artifact of the session (repl.Services): kept, while
 // the store still holds it, else a new artifact. The store imports files, checking
 // them as it copies; the temporary file is private and gone when this returns.
-func (o *Ops) KeepText(ctx context.Context, sessionID, text string, kept json.RawMessage) (json.RawMessage, error) {
+func (o *Ops) KeepText(ctx context.Context, sessionID, text string, kept *artifacts.Ref) (artifacts.Ref, error) {
 	if o.store == nil {
-		return nil, errors.New(msgNoTextStore)
+		return artifacts.Ref{}, errors.New(msgNoTextStore)
 	}
-	var ref artifacts.Ref
-	if json.Unmarshal(kept, &ref) == nil && ref.ID != "" {
-		if _, err := o.store.Read(ctx, sessionID, ref.ID, 0, 0, "hex"); err == nil {
-			return kept, nil
+	if kept != nil && kept.ID != "" {
+		if _, err := o.store.Read(ctx, sessionID, kept.ID, 0, 0, "hex"); err == nil {
+			return *kept, nil
 		}
 	}
 	f, err := os.CreateTemp("", "repl-mcp-text-*")
 	if err != nil {
-		return nil, err
+		return artifacts.Ref{}, err
 	}
 	path, _ := filepath.Abs(f.Name())
 	defer os.Remove(path)
@@ -191,10 +190,7 @@ func (o *Ops) KeepText(ctx context.Context, sessionID, text string, kept json.Ra
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
+		return artifacts.Ref{}, err
 	}
-	if ref, err = o.store.Create(ctx, sessionID, path, artifacts.FormatText); err != nil {
-		return nil, err
-	}
-	return json.Marshal(ref)
+	return o.store.Create(ctx, sessionID, path, artifacts.FormatText)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/internal/testwait"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 // records. The caller closes it before k.
 func recordedManager(t *testing.T, k *notebook.Keeper) *repl.Manager {
 	project, _ := filepath.EvalSymlinks(t.TempDir())
-	m := repl.NewManager(t.Context(), repl.Config{
+	m := repl.NewManager(t.Context(), repl.Config{OpLimits: cellops.Limits(),
 		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(),
 		Version: "test", Recorder: k,
 	})

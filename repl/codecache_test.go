@@ -13,7 +13,7 @@ func TestWorkerCodeCache(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	start := func() {
 		t.Helper()
-		m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test", CodeCache: cache})
+		m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test", CodeCache: cache})
 		defer m.Close(time.Second)
 		if res := m.Default().Execute(t.Context(), ExecRequest{Code: "6 * 7"}); !res.Success || string(res.Value) != "42" {
 			why := ""

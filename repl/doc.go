@@ -13,15 +13,17 @@
 // The package knows nothing of MCP: package server turns its requests and results into
 // tools (it keeps, through its Services, the complete text of a result that the text
 // form cuts: Session.KeepText). Nor does it know what cell code's ops mean: it routes
-// them to the Services main gives it (package cellops). It does not own processes either: package guardian
+// them to the Services main gives it (package cellops), and takes the bounds of those
+// ops (OpLimits) from the Config, so it imports neither the broker nor the store. It does not own processes either: package guardian
 // starts and kills them. Who stops what: the Manager's Close closes every session; a
 // session's Close cancels its run, waits for its rpcs, ends its Services and stops its
-// worker and its launch's claim on a spare; the Manager's pool (spare.go) starts and
-// stops the spare workers. A session's workers are started and stopped by its
-// lifecycle (lifecycle.go) and nothing else: it takes the spare or spawns one, moves
+// worker and its launch's claim on a spare; the Manager's pool (spare.go) decides when
+// a spare starts and stops. Every worker process starts and stops through
+// lifecycle.go (startWorker, reaper), the pool's spares too, and a session's workers
+// through its lifecycle and nothing else: it takes the spare or starts one, moves
 // the persistent worker through the states of state.go's table with its generation,
 // and stops it. A process is stopped one way: halt (SIGKILL to its group and jobs,
-// hang up its guardian), then reap; process.stop does both in turn. The session's
+// hang up its guardian), then reap; a reaper does both in turn. The session's
 // worker leaves only through lifecycle.retire, as stop (which returns once it is
 // reaped) or, for a reset, reset (which returns once it is halted and reaps it in the
 // background); a fresh run's worker is halted and reaped in the background when its

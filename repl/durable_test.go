@@ -18,7 +18,7 @@ func lifetime(t *testing.T, state, project string, snaps SnapshotConfig) *Manage
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: project, Env: os.Environ(),
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: "test", Project: project, Env: os.Environ(),
 		Version: "test", State: d, Snapshots: snaps})
 	t.Cleanup(func() { m.Close(time.Second) })
 	return m

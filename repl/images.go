@@ -3,6 +3,8 @@ package repl
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // Image is one image a run showed (display(), matplotlib; docs/contract.md §4.1,
@@ -17,6 +19,17 @@ type Image struct {
 	// no longer keeps them, say); they are then nil.
 	Omitted string `json:"omitted,omitempty"`
 	Data    []byte `json:"-"`
+}
+
+// ImageArtifact is an image past a run's bounds, which became an artifact
+// (docs/contract.md §7.9): its reference, with the image's type and size and why it
+// was not shown.
+type ImageArtifact struct {
+	artifactref.Ref
+	MIME   string `json:"mime"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Reason string `json:"reason"`
 }
 
 // signed reports whether data starts with a magic number of mime, one of the image

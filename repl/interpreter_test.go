@@ -110,7 +110,7 @@ func TestBrokenDefaultVenv(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(project, ".venv", "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: ChosenFromPath, Project: project, Env: os.Environ(), Version: "test"})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: ChosenFromPath, Project: project, Env: os.Environ(), Version: "test"})
 	t.Cleanup(func() { m.Close(0) })
 	s := m.Default()
 	for range 2 {

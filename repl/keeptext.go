@@ -2,9 +2,10 @@ package repl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // A text-form client reads a result as one text within a budget (docs/contract.md
@@ -18,7 +19,7 @@ import (
 // its copies, and filled in by the first KeepText.
 type keptText struct {
 	mu  sync.Mutex
-	ref json.RawMessage
+	ref *artifactref.Ref
 }
 
 // errNoTextStore: a session without Services has no store to keep a text in.
@@ -29,10 +30,10 @@ var errNoTextStore = errors.New(msgNoTextStore)
 // made (or a copy of one), a later call returns the artifact kept the first time
 // while the store still holds it. res may be nil: the text, another tool's, is then
 // kept afresh.
-func (s *Session) KeepText(ctx context.Context, res *Result, text string) (json.RawMessage, error) {
+func (s *Session) KeepText(ctx context.Context, res *Result, text string) (artifactref.Ref, error) {
 	svc := s.cfg.Services
 	if svc == nil {
-		return nil, errNoTextStore
+		return artifactref.Ref{}, errNoTextStore
 	}
 	if res == nil || res.kept == nil {
 		return svc.KeepText(ctx, s.id, text, nil)
@@ -42,7 +43,7 @@ func (s *Session) KeepText(ctx context.Context, res *Result, text string) (json.
 	defer k.mu.Unlock()
 	ref, err := svc.KeepText(ctx, s.id, text, k.ref)
 	if err == nil {
-		k.ref = ref
+		k.ref = &ref
 	}
 	return ref, err
 }

@@ -2,21 +2,72 @@ package repl
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"os/exec"
 	"sync"
+
+	"github.com/iota-uz/repl-mcp/guardian"
 )
 
-// lifecycle is a session's worker over its successive lives, and the one place that
-// starts and stops its process (go-plugin's Client is the model: one value with one
+// This file is the one place a worker process starts and stops. Every worker starts
+// through startWorker and stops through a reaper: a session's persistent and fresh
+// workers through its lifecycle, the spare pool's (spare.go) while they wait. So the
+// rules are the same for all: a worker starts from its launch, with the limits the
+// Config brought, under a guardian of its own, in the launch's sandbox with that
+// policy's own code cache, its handshake waited for; it stops by halt, then reap,
+// and whoever halts it without waiting for the reap waits for it before it closes.
+// A worker leaves a snapshot directory only when it was a session's (retired); a
+// spare holds none until a session claims it.
+
+// startWorker starts a worker from launch l and returns it past its handshake;
+// events and logger hear it first, and abort (nil for never) gives up a start still
+// waiting for its handshake. A launch without limits (a Config without OpLimits)
+// starts none.
+func startWorker(l launch, events workerEvents, logger *slog.Logger, abort <-chan struct{}) (*process, error) {
+	if l.limits == "" {
+		return nil, errNoOpLimits
+	}
+	python, err := exec.LookPath(l.python)
+	if err != nil {
+		return nil, fmt.Errorf(msgCannotRun, l.python, err)
+	}
+	cache, policy := sandboxedCache(l.cache, l.policy)
+	child := guardian.Spec{Program: python, Args: workerArgs(), Env: workerEnv(l.env, cache, l.limits), Dir: l.dir, Sandbox: policy}
+	return spawn(spawnSpec{exe: l.exe, child: child, python: l.python, logger: logger, events: events, abort: abort})
+}
+
+// reaper stops workers the one way there is: halt (no code of the worker runs any
+// more), then reap (the guardian and the worker's pipes; process.halt, process.reap).
+// stop returns once the worker is reaped; drop returns once it is halted and reaps
+// it on a goroutine that wait waits for. Its owner (a session's lifecycle, the spare
+// pool) waits before it is done.
+type reaper struct{ reaping sync.WaitGroup }
+
+func (r *reaper) stop(p *process) {
+	p.halt()
+	p.reap()
+}
+
+func (r *reaper) drop(p *process) {
+	p.halt()
+	r.reaping.Go(p.reap)
+}
+
+func (r *reaper) wait() { r.reaping.Wait() }
+
+// lifecycle is a session's worker over its successive lives, the one value that
+// starts and stops its processes (go-plugin's Client is the model: one value with one
 // mutex that owns the process from start to stop). It starts the worker (the launch's
-// spare when one waits, else a new one), moves it through the states of state.go's
-// table together with its generation, lets a caller wait until no start or stop is in
-// progress (settled), notices an idle worker's death (watch), and stops it. It also
-// starts and drops the session's fresh workers, which live outside the table. The
-// Session holds one (Session.worker); nothing else starts or stops its workers.
+// spare when one waits, else a new one, through startWorker), moves it through the
+// states of state.go's table together with its generation, lets a caller wait until
+// no start or stop is in progress (settled), notices an idle worker's death (watch),
+// and stops it. It also starts and drops the session's fresh workers, which live
+// outside the table. The Session holds one (Session.worker); nothing else starts or
+// stops its workers.
 //
-// A worker stops one way, whoever asks: halt, then reap (process.stop). stop returns
-// once the worker is reaped; reset and drop return once it is halted and reap it on a
+// A worker stops one way, whoever asks: halt, then reap (reaper). stop returns once
+// the worker is reaped; reset and drop return once it is halted and reap it on a
 // goroutine close waits for. The session's own worker leaves the table only through
 // retire, which moves it through stopping.
 type lifecycle struct {
@@ -27,7 +78,7 @@ type lifecycle struct {
 	logger *slog.Logger
 
 	watchers sync.WaitGroup // one per worker: notices an idle worker's death
-	reaping  sync.WaitGroup // workers reset or dropped, being reaped
+	reaper   reaper         // stops its workers; those reset or dropped are reaped in the background
 
 	mu sync.Mutex
 	// state, proc and generation change together; the state only through setState.
@@ -232,7 +283,7 @@ func (l *lifecycle) stop(p *process, after workerState) {
 	if after == workerDead {
 		reason = ResetLost
 	}
-	l.retire(p, after, reason, p.stop)
+	l.retire(p, after, reason, func() { l.reaper.stop(p) })
 }
 
 // release stops the idle worker p, its namespace saved (--idle-release): stopped, or
@@ -250,7 +301,7 @@ func (l *lifecycle) release(p *process, lost bool) bool {
 		return false
 	}
 	l.mu.Unlock()
-	p.stop()
+	l.reaper.stop(p)
 	l.retired(p, after, ResetReleased)
 	return true
 }
@@ -272,7 +323,7 @@ func (l *lifecycle) announced(p *process) (bool, string) {
 // goroutine close waits for: the reset's cell, on the spare, then does not wait for
 // the kernel to free the old worker's memory.
 func (l *lifecycle) reset(p *process) {
-	l.retire(p, workerStopped, ResetReset, func() { l.drop(p) })
+	l.retire(p, workerStopped, ResetReset, func() { l.reaper.drop(p) })
 }
 
 // retire moves the session's worker p through stopping to after around stop, or just
@@ -317,11 +368,8 @@ func (l *lifecycle) startFresh() (*process, error) {
 	return l.spawn()
 }
 
-// drop halts p and reaps it on a goroutine close waits for.
-func (l *lifecycle) drop(p *process) {
-	p.halt()
-	l.reaping.Go(p.reap)
-}
+// drop halts p, a fresh run's worker, and reaps it on a goroutine close waits for.
+func (l *lifecycle) drop(p *process) { l.reaper.drop(p) }
 
 // spawn gives the session a new worker: the spare of its launch when one waits
 // (spare.go), else one started now. A project .venv is checked at every start, not
@@ -341,7 +389,7 @@ func (l *lifecycle) spawn() (*process, error) {
 		p.bind(l.events, l.logger)
 	} else {
 		var err error
-		if p, err = spawn(spawnSpec{launch: launch, logger: l.logger, events: l.events}); err != nil {
+		if p, err = startWorker(launch, l.events, l.logger, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -367,7 +415,7 @@ func (l *lifecycle) close() {
 		l.stop(w.proc, workerStopped)
 	}
 	l.watchers.Wait()
-	l.reaping.Wait()
+	l.reaper.wait()
 	l.mu.Lock()
 	joined, launch := l.joined, l.launch
 	l.mu.Unlock()

@@ -38,6 +38,9 @@ type Config struct {
 	Version string
 	// Services answer cell code's ops (the mcp bridge, artifacts); nil means none.
 	Services Services
+	// OpLimits are the bounds of those ops, which every worker is given (main
+	// passes cellops.Limits); a Config without them starts no worker.
+	OpLimits OpLimits
 	// Recorder keeps every finished cell for the session's notebook; nil keeps none.
 	Recorder Recorder
 	// State is the user's state directory (package statedir): the record of server
@@ -67,7 +70,11 @@ func (cfg *Config) launch(env sessionEnv) launch {
 			python = found
 		}
 	}
-	return launch{python: python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache, policy: cfg.initialPolicy()}
+	limits := ""
+	if cfg.OpLimits != (OpLimits{}) {
+		limits = WorkerLimitsEnv(cfg.OpLimits)
+	}
+	return launch{python: python, dir: env.project, env: cfg.Env, exe: cfg.Executable, cache: cfg.CodeCache, limits: limits, policy: cfg.initialPolicy()}
 }
 
 // ErrSessionNotFound is returned for an unknown or closed session id.

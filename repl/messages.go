@@ -64,6 +64,7 @@ const (
 	msgWriteDeadline  = "Worker frame queue/write deadline exceeded"
 	msgNoState        = "; no Python state exists"
 	msgEndedAtStart   = " (it ended right after it started)"
+	msgNoOpLimits     = "Python worker not started: the server gives it no limits for its ops (repl.Config.OpLimits)"
 
 	// Cell code's rpcs.
 	msgTooManyRPCs  = "Too many outstanding MCP calls"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,6 +43,9 @@ type launch struct {
 	env    []string // the server's environment, before workerEnv adds the worker's own
 	exe    string   // the repl-mcp binary, for the guardian
 	cache  string   // the code cache directory; "" for none
+	// limits is the worker's limits entry (WorkerLimitsEnv); "" when the Config
+	// brought no OpLimits, and no worker starts.
+	limits string
 	// policy is the sandbox the workers run under, nil for none (sandbox.go).
 	policy *sandbox.Policy
 }
@@ -51,13 +53,17 @@ type launch struct {
 // key is the launch as one comparable string: every field, NUL-separated (no field
 // can hold a NUL, so no two launches share a key).
 func (l launch) key() string {
-	parts := append([]string{l.python, l.dir, l.exe, l.cache, l.policy.ID()}, l.env...)
+	parts := append([]string{l.python, l.dir, l.exe, l.cache, l.limits, l.policy.ID()}, l.env...)
 	return strings.Join(parts, "\x00")
 }
 
-// spawnSpec is what a worker is started from: its launch, and who hears it first.
+// spawnSpec is what spawn starts a worker from, as startWorker (lifecycle.go) makes
+// it out of a launch: the guardian's binary and the child's spec, and who hears the
+// worker first.
 type spawnSpec struct {
-	launch
+	exe    string        // the repl-mcp binary, for the guardian
+	child  guardian.Spec // the interpreter, resolved; its environment; the project; its sandbox
+	python string        // the interpreter as the launch names it, for errors
 	logger *slog.Logger
 	events workerEvents
 	// abort, when it closes, gives up a start still waiting for the handshake (a
@@ -141,35 +147,26 @@ type resultFrame struct {
 	result *Result // the worker's, its image bytes in; no identity fields yet
 }
 
-// spawn starts a worker through a guardian and waits for its ready frame. The
-// worker's fd 3 is the protocol pipe from the server, fd 4 the one to it, and fd 1
-// and 2 share the native-output pipe.
+// spawn starts a worker through a guardian and waits for its ready frame: the
+// mechanics of a start, which only startWorker calls. The worker's fd 3 is the
+// protocol pipe from the server, fd 4 the one to it, and fd 1 and 2 share the
+// native-output pipe. A start that fails leaves nothing running.
 func spawn(spec spawnSpec) (*process, error) {
-	python, err := exec.LookPath(spec.python)
-	if err != nil {
-		return nil, fmt.Errorf(msgCannotRun, spec.python, err)
-	}
 	started := time.Now()
-	dirInfo, err := os.Stat(spec.dir)
+	dirInfo, err := os.Stat(spec.child.Dir)
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
-	cache, policy := sandboxedCache(spec.cache, spec.policy)
-	gp, err := guardian.StartPiped(spec.exe, guardian.Spec{
-		Program: python,
-		Args:    workerArgs(),
-		Env:     workerEnv(spec.env, cache),
-		Dir:     spec.dir,
-		Sandbox: policy,
-	}, guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
+	gp, err := guardian.StartPiped(spec.exe, spec.child,
+		guardian.Pipes{Output: true, Extra: []guardian.Direction{guardian.ToChild, guardian.FromChild, guardian.Socket}})
 	if err != nil {
 		return nil, fmt.Errorf(msgCouldNotStart, spec.python, err)
 	}
 	p := &process{
 		proc:       gp.Process,
-		policy:     policy,
+		policy:     spec.child.Sandbox,
 		started:    started,
-		dir:        spec.dir,
+		dir:        spec.child.Dir,
 		dirInfo:    dirInfo,
 		toWork:     gp.Extra[0],
 		fromR:      gp.Extra[1],
@@ -205,7 +202,8 @@ func spawn(spec spawnSpec) (*process, error) {
 	}
 	if err != nil {
 		p.readerWG.Done() // the frame reader never started
-		p.stop()
+		p.halt()
+		p.reap()
 		return nil, err
 	}
 	p.ready = ready
@@ -213,8 +211,9 @@ func spawn(spec spawnSpec) (*process, error) {
 	return p, nil
 }
 
-// workerEnv is the server's environment plus the worker's own variables.
-func workerEnv(base []string, cache string) []string {
+// workerEnv is the server's environment plus the worker's own variables, limits its
+// limits entry (WorkerLimitsEnv).
+func workerEnv(base []string, cache, limits string) []string {
 	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, "REPL_MCP_NO_BRIDGE=") || strings.HasPrefix(kv, "REPL_MCP_WORKER_FDS=") ||
@@ -224,7 +223,7 @@ func workerEnv(base []string, cache string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", WorkerLimitsEnv())
+	env = append(env, "REPL_MCP_NO_BRIDGE=1", "REPL_MCP_WORKER_FDS=3,4", "REPL_MCP_WORKER_NATIVE=5", limits)
 	if cache != "" {
 		env = append(env, "REPL_MCP_WORKER_CACHE="+cache)
 	}
@@ -463,16 +462,12 @@ func (p *process) sendLine(line []byte) error {
 	return nil
 }
 
-// stop stops the worker the one way there is, halt then reap, and returns once it is
-// reaped. It is idempotent and safe from any goroutine but the worker's own readers.
-// A caller that must not wait for the reap (lifecycle.reset, lifecycle.drop) calls
-// halt and runs reap on a goroutine it waits for later.
-func (p *process) stop() {
-	p.halt()
-	p.reap()
-}
+// A worker stops the one way there is, halt then reap, through a reaper
+// (lifecycle.go): stop returns once it is reaped, drop once it is halted, with the
+// reap on a goroutine the reaper waits for. Both halves are idempotent and safe from
+// any goroutine but the worker's own readers.
 
-// halt ends the worker at once, the first half of stop: it SIGKILLs the worker's
+// halt ends the worker at once, the first half of a stop: it SIGKILLs the worker's
 // detached job groups and its own group, and hangs up the protocol channel and the
 // guardian's control socket (the guardian then kills the group too, and exits). Once
 // it returns no code of the worker's runs any more; what is left is the kernel
@@ -489,7 +484,7 @@ func (p *process) halt() {
 	})
 }
 
-// reap is stop's second half, after halt: it reaps the guardian (SIGKILLing both
+// reap is a stop's second half, after halt: it reaps the guardian (SIGKILLing both
 // groups if the guardian has not gone within workerStopGrace), lets the readers drain
 // the pipes (cut off after barrierWait when a descendant that escaped the group keeps
 // them open), and closes the server's ends.

@@ -43,7 +43,7 @@ func (l *cellLog) SessionClosed(id string) {
 // inventory; and the session's close.
 func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 	log := &cellLog{}
-	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: t.TempDir(),
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: "test", Project: t.TempDir(),
 		Env: os.Environ(), Version: "test", Recorder: log})
 	defer m.Close(time.Second)
 	project, _ := filepath.EvalSymlinks(m.cfg.Project)
@@ -91,7 +91,7 @@ func TestRecorderSeesEveryCellButInventories(t *testing.T) {
 func TestRecorderSeesSessionEvents(t *testing.T) {
 	log := &cellLog{}
 	project, _ := filepath.EvalSymlinks(t.TempDir())
-	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: project,
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: "test", Project: project,
 		Env: os.Environ(), Version: "test", Recorder: log})
 	defer m.Close(time.Second)
 	s := m.Default()

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // State says whether the Python namespace survived a run.
@@ -33,8 +35,8 @@ type BackgroundOutput struct {
 // OutputArtifacts are the artifact references holding the complete output of the
 // streams whose text in the result was cut (docs/contract.md §5.5).
 type OutputArtifacts struct {
-	Stdout json.RawMessage `json:"stdout,omitempty"`
-	Stderr json.RawMessage `json:"stderr,omitempty"`
+	Stdout *artifactref.Ref `json:"stdout,omitempty"`
+	Stderr *artifactref.Ref `json:"stderr,omitempty"`
 }
 
 // Result is the execution result envelope (docs/contract.md §4).
@@ -79,8 +81,8 @@ type Result struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Artifact is the reference of a trailing value too large for the preview;
 	// ArtifactError says why such a value could not become one.
-	Artifact      json.RawMessage `json:"artifact,omitempty"`
-	ArtifactError *string         `json:"artifact_error,omitempty"`
+	Artifact      *artifactref.Ref `json:"artifact,omitempty"`
+	ArtifactError *string          `json:"artifact_error,omitempty"`
 	// Sandbox is what the run's sandbox has to say, when anything (docs/contract.md
 	// §11.4).
 	Sandbox    *SandboxNote `json:"sandbox,omitempty"`
@@ -115,8 +117,8 @@ type Result struct {
 	// Images are the images the run showed, in order: their metadata is the JSON's
 	// `images`, their bytes (Data) travel beside it. ImageArtifacts are the references
 	// of the images past the bounds, which became artifacts.
-	Images         []Image           `json:"images,omitempty"`
-	ImageArtifacts []json.RawMessage `json:"image_artifacts,omitempty"`
+	Images         []Image         `json:"images,omitempty"`
+	ImageArtifacts []ImageArtifact `json:"image_artifacts,omitempty"`
 
 	// HTML is pandas' own text/html of a trailing DataFrame or Styler, at most
 	// maxHTMLBytes: for the session's notebook only, never in a tool result.
@@ -224,15 +226,13 @@ func (r *Result) bound(valueLimit int) {
 		v := boundFlag(*r.Error, PreviewLimit, &cut)
 		r.Error = &v
 	}
-	if len(r.Artifact) > maxArtifactRefBytes || string(r.Artifact) == "null" {
-		r.Artifact = nil
-	}
+	r.Artifact = boundRef(r.Artifact)
 	if r.ArtifactError != nil {
 		var cut bool
 		v := boundFlag(*r.ArtifactError, maxArtifactErrorBytes, &cut)
 		r.ArtifactError = &v
 	}
-	r.ImageArtifacts = boundRefs(r.ImageArtifacts, maxImageArtifacts)
+	r.ImageArtifacts = boundImageArtifacts(r.ImageArtifacts, maxImageArtifacts)
 	if len(r.HTML) > maxHTMLBytes || !utf8.ValidString(r.HTML) {
 		r.HTML = "" // dropped, never cut: half a table is no table
 	}
@@ -242,12 +242,13 @@ func (r *Result) bound(valueLimit int) {
 	}
 }
 
-// boundRefs keeps at most limit artifact references, each within maxArtifactRefBytes.
-func boundRefs(refs []json.RawMessage, limit int) []json.RawMessage {
-	var kept []json.RawMessage
-	for _, ref := range refs {
-		if len(kept) < limit && boundRef(ref) != nil {
-			kept = append(kept, ref)
+// boundImageArtifacts keeps at most limit references of images, each a reference
+// (boundRef) whose image fields are within maxArtifactRefBytes too.
+func boundImageArtifacts(refs []ImageArtifact, limit int) []ImageArtifact {
+	var kept []ImageArtifact
+	for _, im := range refs {
+		if len(kept) < limit && boundRef(&im.Ref) != nil && refBytes(&im.Ref)+len(im.MIME)+len(im.Reason) <= maxArtifactRefBytes {
+			kept = append(kept, im)
 		}
 	}
 	return kept
@@ -279,12 +280,18 @@ func (r *Result) boundBackground() {
 	}
 }
 
-// boundRef drops an artifact reference that is null or too large to be one.
-func boundRef(ref json.RawMessage) json.RawMessage {
-	if len(ref) > maxArtifactRefBytes || string(ref) == "null" {
+// boundRef drops an artifact reference that is none (no id) or too large to be one;
+// the worker's are the store's, but never trust that blindly.
+func boundRef(ref *artifactref.Ref) *artifactref.Ref {
+	if ref == nil || ref.ID == "" || refBytes(ref) > maxArtifactRefBytes {
 		return nil
 	}
 	return ref
+}
+
+// refBytes is the text a reference holds, its strings' bytes.
+func refBytes(ref *artifactref.Ref) int {
+	return len(ref.ID) + len(ref.Format) + len(ref.SHA256) + len(ref.Lifetime) + len(ref.Eviction)
 }
 
 // leftOutMarker is the worker's marker between a stream's head and its tail.

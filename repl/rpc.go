@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // Services are what cell code reaches beyond Python: the ops its helpers send over
@@ -26,7 +28,7 @@ type Services interface {
 	// KeepText keeps text as a text artifact of the session and returns its
 	// reference; kept, when not nil, is one kept before for the same result,
 	// returned as it is while the store still holds it (Session.KeepText).
-	KeepText(ctx context.Context, sessionID, text string, kept json.RawMessage) (json.RawMessage, error)
+	KeepText(ctx context.Context, sessionID, text string, kept *artifactref.Ref) (artifactref.Ref, error)
 }
 
 // RPC is one op from cell code, with the provenance the services record.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 // fakeServices answer every rpc as op "servers" would, and record the lifetimes
@@ -23,8 +25,8 @@ func (f fakeServices) SessionClosed(id, project string) { f.events <- "closed " 
 func (f fakeServices) RunStarted(id, run string)        { f.events <- "started " + run }
 func (f fakeServices) RunEnded(id, run string)          { f.events <- "ended " + run }
 
-func (f fakeServices) KeepText(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, errNoTextStore
+func (f fakeServices) KeepText(context.Context, string, string, *artifactref.Ref) (artifactref.Ref, error) {
+	return artifactref.Ref{}, errNoTextStore
 }
 
 func (f fakeServices) Serve(_ context.Context, rpc RPC) (json.RawMessage, error) {
@@ -44,7 +46,7 @@ func rpcWorker(t *testing.T) string {
 func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
 	services := fakeServices{seen: make(chan RPC, 4), events: make(chan string, 16)}
 	project := t.TempDir()
-	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: project, Env: os.Environ(), Services: services})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: rpcWorker(t), Project: project, Env: os.Environ(), Services: services})
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	if !res.Success {
 		t.Fatalf("run failed: %v", *res.Error)
@@ -80,7 +82,7 @@ func TestRPCRoutedToTheServicesOfTheActiveRun(t *testing.T) {
 }
 
 func TestRPCWithoutServicesSaysSo(t *testing.T) {
-	m := NewManager(t.Context(), Config{Python: rpcWorker(t), Project: t.TempDir(), Env: os.Environ()})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: rpcWorker(t), Project: t.TempDir(), Env: os.Environ()})
 	t.Cleanup(func() { m.Close(time.Second) })
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "ignored"})
 	var replies map[string]rpcResultFrame

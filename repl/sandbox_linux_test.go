@@ -29,7 +29,7 @@ func sandboxManager(t *testing.T, python string, set sandbox.Settings, spare boo
 		t.Fatalf("this test needs a kernel with Landlock and seccomp: %v", err)
 	}
 	set.Enforcement = e
-	m := NewManager(t.Context(), Config{Python: python, PythonSource: "test", Project: project, Env: os.Environ(),
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: python, PythonSource: "test", Project: project, Env: os.Environ(),
 		Version: "test", CodeCache: t.TempDir(), NoSpareWorker: !spare, Sandbox: set})
 	t.Cleanup(func() { m.Close(time.Second) })
 	return m, project
@@ -291,7 +291,7 @@ func TestSandboxedWorkerTakesNoSnapshot(t *testing.T) {
 		t.Fatalf("this test needs a kernel with Landlock and seccomp: %v", err)
 	}
 	set.Enforcement = e
-	m := NewManager(t.Context(), Config{Python: realPython(t), PythonSource: "test", Project: project, Env: os.Environ(),
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), PythonSource: "test", Project: project, Env: os.Environ(),
 		Version: "test", CodeCache: t.TempDir(), NoSpareWorker: true, Sandbox: set, State: d,
 		Snapshots: SnapshotConfig{Delay: time.Hour}})
 	t.Cleanup(func() { m.Close(time.Second) })

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 func newTestManager(t *testing.T, python string) *Manager {
 	t.Helper()
-	m := NewManager(t.Context(), Config{Python: python, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: python, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
 	t.Cleanup(func() { m.Close(time.Second) })
 	return m
 }
@@ -230,7 +230,7 @@ func TestLimitsRefusedBeforeDispatch(t *testing.T) {
 }
 
 func TestCloseStopsBackgroundRun(t *testing.T) {
-	m := NewManager(context.Background(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
+	m := NewManager(context.Background(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
 	s := m.Default()
 	info, failed := s.Start(ExecRequest{Code: "import time\nwhile True:\n  try: time.sleep(1)\n  except KeyboardInterrupt: pass"})
 	if failed != nil {
@@ -265,7 +265,7 @@ func processAlive(pid int) bool {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "\\'") + "'" }
 
 func TestRSSBudget(t *testing.T) {
-	m := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), MaxMemoryMiB: 48})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), MaxMemoryMiB: 48})
 	t.Cleanup(func() { m.Close(time.Second) })
 	s := m.Default()
 	res := s.Execute(t.Context(), ExecRequest{Code: "import time\nblob = bytearray(128 << 20)\ntime.sleep(5)"})

@@ -21,10 +21,12 @@ import (
 // starts a refill in the background. A spare that dies while it waits is noticed by
 // its watcher and stopped; a refill that fails is logged; either way the launch gets
 // no spare for retryAfter, after which the next join or take starts one. close stops every
-// spare and waits for every goroutine of the pool.
+// spare and waits for every goroutine of the pool. Its spares start and stop as
+// every worker does (lifecycle.go): through startWorker and its reaper.
 type spares struct {
 	off    bool // --no-spare-worker
 	logger *slog.Logger
+	reaper reaper // stops its spares; a spare not handed out is reaped in the background
 
 	mu        sync.Mutex
 	closed    bool
@@ -105,7 +107,7 @@ func (sp *spares) leave(l launch) {
 	sp.mu.Unlock()
 	if waiting != nil {
 		close(waiting.taken)
-		waiting.p.stop()
+		sp.reaper.stop(waiting.p)
 	}
 }
 
@@ -113,13 +115,13 @@ func (sp *spares) leave(l launch) {
 // next one. The caller owns the worker from then on and binds it to its session. A
 // spare that died, or that is stale (a package installed since, its project made
 // anew, stopped, or it spoke before it was claimed: process.stale), is stopped in the
-// background instead.
+// background instead (halted at once, reaped by a goroutine close waits for).
 func (sp *spares) take(l launch) *process {
 	if sp.off {
 		return nil
 	}
 	sp.mu.Lock()
-	defer sp.mu.Unlock()
+	defer sp.mu.Unlock() // a spare not handed out is dropped under it, so close waits for its reap
 	slot := sp.launches[l.key()]
 	if slot == nil || slot.spare == nil {
 		return nil
@@ -146,11 +148,7 @@ func (sp *spares) take(l launch) *process {
 	} else {
 		sp.logger.Info("spare worker not handed out; the session starts its own", "pid", s.p.ready.Pid, "why", stale)
 	}
-	sp.goroutine.Add(1)
-	go func() {
-		defer sp.goroutine.Done()
-		s.p.stop()
-	}()
+	sp.reaper.drop(s.p)
 	return nil
 }
 
@@ -171,7 +169,7 @@ func (sp *spares) fillLocked(slot *spareSlot) {
 // fill starts a spare for slot and puts it in place, or stops it if the slot no
 // longer wants it (the pool closed, or the last session left meanwhile).
 func (sp *spares) fill(slot *spareSlot) {
-	p, err := spawn(spawnSpec{launch: slot.launch, logger: sp.logger, events: unclaimed{}, abort: sp.closing})
+	p, err := startWorker(slot.launch, unclaimed{}, sp.logger, sp.closing)
 	sp.mu.Lock()
 	slot.filling = false
 	if errors.Is(err, errSpawnAborted) {
@@ -186,7 +184,7 @@ func (sp *spares) fill(slot *spareSlot) {
 	}
 	if sp.closed || sp.launches[slot.launch.key()] != slot {
 		sp.mu.Unlock()
-		p.stop()
+		sp.reaper.stop(p)
 		return
 	}
 	s := &spare{p: p, taken: make(chan struct{})}
@@ -218,7 +216,7 @@ func (sp *spares) watch(slot *spareSlot, s *spare) {
 	slot.retryAt = time.Now().Add(retryAfter)
 	sp.mu.Unlock()
 	sp.logger.Warn("spare worker died while waiting", "pid", s.p.ready.Pid, "status", s.p.proc.ExitStatus().String())
-	s.p.stop()
+	sp.reaper.stop(s.p)
 }
 
 // SpareState is the spare worker waiting for a session's launch, as health reports
@@ -303,12 +301,11 @@ func (sp *spares) close() {
 		delete(sp.launches, key)
 	}
 	sp.mu.Unlock()
-	var wg sync.WaitGroup
 	for _, s := range waiting {
-		wg.Go(s.p.stop)
+		sp.reaper.drop(s.p) // halted at once, reaped together
 	}
-	wg.Wait()
 	sp.goroutine.Wait()
+	sp.reaper.wait()
 }
 
 // unclaimed hears a spare before a session claims it. It has run no cell, so

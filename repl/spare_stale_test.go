@@ -22,7 +22,7 @@ import (
 // workers' environment; it returns the manager's default session.
 func staleManager(t *testing.T, python, project string, env ...string) *Session {
 	t.Helper()
-	m := NewManager(t.Context(), Config{Python: python, PythonSource: "test", Project: project, Env: append(os.Environ(), env...), Version: "test"})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: python, PythonSource: "test", Project: project, Env: append(os.Environ(), env...), Version: "test"})
 	t.Cleanup(func() { m.Close(time.Second) })
 	return m.Default()
 }

@@ -257,7 +257,7 @@ func TestStaleSpareIsNotHandedOut(t *testing.T) {
 // TestCloseStopsSpares: closing a session keeps the spare its launch still has
 // users for; closing the manager stops it, and nothing the manager started is left.
 func TestCloseStopsSpares(t *testing.T) {
-	m := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ()})
 	defer m.Close(time.Second)
 	first, _ := workerPid(t, m.Default(), ExecRequest{})
 	spare := waitForSpare(t, m.Default(), first)
@@ -293,7 +293,7 @@ func TestCloseGivesUpAFillInProgress(t *testing.T) {
 	// before its handshake.
 	python := fakePython(t, `if [ -e `+dir+`/started ]; then echo $$ > `+dir+`/slow.tmp; mv `+dir+`/slow.tmp `+dir+`/slow; exec sleep 60; fi
 touch `+dir+`/started; exec `+realPython(t)+` "$@"`)
-	m := NewManager(t.Context(), Config{Python: python, Project: t.TempDir(), Env: os.Environ()})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: python, Project: t.TempDir(), Env: os.Environ()})
 	defer m.Close(time.Second)
 	workerPid(t, m.Default(), ExecRequest{})
 	var slow int
@@ -316,7 +316,7 @@ touch `+dir+`/started; exec `+realPython(t)+` "$@"`)
 // TestNoSpareWorker: with the spare off, health says so and a reset's worker is a
 // new one started for it.
 func TestNoSpareWorker(t *testing.T) {
-	m := NewManager(t.Context(), Config{Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), NoSpareWorker: true})
+	m := NewManager(t.Context(), Config{OpLimits: testOps, Python: realPython(t), Project: t.TempDir(), Env: os.Environ(), NoSpareWorker: true})
 	t.Cleanup(func() { m.Close(time.Second) })
 	s := m.Default()
 	first, _ := workerPid(t, s, ExecRequest{})

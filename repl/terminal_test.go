@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/internal/artifactref"
 )
 
 func terminalView(limit int, writes ...string) (string, bool) {
@@ -98,7 +100,7 @@ func TestResultBoundKeepsHeadAndTail(t *testing.T) {
 	res := &Result{Stderr: stderr, Stdout: "short", BackgroundThreads: make([]string, 100)}
 	res.BackgroundThreads[0] = strings.Repeat("é", 300)
 	res.BackgroundOutput = &BackgroundOutput{Stdout: strings.Repeat("b", 2*backgroundLimit)}
-	res.OutputArtifacts = &OutputArtifacts{Stdout: json.RawMessage("null"), Stderr: json.RawMessage(`{"id":"a"}`)}
+	res.OutputArtifacts = &OutputArtifacts{Stdout: &artifactref.Ref{}, Stderr: &artifactref.Ref{ID: "a"}}
 	res.bound(PreviewLimit)
 	if !res.Truncated.Stderr || res.Truncated.Stdout || res.Stdout != "short" {
 		t.Fatalf("truncated %+v", res.Truncated)
@@ -115,10 +117,10 @@ func TestResultBoundKeepsHeadAndTail(t *testing.T) {
 	if b := res.BackgroundOutput; !b.Truncated || len(b.Stdout) > backgroundLimit {
 		t.Fatalf("background output %d bytes, truncated %v", len(b.Stdout), b.Truncated)
 	}
-	if a := res.OutputArtifacts; a.Stdout != nil || string(a.Stderr) != `{"id":"a"}` {
-		t.Fatalf("output artifacts %s / %s", a.Stdout, a.Stderr)
+	if a := res.OutputArtifacts; a.Stdout != nil || a.Stderr == nil || a.Stderr.ID != "a" {
+		t.Fatalf("output artifacts %+v / %+v", a.Stdout, a.Stderr)
 	}
-	empty := &Result{BackgroundOutput: &BackgroundOutput{}, OutputArtifacts: &OutputArtifacts{Stdout: json.RawMessage("null")}}
+	empty := &Result{BackgroundOutput: &BackgroundOutput{}, OutputArtifacts: &OutputArtifacts{Stdout: &artifactref.Ref{}}}
 	empty.bound(PreviewLimit)
 	if empty.BackgroundOutput != nil || empty.OutputArtifacts != nil {
 		t.Fatalf("empty fields kept: %+v", empty)

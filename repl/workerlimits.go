@@ -2,33 +2,49 @@ package repl
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
-
-	"github.com/iota-uz/repl-mcp/artifacts"
-	"github.com/iota-uz/repl-mcp/broker"
 )
 
 // workerLimitsVar names the variable of a worker's environment that holds its shared
 // limits (worker/PROTOCOL.md, The process).
 const workerLimitsVar = "REPL_MCP_WORKER_LIMITS"
 
-// The worker's own choices that the Go side bounds: what the worker sends, the store
-// must take. Each const _ line fails to compile when the bound is broken.
-const (
-	artifactJSONDepth = 32                             // containers a JSON artifact value the worker sends may nest
-	spoolHead         = artifacts.MaxArtifactBytes / 2 // bytes of a cut stream's complete output kept from its start past the artifact bound, leaving room for its tail
-)
+// artifactJSONDepth is the worker's own choice of how deeply a JSON artifact value it
+// sends may nest; the worker gets the store's bound instead when that is lower
+// (OpLimits.ArtifactJSONDepth), so what it sends the store always takes.
+const artifactJSONDepth = 32
 
-const _ = uint(artifacts.MaxJSONDepth - artifactJSONDepth)
+// OpLimits are the bounds of the ops cell code calls through the Services (the mcp
+// bridge, the artifact helpers), which the worker keeps to before it calls one. The
+// packages that answer the ops declare them (the artifact store, the broker); whoever
+// builds the Config passes them in (main, through cellops.Limits), so that repl says
+// what it needs and not where it comes from. Every worker needs them: a Config
+// without them starts none (errNoOpLimits).
+type OpLimits struct {
+	ArtifactChunk     int // raw bytes of one upload append
+	ArtifactBytes     int // bytes of one artifact
+	ArtifactRead      int // bytes of one range read
+	ArtifactJSONDepth int // nesting of arrays and objects a JSON artifact may have
+	// CallTimeoutMin and CallTimeoutMax bound every call's and listing's timeout;
+	// CallTimeout and ListTimeout are the timeouts of a call and a listing whose cell
+	// code gives none.
+	CallTimeoutMin, CallTimeoutMax time.Duration
+	CallTimeout, ListTimeout       time.Duration
+}
+
+// errNoOpLimits is a start asked of a Manager whose Config has no OpLimits: a
+// wiring bug, since the worker refuses to start without every limit.
+var errNoOpLimits = errors.New(msgNoOpLimits)
 
 // workerLimits are the limits the worker enforces that the Go side enforces or relies on
 // too (the frame size, the stream and preview budgets, the artifact sizes, the bridge's
-// timeouts), by the name replworker/limits.py gives each. They are declared here, once:
-// every worker gets them in its environment ([WorkerLimitsEnv]) and has no values of its
-// own for them, so the two sides cannot drift apart. The worker's other limits, which
-// nothing on this side depends on, are its own (replworker/limits.py). Durations go as
-// seconds.
-func workerLimits() map[string]any {
+// timeouts), by the name replworker/limits.py gives each. They are declared here, once
+// (ops' from the OpLimits the Config brings): every worker gets them in its environment
+// ([WorkerLimitsEnv]) and has no values of its own for them, so the two sides cannot
+// drift apart. The worker's other limits, which nothing on this side depends on, are
+// its own (replworker/limits.py). Durations go as seconds.
+func workerLimits(ops OpLimits) map[string]any {
 	seconds := func(d time.Duration) float64 { return d.Seconds() }
 	return map[string]any{
 		"MAX_FRAME":               MaxFrameBytes,
@@ -51,25 +67,28 @@ func workerLimits() map[string]any {
 		"HTML_BYTES":              maxHTMLBytes,
 		"DISPLAY_COUNT":           maxDisplays,
 		"DISPLAY_BYTES":           maxDisplayBytes,
-		"SPOOL_HEAD":              spoolHead,
+		// Bytes of a cut stream's complete output kept from its start past the
+		// artifact bound, leaving room for its tail.
+		"SPOOL_HEAD": ops.ArtifactBytes / 2,
 
-		"ARTIFACT_CHUNK":      artifacts.ChunkBytes,
-		"ARTIFACT_MAX_BYTES":  artifacts.MaxArtifactBytes,
-		"ARTIFACT_READ_MAX":   artifacts.MaxReadLength,
-		"ARTIFACT_JSON_DEPTH": artifactJSONDepth,
+		"ARTIFACT_CHUNK":      ops.ArtifactChunk,
+		"ARTIFACT_MAX_BYTES":  ops.ArtifactBytes,
+		"ARTIFACT_READ_MAX":   ops.ArtifactRead,
+		"ARTIFACT_JSON_DEPTH": min(artifactJSONDepth, ops.ArtifactJSONDepth),
 
-		"MCP_TIMEOUT_MIN":       seconds(broker.MinTimeout),
-		"MCP_TIMEOUT_MAX":       seconds(broker.MaxTimeout),
-		"MCP_CALL_TIMEOUT":      seconds(broker.DefaultCallTimeout),
-		"MCP_CATALOGUE_TIMEOUT": seconds(broker.DefaultListTimeout),
+		"MCP_TIMEOUT_MIN":       seconds(ops.CallTimeoutMin),
+		"MCP_TIMEOUT_MAX":       seconds(ops.CallTimeoutMax),
+		"MCP_CALL_TIMEOUT":      seconds(ops.CallTimeout),
+		"MCP_CATALOGUE_TIMEOUT": seconds(ops.ListTimeout),
 	}
 }
 
 // WorkerLimitsEnv is the environment entry that gives a worker its shared limits,
-// REPL_MCP_WORKER_LIMITS=<JSON object>: the server adds it to every worker's environment,
-// and whatever else starts a worker (the bench, the worker's own tests) adds it too.
-func WorkerLimitsEnv() string {
-	data, err := json.Marshal(workerLimits())
+// REPL_MCP_WORKER_LIMITS=<JSON object>, with ops the bounds of its ops: the server
+// adds it to every worker's environment, and whatever else starts a worker (the
+// bench, the worker's own tests) adds it too, with the same ops (cellops.Limits).
+func WorkerLimitsEnv(ops OpLimits) string {
+	data, err := json.Marshal(workerLimits(ops))
 	if err != nil {
 		panic("repl: the worker's limits do not encode: " + err.Error()) // numbers always do
 	}

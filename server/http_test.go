@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/guardian"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/internal/testwait"
@@ -55,7 +56,7 @@ func startHTTPServer(t *testing.T, cfg transport.HTTPConfig, configure ...func(*
 	t.Helper()
 	py := pythons.ForTest(t)[0].Path
 	ctx, cancel := context.WithCancel(t.Context())
-	manager := repl.NewManager(ctx, repl.Config{Python: py, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
+	manager := repl.NewManager(ctx, repl.Config{OpLimits: cellops.Limits(), Python: py, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})
 	config := Config{Version: "test", Repl: manager}
 	for _, c := range configure {
 		c(&config)
@@ -573,7 +574,7 @@ func TestHTTPShutdownWithOpenStreams(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dir := t.TempDir()
-	manager := repl.NewManager(ctx, repl.Config{Python: py, PythonSource: "test", Project: dir, Env: os.Environ(), Version: "test"})
+	manager := repl.NewManager(ctx, repl.Config{OpLimits: cellops.Limits(), Python: py, PythonSource: "test", Project: dir, Env: os.Environ(), Version: "test"})
 	srv := New(Config{Version: "test", Repl: manager})
 	urls := make(chan string, 1)
 	done := make(chan error, 1)

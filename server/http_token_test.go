@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/iota-uz/repl-mcp/server/transport"
@@ -27,7 +28,7 @@ import (
 func serveGenerated(t *testing.T, dirs ...string) (url, tokenFile string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	srv := New(Config{Version: "test", Repl: repl.NewManager(ctx, repl.Config{Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})})
+	srv := New(Config{Version: "test", Repl: repl.NewManager(ctx, repl.Config{OpLimits: cellops.Limits(), Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: t.TempDir(), Env: os.Environ(), Version: "test"})})
 	type listening struct{ url, tokenFile string }
 	ready := make(chan listening, 1)
 	done := make(chan error, 1)

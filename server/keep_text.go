@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/iota-uz/repl-mcp/repl"
@@ -29,12 +28,8 @@ func keepText(ctx context.Context, sess *repl.Session, value any) *keptText {
 	if sess == nil {
 		return &keptText{err: errNoSessionStore}
 	}
-	raw, err := sess.KeepText(ctx, res, text)
+	ref, err := sess.KeepText(ctx, res, text)
 	if err != nil {
-		return &keptText{err: err}
-	}
-	var ref artifactRef
-	if err := json.Unmarshal(raw, &ref); err != nil {
 		return &keptText{err: err}
 	}
 	return &keptText{ref: ref, session: sess.ID()}

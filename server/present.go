@@ -162,7 +162,7 @@ func modelText(value any, kept *keptText) reply {
 	if kept == nil {
 		kept = &keptText{err: errTextNotKept}
 	}
-	item := "[complete text: " + kept.ref.String() + "; session " + kept.session + "]"
+	item := "[complete text: " + refText(kept.ref) + "; session " + kept.session + "]"
 	if kept.err != nil {
 		item = "[complete text not saved: " + cutFooter(kept.err.Error(), footerErrorMax) + "]"
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -148,13 +149,13 @@ func view(t *testing.T, raw string) *repl.Result {
 	return &r
 }
 
-func noSave(string) (artifactRef, error) {
-	return artifactRef{}, errors.New("nothing may be saved here")
+func noSave(string) (artifacts.Ref, error) {
+	return artifacts.Ref{}, errors.New("nothing may be saved here")
 }
 
 // execText is r's text form as a tool call makes it: the complete text kept by save
 // when the text needs it (keepText), then the text.
-func execText(r *repl.Result, polled bool, save func(string) (artifactRef, error)) reply {
+func execText(r *repl.Result, polled bool, save func(string) (artifacts.Ref, error)) reply {
 	e := execution{Result: r, polled: polled}
 	var kept *keptText
 	if text := e.completeText(); text != "" {
@@ -257,9 +258,9 @@ func TestExecTextBound(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"success": false, "stdout": out, "stderr": strings.Repeat("e", 30000), "return_value": nil,
 		"error": tb, "state": "preserved", "session_id": "S", "generation": 1})
 	var saved string
-	got := execText(view(t, string(raw)), false, func(s string) (artifactRef, error) {
+	got := execText(view(t, string(raw)), false, func(s string) (artifacts.Ref, error) {
 		saved = s
-		return artifactRef{ID: "T", Size: int64(len(s)), Format: "text"}, nil
+		return artifacts.Ref{ID: "T", Size: int64(len(s)), Format: artifacts.FormatText}, nil
 	}).text()
 	if len(got) > modelTextLimit {
 		t.Fatalf("text is %d bytes", len(got))

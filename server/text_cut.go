@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -26,7 +27,7 @@ type part struct {
 	// saved: an artifact already holds all of it, so cutting it loses nothing.
 	saved bool
 	// all is the artifact that holds all of it, which its markers name.
-	all *artifactRef
+	all *artifacts.Ref
 }
 
 // cutText is p's text with its gaps.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/iota-uz/repl-mcp/artifacts"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,23 +40,17 @@ func imageLine(im repl.Image) string {
 	return fmt.Sprintf("%s %dx%d", strings.TrimPrefix(im.MIME, "image/"), im.Width, im.Height)
 }
 
-// imageArtifact is an image the run kept as an artifact instead of showing it,
-// with the worker's reason (docs/contract.md §7.9).
-type imageArtifact struct {
-	artifactRef
-	Reason string `json:"reason"`
-}
-
-// imageArtifactItems are the footer's items for the images not shown: one per
-// reason, in order, saying how many, why, and where they are.
-func imageArtifactItems(refs []imageArtifact) []string {
+// imageArtifactItems are the footer's items for the images not shown (the images
+// the run kept as artifacts instead, docs/contract.md §7.9): one per reason, in
+// order, saying how many, why, and where they are.
+func imageArtifactItems(refs []repl.ImageArtifact) []string {
 	var reasons []string
-	byReason := map[string][]artifactRef{}
+	byReason := map[string][]artifacts.Ref{}
 	for _, ref := range refs {
 		if _, seen := byReason[ref.Reason]; !seen {
 			reasons = append(reasons, ref.Reason)
 		}
-		byReason[ref.Reason] = append(byReason[ref.Reason], ref.artifactRef)
+		byReason[ref.Reason] = append(byReason[ref.Reason], ref.Ref)
 	}
 	items := make([]string, 0, len(reasons))
 	for _, reason := range reasons {
@@ -65,20 +60,9 @@ func imageArtifactItems(refs []imageArtifact) []string {
 			why = " (" + cutFooter(reason, footerNameMax) + ")"
 		}
 		items = append(items, fmt.Sprintf("%d image%s not shown%s, kept as artifact%s: %s",
-			len(kept), plural(len(kept)), why, plural(len(kept)), listed(kept, artifactRef.String)))
+			len(kept), plural(len(kept)), why, plural(len(kept)), listed(kept, refText)))
 	}
 	return items
-}
-
-// artifactRef is the part of an artifact reference a footer names.
-type artifactRef struct {
-	ID     string `json:"id"`
-	Size   int64  `json:"size"`
-	Format string `json:"format"`
-}
-
-func (a artifactRef) String() string {
-	return fmt.Sprintf("artifact %s (%s bytes)", a.ID, count(a.Size))
 }
 
 // The text form's bounds (docs/contract.md §3.4).
@@ -98,38 +82,13 @@ const (
 	footerErrorMax = 200
 )
 
-// refOf is the artifact reference raw holds (a result keeps the worker's references
-// as they came), nil for none.
-func refOf(raw json.RawMessage) *artifactRef {
-	if len(raw) == 0 {
-		return nil
-	}
-	var ref artifactRef
-	if json.Unmarshal(raw, &ref) != nil {
-		return nil
-	}
-	return &ref
-}
-
 // outputRefs are the artifacts holding the complete stdout and stderr, nil where
 // the worker made none.
-func (e execution) outputRefs() [2]*artifactRef {
+func (e execution) outputRefs() [2]*artifacts.Ref {
 	if o := e.OutputArtifacts; o != nil {
-		return [2]*artifactRef{refOf(o.Stdout), refOf(o.Stderr)}
+		return [2]*artifacts.Ref{o.Stdout, o.Stderr}
 	}
-	return [2]*artifactRef{}
-}
-
-// imageArtifacts are the references of the images the run kept as artifacts.
-func (e execution) imageArtifacts() []imageArtifact {
-	refs := make([]imageArtifact, 0, len(e.ImageArtifacts))
-	for _, raw := range e.ImageArtifacts {
-		var ref imageArtifact
-		if json.Unmarshal(raw, &ref) == nil {
-			refs = append(refs, ref)
-		}
-	}
-	return refs
+	return [2]*artifacts.Ref{}
 }
 
 // parts are e's pieces, in the order the text shows them, each with where it was
@@ -138,7 +97,7 @@ func (e execution) imageArtifacts() []imageArtifact {
 // ReturnRepr, or "" for the preview (structuredText).
 func (e execution) parts(repr string) []part {
 	outputs := e.outputRefs()
-	value := refOf(e.Artifact)
+	value := e.Artifact
 	stdout, stderr := e.Cuts()
 	ps := []part{
 		{text: stdout.Text, gaps: stdout.Gaps, what: "stdout", saved: outputs[0] != nil, all: outputs[0]},
@@ -161,7 +120,7 @@ func (e execution) parts(repr string) []part {
 // newline as its text, anything else as Python shows it (repr, else the preview,
 // return_value, which is Python-like for whatever is not exact JSON). A string's
 // preview cut short says so; artifact is the value's, nil for none.
-func (e execution) valueText(artifact *artifactRef, repr string) string {
+func (e execution) valueText(artifact *artifacts.Ref, repr string) string {
 	if e.ReturnValue == nil {
 		return ""
 	}
@@ -234,7 +193,7 @@ func newLine(b *strings.Builder) {
 // more than artifacts hold: the artifact that keeps it, or why none does. It is made
 // before the text is (keepText), which only names it.
 type keptText struct {
-	ref artifactRef
+	ref artifacts.Ref
 	// session is the session whose artifact it is.
 	session string
 	err     error
@@ -420,21 +379,20 @@ func (e execution) footer(kept *keptText) string {
 	} else if n > 0 {
 		items = append(items, fmt.Sprintf("image%s: ", plural(n))+listed(e.Images, imageLine))
 	}
-	images := e.imageArtifacts()
-	items = append(items, imageArtifactItems(images)...)
+	items = append(items, imageArtifactItems(e.ImageArtifacts)...)
 	outputs := e.outputRefs()
-	value := refOf(e.Artifact)
-	named := value != nil || len(images) > 0 || outputs[0] != nil || outputs[1] != nil
+	value := e.Artifact
+	named := value != nil || len(e.ImageArtifacts) > 0 || outputs[0] != nil || outputs[1] != nil
 	for i, stream := range []string{"stdout", "stderr"} {
 		switch cut := []bool{e.Truncated.Stdout, e.Truncated.Stderr}[i]; {
 		case outputs[i] != nil:
-			items = append(items, "complete "+stream+": "+outputs[i].String())
+			items = append(items, "complete "+stream+": "+refText(*outputs[i]))
 		case cut:
 			items = append(items, fmt.Sprintf("%s cut at %s bytes", stream, count(repl.StreamLimit)))
 		}
 	}
 	if value != nil {
-		items = append(items, "value: "+value.String())
+		items = append(items, "value: "+refText(*value))
 	}
 	if e.ArtifactError != nil {
 		items = append(items, "value not saved: "+cutFooter(*e.ArtifactError, footerErrorMax))
@@ -444,7 +402,7 @@ func (e execution) footer(kept *keptText) string {
 	case kept.err != nil:
 		items = append(items, "complete text not saved: "+cutFooter(kept.err.Error(), footerErrorMax))
 	default:
-		items = append(items, "complete text: "+kept.ref.String())
+		items = append(items, "complete text: "+refText(kept.ref))
 		named = true
 	}
 	if named {

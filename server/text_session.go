@@ -139,5 +139,5 @@ func cutPath(p string) string {
 
 // refText is an artifact reference as the texts name one.
 func refText(r artifacts.Ref) string {
-	return artifactRef{ID: r.ID, Size: r.Size, Format: string(r.Format)}.String()
+	return fmt.Sprintf("artifact %s (%s bytes)", r.ID, count(r.Size))
 }

@@ -106,7 +106,7 @@ func newServerPartsFormat(t *testing.T, ctx context.Context, project string, for
 	if err != nil {
 		t.Fatal(err)
 	}
-	manager := repl.NewManager(ctx, repl.Config{
+	manager := repl.NewManager(ctx, repl.Config{OpLimits: cellops.Limits(),
 		Python: pythons.ForTest(t)[0].Path, PythonSource: "test", Project: project, Env: os.Environ(), Version: "test",
 		Services: cellops.New(cellops.Config{Brokers: brokers, Store: store, Notebooks: notebooks}), Recorder: notebooks,
 		State: state, Snapshots: repl.SnapshotConfig{Delay: 100 * time.Millisecond},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iota-uz/repl-mcp/cellops"
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/repl"
 )
@@ -76,9 +77,9 @@ func runUnittest(t *testing.T, python string, env []string, args ...string) []by
 }
 
 // testEnv is the environment of the worker's Python tests: this one, with the limits the
-// server gives every worker (repl.WorkerLimitsEnv), which the modules read as they load
+// server gives every worker (repl.WorkerLimitsEnv, with cellops.Limits), which the modules read as they load
 // and harness.WorkerProcess hands on to the workers it starts.
-func testEnv() []string { return append(os.Environ(), repl.WorkerLimitsEnv()) }
+func testEnv() []string { return append(os.Environ(), repl.WorkerLimitsEnv(cellops.Limits())) }
 
 // completeRun is the end of a unittest run that got to its summary and passed.
 var completeRun = regexp.MustCompile(`(?m)^Ran [1-9]\d* tests? in [\d.]+s\n\n(OK|OK \(.*\))\s*$`)
