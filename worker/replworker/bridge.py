@@ -106,8 +106,14 @@ class _Reply:
 _RPC_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(',', ':'), allow_nan=False)
 
 
-def _encode_rpc(frame):
-    return _RPC_ENCODER.encode(frame).encode('utf-8', 'replace') + b'\n'
+def encode_rpc(frame, payload=None):
+    """An rpc frame's line; `payload`, bytes-like, goes as its `data` member, in base64.
+    Base64 needs no JSON escaping: it goes in as it is, after the object's other members,
+    never through the encoder."""
+    data = _RPC_ENCODER.encode(frame).encode('utf-8', 'replace') + b'\n'
+    if payload is None:
+        return data
+    return b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
 
 
 class _Slots:
@@ -256,11 +262,7 @@ class _Rpcs:
             if run_id != self._active:
                 raise RuntimeError(MCP_FOREIGN)  # the cell ended while the call waited
             rpc_id = new_rpc_id()
-            data = _encode_rpc({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
-            if payload is not None:
-                # Base64 needs no JSON escaping: it goes in as it is, after the object's
-                # other members, never through json.dumps.
-                data = b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
+            data = encode_rpc({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params}, payload)
             if len(data) > MAX_FRAME:
                 raise ValueError(MCP_FRAME_TOO_LARGE)
             if blocking:
