@@ -1,7 +1,7 @@
-"""The bridge's transport (PROTOCOL.md, RPCs): a cell's calls of the session's downstream
-MCP servers and of the artifact store go to the repl-mcp server as `rpc` frames, each
-answered by one `rpc_result`. What cells call it through is toolfuncs.py's (`mcp`) and
-artifacts.py's."""
+"""The bridge's transport: a cell's calls of the session's downstream MCP servers and of
+the artifact store go to the repl-mcp server as `rpc` frames
+(PROTOCOL.md, "Worker → server"), each answered by one `rpc_result`. What cells call it
+through is toolfuncs.py's (`mcp`) and artifacts.py's."""
 
 import asyncio
 import binascii
