@@ -183,10 +183,12 @@ bench: build
 # input: every Benchmark*/fast beside its Benchmark*/plain, in the *_bench_test.go
 # files of the packages below (docs/design.md, "Fast paths, and what each saves").
 # Five rounds of each at 200 ms; compare the pairs within one run, since other work
-# on the machine moves both. Offline; no Python needed.
+# on the machine moves both. Then the worker's Python fast paths, each a timeit pair
+# (worker/bench_micro.py, on this machine's python3), in interleaved rounds. Offline.
 BENCH_MICRO_PKGS := ./server/ ./server/transport/ ./repl/ ./broker/ ./broker/argcheck/ ./internal/jsonscan/
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -count 5 $(BENCH_MICRO_PKGS)
+	$(GO) test -count=1 -v -run '^TestWorkerBenchMicro$$' ./worker/ -args -bench-micro
 
 # The peers measured beside repl-mcp (not part of `make test`): each in a venv of its
 # own, made by the pinned uv from its lock file in bench/ (mcp-python-interpreter needs

@@ -16,6 +16,8 @@
 //	                   and a worker started through the bootstrap as the server starts one
 //	test_unit_*.py     fast tests that import the modules directly
 //	test_protocol_*.py tests that drive a worker over the protocol
+//	bench_micro.py     the worker's fast paths timed against their plain paths (make
+//	                   bench-micro; TestWorkerBenchMicro runs one round of each)
 //
 // TestWorkerUnit runs every Python test on every interpreter the machine has, with the
 // limits a server gives every worker (repl.WorkerLimitsEnv) in their environment: the

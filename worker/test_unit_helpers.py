@@ -14,7 +14,7 @@ import unittest
 import uuid
 from concurrent import futures
 
-from replworker import artifacts, bridge, cells, children, main, messages, shelllines
+from replworker import artifacts, bridge, cells, children, main, messages, shelllines, toolfuncs, toolresult
 from replworker.limits import ARGV_BYTES, ARGV_ITEMS, SHELL_ERROR_TAIL, SOURCE_FILE_BYTES
 from replworker.tracebacks import RunFailure
 
@@ -48,7 +48,7 @@ class ShellTests(unittest.TestCase):
 
 class BridgeArgumentTests(unittest.TestCase):
     def setUp(self):
-        self.mcp = bridge.McpBridge(bridge.RPCS)
+        self.mcp = toolfuncs.McpBridge(bridge.RPCS)
 
     def test_refused_before_any_rpc(self):
         cases = [
@@ -72,16 +72,16 @@ class BridgeArgumentTests(unittest.TestCase):
 
     def test_envelopes(self):
         envelope = {'content': [{'type': 'text', 'text': 'a'}, {'type': 'image'}, {'type': 'text', 'text': 'b'}], 'isError': False}
-        self.assertEqual(bridge.envelope_text(envelope), 'a\nb')
-        self.assertIsInstance(bridge.to_envelope(envelope), bridge.McpResult)
+        self.assertEqual(toolresult.envelope_text(envelope), 'a\nb')
+        self.assertIsInstance(toolresult.to_envelope(envelope), toolresult.ToolResult)
         with self.assertRaises(bridge.ToolError) as caught:
-            bridge.to_envelope({**envelope, 'isError': True, 'content': [{'type': 'text', 'text': 'x' * 5000}]})
+            toolresult.to_envelope({**envelope, 'isError': True, 'content': [{'type': 'text', 'text': 'x' * 5000}]})
         self.assertEqual(str(caught.exception), messages.TOOL_FAILED.format('x' * 2000))
         self.assertEqual(caught.exception.result['isError'], True)
         with self.assertRaises(bridge.ToolError):
-            bridge.to_envelope(['not', 'a', 'dict'])
+            toolresult.to_envelope(['not', 'a', 'dict'])
         with self.assertRaises(TypeError):
-            bridge.envelope_text('text')
+            toolresult.envelope_text('text')
         self.assertEqual(repr(self.mcp), messages.MCP_REPR)
 
 
@@ -202,8 +202,8 @@ class ArtifactArgumentTests(unittest.TestCase):
             template = messages.ARTIFACT_OVER_BOUNDS if budget else messages.ARTIFACT_UNSUPPORTED_DETAIL
             self.assertEqual(str(caught.exception), template.format(detail))
             self.assertEqual(caught.exception.budget, budget)
-        artifacts.check_artifact_json({'a': [None, True, 1, 2.5, 'x', (1, 2)], 'b': bridge.McpResult(c=1)})
-        self.assertEqual([artifacts.auto_artifact_format(v) for v in ('s', b'b', [1], (1,), {}, bridge.McpResult(), 1, {1})],
+        artifacts.check_artifact_json({'a': [None, True, 1, 2.5, 'x', (1, 2)], 'b': toolresult.ToolResult(c=1)})
+        self.assertEqual([artifacts.auto_artifact_format(v) for v in ('s', b'b', [1], (1,), {}, toolresult.ToolResult(), 1, {1})],
                          ['text', 'binary', 'json', 'json', 'json', 'json', None, None])
 
 

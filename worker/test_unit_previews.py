@@ -17,11 +17,11 @@ import unittest
 import uuid
 
 from harness import library_test
-from replworker import nbdata, previews
-from replworker.bridge import McpResult
+from replworker import nbdata, previews, rendering
 from replworker.children import ShellResult
 from replworker.common import MISSING
 from replworker.limits import INVENTORY_LISTED, NAME_CHARS, PREVIEW_BYTES, PREVIEW_NESTING
+from replworker.toolresult import ToolResult
 
 FIRED = []
 
@@ -253,20 +253,19 @@ class PreviewTests(unittest.TestCase):
 
     def test_worker_types(self):
         self.assertEqual(previews.preview(ShellResult('out\n', 'err', 1)), ('"out\\n"', 'out\n', False))
-        self.assertEqual(previews.preview(McpResult(content=[]))[1], {'content': []})
-        big = McpResult(content=[{'type': 'text', 'text': f'line {i}'} for i in range(200)])
+        self.assertEqual(previews.preview(ToolResult(content=[]))[1], {'content': []})
+        big = ToolResult(content=[{'type': 'text', 'text': f'line {i}'} for i in range(200)])
         self.assertEqual(previews.preview(big)[1], big)  # fits the preview: no longer omitted
         runs = previews.ReplHistory({'run_id': str(i), 'lines': 1} for i in range(64))
         self.assertEqual(len(previews.preview(runs)[1]), 64)
 
     def test_rendering_failures_fall_back_to_the_omitted_preview(self):
         # A library's formatter that raises (here the one for Decimal, made to fail).
-        original = previews._STDLIB_TYPES[('decimal', 'Decimal')]
-        previews._STDLIB_TYPES[('decimal', 'Decimal')] = trap
+        original = rendering.for_type_by_name('decimal', 'Decimal', trap, tracks_itself=True)
         try:
             self.assertPreview([decimal.Decimal('1')], '[<Decimal; safe preview omitted>]')
         finally:
-            previews._STDLIB_TYPES[('decimal', 'Decimal')] = original
+            rendering.for_type_by_name('decimal', 'Decimal', original, tracks_itself=True)
         FIRED.clear()
 
 

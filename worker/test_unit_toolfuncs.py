@@ -3,7 +3,7 @@ collisions, ToolResult's attributes, the catalogue's freshness."""
 
 import unittest
 
-from replworker import toolfuncs
+from replworker import toolfuncs, toolspecs
 from replworker.toolresult import ToolResult
 
 
@@ -40,7 +40,7 @@ class SpecTests(unittest.TestCase):
     def test_properties_that_are_not_parameters(self):
         definition = {'name': 't', 'inputSchema': {'type': 'object', 'required': ['dry-run', 'a'], 'properties': {
             'a': {'type': 'string'}, 'kwargs': {'type': 'integer'}, 'dry-run': {'type': 'boolean'}}}}
-        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        spec = toolspecs.ToolSpec(definition, 'mcp.s.t')
         self.assertEqual(str(spec.signature), '(a: str, *, kwargs: int = None, **_kwargs)')
         self.assertEqual(spec.arguments(('x',), {'kwargs': 1, 'dry-run': True}), {'a': 'x', 'kwargs': 1, 'dry-run': True})
         with self.assertRaises(TypeError) as caught:
@@ -53,7 +53,7 @@ class SpecTests(unittest.TestCase):
     def test_open_schema_takes_other_keywords_and_null(self):
         definition = {'name': 't', 'inputSchema': {'type': 'object', 'additionalProperties': True, 'properties': {
             'n': {'type': ['integer', 'null']}}}}
-        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        spec = toolspecs.ToolSpec(definition, 'mcp.s.t')
         self.assertEqual(str(spec.signature), '(*, n: int | None = None, **kwargs)')
         # None is sent where the schema admits null
         self.assertEqual(spec.arguments((), {'n': None, 'x-y': [1]}), {'n': None, 'x-y': [1]})
@@ -61,7 +61,7 @@ class SpecTests(unittest.TestCase):
     def test_a_parameter_required_twice_is_one_parameter(self):
         for props in ({}, {'a': {'type': 'string'}}):
             definition = {'name': 't', 'inputSchema': {'type': 'object', 'required': ['a', 'a', 'b', 'a'], 'properties': props}}
-            spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+            spec = toolspecs.ToolSpec(definition, 'mcp.s.t')
             self.assertIsNone(spec.note)
             self.assertEqual(str(spec.signature), '(a: str, b)' if props else '(a, b)')
             self.assertEqual(spec.arguments(('x', 1), {}), {'a': 'x', 'b': 1})
@@ -71,14 +71,14 @@ class SpecTests(unittest.TestCase):
         for _ in range(5000):
             nested = {'anyOf': [nested]}
         definition = {'name': 't', 'inputSchema': {'type': 'object', 'properties': {'deep': nested}}}
-        spec = toolfuncs.ToolSpec(definition, 'mcp.s.t')
+        spec = toolspecs.ToolSpec(definition, 'mcp.s.t')
         self.assertTrue(spec.note.startswith('RecursionError: maximum recursion depth exceeded'), spec.note)
         self.assertEqual(str(spec.signature), '(**kwargs)')
         # What is given goes as it is (None still leaves an argument out); the broker checks it.
         self.assertEqual(spec.arguments((), {'deep': 'x', 'other': [1], 'gone': None}), {'deep': 'x', 'other': [1]})
         with self.assertRaises(TypeError):
             spec.arguments((1,), {})
-        doc = toolfuncs.tool_doc('s', definition, spec)
+        doc = toolspecs.tool_doc('s', definition, spec)
         self.assertIn('Its inputSchema gives no Python signature (RecursionError: maximum recursion depth', doc)
         self.assertNotIn('Parameters:', doc)
 

@@ -1,30 +1,30 @@
-"""Previews of numpy and pandas values (docs/contract.md §5.11): numpy arrays and scalars;
-pandas DataFrames, Series, Indexes and scalars; and the cells, labels and elements inside
-them, each replaced by its own safe preview before numpy or pandas formats the copy.
+"""Previews of numpy and pandas values (docs/contract.md §5.11): numpy arrays, scalars and
+dtypes; pandas DataFrames, Series, Indexes and scalars; and the cells, labels and elements
+inside them, each replaced by its own safe preview before numpy or pandas formats the
+copy. Also the pandas display options a frame's preview honours.
 
-The rules are previews.py's, which owns the rendering and dispatches here by the value's
-class: only the rows, columns and elements that will be shown are copied out of the value,
-and nothing of the user's runs. This module is imported last by previews.py, whose helpers
-it uses; import previews, never this module, first.
+The rules are the rendering core's (rendering.py), into which this module registers its
+renderers: only the rows, columns and elements that will be shown are copied out of the
+value, and nothing of the user's runs.
 """
 
 import math
 import sys
 
 from .common import type_name
-from .libsummaries import frame_attempts
 from .limits import (
-    ARRAY_EDGE_ITEMS, ARRAY_ITEM_CHARS, ARRAY_SHOWN_ITEMS, ARRAY_THRESHOLD, FRAME_COLUMNS,
-    FRAME_COLWIDTH, FRAME_ROWS, FRAME_ROWS_SHORT, INDEX_ITEMS, PREVIEW_INT_BITS, PREVIEW_ITEMS,
+    ARRAY_EDGE_ITEMS, ARRAY_ITEM_CHARS, ARRAY_SHOWN_ITEMS, ARRAY_THRESHOLD, FRAME_COLUMNS, FRAME_COLUMNS_MAX,
+    FRAME_COLWIDTH, FRAME_ROWS, FRAME_ROWS_MAX, FRAME_ROWS_SHORT, INDEX_ITEMS, PREVIEW_INT_BITS, PREVIEW_ITEMS,
 )
 from .messages import (
     PREVIEW_ARRAY, PREVIEW_ARRAY_OMITTED, PREVIEW_FRAME_SHAPE, PREVIEW_MORE_BYTES, PREVIEW_MORE_CHARS,
     PREVIEW_SIZED,
 )
-from .previews import (
-    _PATHS, NotPreviewable, _cut_repr, _fit, _has_base, _loaded, _named, _render, _repr, _safe_tz,
-    _type_qualname_slot, plain_json,
+from .rendering import (
+    NotPreviewable, cut_repr, enum_member, fit, for_package, for_type_by_name, has_base, loaded, name_of, plain_json,
+    render, type_qualname,
 )
+from .stdpreviews import PATHS, repr_of, safe_tz
 
 # ---- numpy ----------------------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ class _Shown:
 
 def _numpy_dtype(dtype):
     """Whether a dtype is numpy's own (a user-defined DType is not)."""
-    named = _named(type(dtype))
+    named = name_of(type(dtype))
     return named is not None and named[0] == 'numpy'
 
 
@@ -100,35 +100,32 @@ def _ndarray(value, cls, room, depth, state):
 
 def _numpy_scalar(value, cls, room, depth, state):
     np = sys.modules['numpy']
-    if _has_base(cls, np.void):
+    if has_base(cls, np.void):
         return None if value.dtype.hasobject else repr(value)
     for base, more in ((str, PREVIEW_MORE_CHARS), (bytes, PREVIEW_MORE_BYTES)):
-        if _has_base(cls, base):  # np.str_ and np.bytes_: the text may be long
+        if has_base(cls, base):  # np.str_ and np.bytes_: the text may be long
             data = base(value)
-            return f'np.{_type_qualname_slot(cls)}(' + _cut_repr(data, len(data), more, room - 12, state) + ')'
+            return f'np.{type_qualname(cls)}(' + cut_repr(data, len(data), more, room - 12, state) + ')'
     return repr(value)
-
-
-_NUMPY_TYPES = {('numpy', 'ndarray'): _ndarray}
 
 
 def numpy_number(value, cls):
     """The JSON builtin a numpy bool, integer or floating scalar equals exactly, or
     NotPreviewable: `value` carries it (docs/contract.md §4.1), so that a client reading
     JSON gets 250.01 where Python shows np.float64(250.01). Only numpy's own classes
-    (_named: not a subclass made in a cell), and only values a JSON number holds exactly:
+    (name_of: not a subclass made in a cell), and only values a JSON number holds exactly:
     finite floats of at most 64 bits, integers within PREVIEW_INT_BITS."""
-    named = _named(cls)
+    named = name_of(cls)
     if named is None or named[0] != 'numpy':
         raise NotPreviewable
-    if _has_base(cls, _loaded('numpy', 'bool_')):
+    if has_base(cls, loaded('numpy', 'bool_')):
         return bool(value)
-    if _has_base(cls, _loaded('numpy', 'integer')):
+    if has_base(cls, loaded('numpy', 'integer')):
         number = int(value)
         if number.bit_length() > PREVIEW_INT_BITS:
             raise NotPreviewable
         return number
-    if _has_base(cls, _loaded('numpy', 'floating')) and value.dtype.itemsize <= 8:
+    if has_base(cls, loaded('numpy', 'floating')) and value.dtype.itemsize <= 8:
         number = float(value)
         if math.isfinite(number):
             return number
@@ -146,46 +143,46 @@ _PANDAS_INDEXES = frozenset({
     'Index', 'RangeIndex', 'DatetimeIndex', 'TimedeltaIndex', 'PeriodIndex', 'CategoricalIndex',
     'IntervalIndex', 'MultiIndex',
 })
-_PLAIN, _OBJECTS = 'plain', 'objects'
+PLAIN, OBJECTS = 'plain', 'objects'
 
 
 def _dtype_kind(dtype):
-    """_PLAIN: the library formats these values itself; _OBJECTS: the values are Python
+    """PLAIN: the library formats these values itself; OBJECTS: the values are Python
     objects (or strings of any length), to be replaced by their safe previews; None: not
     previewable without running code that may be the user's."""
-    named = _named(type(dtype))
+    named = name_of(type(dtype))
     if named is None:
         return None
     top, qualname = named
     if top == 'numpy':
         if dtype.kind in 'OUST':
-            return _OBJECTS if not dtype.hasobject or dtype.kind == 'O' else None
-        return None if dtype.hasobject else _PLAIN
+            return OBJECTS if not dtype.hasobject or dtype.kind == 'O' else None
+        return None if dtype.hasobject else PLAIN
     if top != 'pandas':
         return None
     if qualname in _PANDAS_PLAIN_DTYPES:
-        return _PLAIN
+        return PLAIN
     if qualname == 'StringDtype':
-        return _OBJECTS
+        return OBJECTS
     if qualname == 'DatetimeTZDtype':
-        return _PLAIN if _safe_tz(dtype.tz) else None
+        return PLAIN if safe_tz(dtype.tz) else None
     if qualname in ('IntervalDtype', 'SparseDtype'):
         subtype = dtype.subtype
-        return _PLAIN if subtype is None or _dtype_kind(subtype) == _PLAIN else None
+        return PLAIN if subtype is None or _dtype_kind(subtype) == PLAIN else None
     if qualname == 'CategoricalDtype':
         categories = dtype.categories
-        return _PLAIN if categories is None else _index_kind(categories)
+        return PLAIN if categories is None else index_kind(categories)
     return None
 
 
-def _index_kind(index):
+def index_kind(index):
     """_dtype_kind for a pandas Index (of a MultiIndex, the least previewable level)."""
-    named = _named(type(index))
+    named = name_of(type(index))
     if named is None or named[0] != 'pandas' or named[1] not in _PANDAS_INDEXES:
         return None
     if named[1] == 'MultiIndex':
-        kinds = [_index_kind(level) for level in index.levels]
-        return None if None in kinds else _OBJECTS if _OBJECTS in kinds else _PLAIN
+        kinds = [index_kind(level) for level in index.levels]
+        return None if None in kinds else OBJECTS if OBJECTS in kinds else PLAIN
     return _dtype_kind(index.dtype)
 
 
@@ -201,12 +198,12 @@ def _plain_attrs(value):
 _CELL_SCALARS = frozenset({
     ('decimal', 'Decimal'), ('datetime', 'date'), ('datetime', 'timedelta'), ('uuid', 'UUID'),
     ('pandas', 'Timedelta'), ('pandas', 'Period'), ('pandas', 'NAType'), ('pandas', 'NaTType'),
-    *(('pathlib', name) for name in _PATHS),
+    *(('pathlib', name) for name in PATHS),
 })
 _ZONED_SCALARS = frozenset({('datetime', 'datetime'), ('datetime', 'time'), ('pandas', 'Timestamp')})
 
 
-def _formats_itself(value):
+def formats_itself(value):
     """Whether pandas may format `value` itself: its str() and repr() are library code
     that calls nothing of the user's."""
     cls = type(value)
@@ -214,15 +211,15 @@ def _formats_itself(value):
         return True
     if cls is int:
         return value.bit_length() <= PREVIEW_INT_BITS
-    named = _named(cls)
+    named = name_of(cls)
     if named is None:
         return False
     if named in _CELL_SCALARS:
         return True
     if named in _ZONED_SCALARS:
-        return _safe_tz(value.tzinfo)
+        return safe_tz(value.tzinfo)
     # numpy's numbers, bools, datetimes; not its strings, bytes and structured scalars.
-    return named[0] == 'numpy' and _has_base(cls, _loaded('numpy', 'generic')) and not _has_base(cls, _loaded('numpy', 'flexible'))
+    return named[0] == 'numpy' and has_base(cls, loaded('numpy', 'generic')) and not has_base(cls, loaded('numpy', 'flexible'))
 
 
 def _cell(value, depth, state):
@@ -233,7 +230,7 @@ def _cell(value, depth, state):
             return value
         state.cut = True
         return value[:FRAME_COLWIDTH + 1]  # pandas cuts it to the column width with its `...`
-    if _formats_itself(value):
+    if formats_itself(value):
         return value
     return _part(value, FRAME_COLWIDTH + 1, depth + 1, state)
 
@@ -246,13 +243,13 @@ def _part(value, room, depth, state):
     """The preview of a cell of a frame or an element of an array, in a small room: a
     frame, a Series, an Index or a larger array in there is only named with its size, so
     a table of tables costs one table's time."""
-    named = _named(type(value))
+    named = name_of(type(value))
     if named is not None and named[0] in ('pandas', 'numpy'):
         kind, name = named[1], type_name(type(value))
         if kind == 'DataFrame' or kind in _PANDAS_INDEXES or kind == 'Series' or (kind == 'ndarray' and value.size > _SMALL_ARRAY):
             state.cut = True
             return PREVIEW_SIZED.format(name, repr(tuple(int(n) for n in value.shape)))
-    return _render(value, room, depth, state)
+    return render(value, room, depth, state)
 
 
 def _cells(values, depth, state):
@@ -279,14 +276,14 @@ def _label(name, depth, state):
 def _shown_index(index, depth, state):
     """The labels of the shown rows or columns with every object replaced by its preview."""
     pd = sys.modules['pandas']
-    if _named(type(index)) == ('pandas', 'MultiIndex'):
+    if name_of(type(index)) == ('pandas', 'MultiIndex'):
         levels = []
         for i in range(index.nlevels):
             values = index.get_level_values(i)
-            levels.append(_cells(values, depth, state) if _index_kind(values) == _OBJECTS else values)
+            levels.append(_cells(values, depth, state) if index_kind(values) == OBJECTS else values)
         return pd.MultiIndex.from_arrays(levels, names=[_label(name, depth, state) for name in index.names])
     name = _label(index.name, depth, state)
-    if _index_kind(index) == _OBJECTS:
+    if index_kind(index) == OBJECTS:
         return pd.Index(_cells(index, depth, state), dtype=object, name=name)
     return index if name is index.name else index.rename(name)
 
@@ -300,6 +297,55 @@ def _positions(n, whole, short):
     return [*range(half), n // 2, *range(n - half, n)], 2 * half
 
 
+# ---- pandas' display options ------------------------------------------------------------------
+
+# pandas' defaults of the options a preview honours, where its registry cannot be read.
+_PANDAS_DEFAULT_WIDTH = 80
+
+
+def _bounded(option, default, cap):
+    """A row or column count the user set in pandas' display options, as pandas reads it
+    (None: no limit; 0: pandas picks, here our default), within cap."""
+    if option is None:
+        return cap
+    if type(option) is not int or option <= 0:
+        return default
+    return min(option, cap)
+
+
+def pandas_bounds():
+    """(rows shown whole, rows shown of a longer frame, columns, line width or None): the
+    bounds of a frame's or Series' first attempt, from the display options the user set
+    (display.max_rows, display.min_rows, display.max_columns, display.width), as Jupyter
+    honours them; ours (pandas' defaults) otherwise. A longer frame shows min_rows rows,
+    or max_rows when min_rows is larger or unset, as pandas does."""
+    get = sys.modules['pandas'].get_option  # a pandas value is being previewed
+    whole = _bounded(get('display.max_rows'), FRAME_ROWS, FRAME_ROWS_MAX)
+    min_rows = get('display.min_rows')
+    short = whole if not min_rows else min(_bounded(min_rows, FRAME_ROWS_SHORT, FRAME_ROWS_MAX), whole)
+    columns = _bounded(get('display.max_columns'), FRAME_COLUMNS, FRAME_COLUMNS_MAX)
+    width = get('display.width')
+    line_width = width if type(width) is int and width > 0 and width != _pandas_default('display.width') else None
+    return whole, max(short, 2), max(columns, 2), line_width
+
+
+def frame_attempts(attempts):
+    """(the bounds a frame or Series preview tries in turn, `attempts` with the first
+    made of the display options the user set and no later one showing more than it;
+    the line width the user set, or None)."""
+    whole, short, columns, line_width = pandas_bounds()
+    first = (whole, short, columns, attempts[0][3])
+    later = [(min(w, whole), min(s, short), min(c, columns), colwidth) for w, s, c, colwidth in attempts[1:]]
+    return [first, *later], line_width
+
+
+def _pandas_default(key):
+    """The registered default of a pandas option (its private registry), or ours."""
+    registered = loaded('pandas._config.config', '_registered_options')
+    option = registered.get(key) if type(registered) is dict else None
+    return getattr(option, 'defval', _PANDAS_DEFAULT_WIDTH)
+
+
 # The bounds tried in turn until the table fits the preview: rows shown whole up to,
 # rows shown of a longer frame, columns, column width.
 _FRAME_ATTEMPTS = (
@@ -309,10 +355,10 @@ _FRAME_ATTEMPTS = (
 )
 
 
-def _frame(value, cls, room, depth, state):
+def render_frame(value, cls, room, depth, state):
     pd = sys.modules['pandas']
     kinds = [_dtype_kind(dtype) for dtype in value.dtypes]
-    if None in kinds or _index_kind(value.index) is None or _index_kind(value.columns) is None:
+    if None in kinds or index_kind(value.index) is None or index_kind(value.columns) is None:
         return None
     if not _plain_attrs(value):
         return None
@@ -335,7 +381,7 @@ def _frame(value, cls, room, depth, state):
         shown.index = _shown_index(sub.index, depth, attempt)
         shown.columns = _shown_index(sub.columns, depth, attempt)
         for j, position in enumerate(column_positions):
-            if kinds[position] == _OBJECTS:
+            if kinds[position] == OBJECTS:
                 shown.isetitem(j, _cells(shown.iloc[:, j], depth, attempt))
         with pd.option_context('display.float_format', None):
             text = shown.to_string(max_rows=max_rows, max_cols=max_cols, max_colwidth=colwidth, line_width=line_width)
@@ -343,13 +389,13 @@ def _frame(value, cls, room, depth, state):
         if len(text) + len(footer) <= room:
             break
     state.cut = state.cut or attempt.cut
-    return _fit(text, room - len(footer), state) + footer
+    return fit(text, room - len(footer), state) + footer
 
 
 def _series(value, cls, room, depth, state):
     pd = sys.modules['pandas']
     kind = _dtype_kind(value.dtype)
-    if kind is None or _index_kind(value.index) is None or not _plain_attrs(value):
+    if kind is None or index_kind(value.index) is None or not _plain_attrs(value):
         return None
     length = len(value)
     footer = [f'Length: {length}', f'dtype: {value.dtype.name}']
@@ -366,7 +412,7 @@ def _series(value, cls, room, depth, state):
         positions, max_rows = _positions(length, whole, short)
         sub = value.take(positions)
         index = _shown_index(sub.index, depth, attempt)
-        if kind == _OBJECTS:
+        if kind == OBJECTS:
             shown = pd.Series(_cells(sub, depth, attempt), index=index, dtype=object)
         else:
             shown = sub.copy()
@@ -378,12 +424,12 @@ def _series(value, cls, room, depth, state):
         if len(text) + len(footer) + 1 <= room:
             break
     state.cut = state.cut or attempt.cut
-    return _fit(text, room - len(footer) - 1, state) + '\n' + footer
+    return fit(text, room - len(footer) - 1, state) + '\n' + footer
 
 
 def _index(value, cls, room, depth, state):
     pd = sys.modules['pandas']
-    kind = _index_kind(value)
+    kind = index_kind(value)
     if kind is None:
         return None
     labels = state.inner()
@@ -391,12 +437,12 @@ def _index(value, cls, room, depth, state):
     state.cut = state.cut or labels.cut
     if any(shown is not name for shown, name in zip(names, value.names)):
         value = value.set_names(names)
-    if kind == _OBJECTS:
+    if kind == OBJECTS:
         # pandas formats only the first and last few labels: those must be safe as they are.
         for edge in (value[:INDEX_ITEMS], value[-INDEX_ITEMS:]):  # slices: nothing is hashed
             for i in range(edge.nlevels):
                 labels = edge.get_level_values(i)
-                if _index_kind(labels) == _OBJECTS and not all(_formats_itself(label) for label in labels):
+                if index_kind(labels) == OBJECTS and not all(formats_itself(label) for label in labels):
                     return None
     if len(value) > INDEX_ITEMS:
         state.cut = True
@@ -405,12 +451,31 @@ def _index(value, cls, room, depth, state):
 
 
 def _zoned_timestamp(value, cls, room, depth, state):
-    return repr(value) if _safe_tz(value.tzinfo) else None
+    return repr(value) if safe_tz(value.tzinfo) else None
 
 
-_PANDAS_TYPES = {
-    ('pandas', 'DataFrame'): _frame, ('pandas', 'Series'): _series,
-    ('pandas', 'Timestamp'): _zoned_timestamp, ('pandas', 'Timedelta'): _repr, ('pandas', 'Period'): _repr,
-    ('pandas', 'NAType'): _repr, ('pandas', 'NaTType'): _repr,
-    **{('pandas', name): _index for name in _PANDAS_INDEXES},
-}
+def _numpy_other(value, cls, named, room, depth, state):
+    """numpy's classes with no renderer of their own: its scalars, its own dtypes
+    (dtype('float64'), dtype([('x', '<i8')]), numpy's DTypes only) and its enums."""
+    if has_base(cls, loaded('numpy', 'generic')):
+        return _numpy_scalar(value, cls, room, depth, state)
+    if has_base(cls, loaded('numpy', 'dtype')):
+        return repr(value)
+    return enum_member(value, cls)
+
+
+def _pandas_other(value, cls, named, room, depth, state):
+    return enum_member(value, cls)  # a member of an enum pandas defines: its values are pandas'
+
+
+for _render, _names in (
+    (_ndarray, [('numpy', 'ndarray')]),
+    (render_frame, [('pandas', 'DataFrame')]), (_series, [('pandas', 'Series')]),
+    (_zoned_timestamp, [('pandas', 'Timestamp')]),
+    (repr_of, [('pandas', name) for name in ('Timedelta', 'Period', 'NAType', 'NaTType')]),
+    (_index, [('pandas', name) for name in _PANDAS_INDEXES]),
+):
+    for _package, _qualname in _names:
+        for_type_by_name(_package, _qualname, _render)
+for_package('numpy', _numpy_other)
+for_package('pandas', _pandas_other)

@@ -9,7 +9,7 @@ import json
 import math
 import os
 
-from .bridge import RPCS, McpResult, ToolError, to_envelope
+from .bridge import RPCS, ToolError
 from .common import type_name, utf8_prefix
 from .limits import (
     ARTIFACT_ABORT_WAIT, ARTIFACT_CHUNK, ARTIFACT_ERROR_BYTES, ARTIFACT_JSON_DEPTH, ARTIFACT_JSON_NODES,
@@ -23,6 +23,7 @@ from .messages import (
     ARTIFACT_TOO_DEEP, ARTIFACT_TOO_LARGE, ARTIFACT_TOO_MANY_VALUES, ARTIFACT_UNSUPPORTED_DETAIL, MCP_MALFORMED,
     NEGATIVE, NOT_BOOL_OVERWRITE, NOT_INT, NOT_STR, NOT_STR_PATH,
 )
+from .toolresult import ToolResult, to_envelope
 
 ARTIFACT_FORMATS = ('json', 'text', 'binary')
 ARTIFACT_READ_ENCODINGS = ('text', 'base64', 'hex')
@@ -91,7 +92,7 @@ def _check_json_node(value, depth, budget):
         budget.size += 1 + len(value)
         for item in value:
             _check_json_node(item, depth + 1, budget)
-    elif cls is dict or cls is McpResult:
+    elif cls is dict or cls is ToolResult:
         if depth >= ARTIFACT_JSON_DEPTH:
             raise NotArtifact(ARTIFACT_TOO_DEEP, True)
         budget.size += 1 + len(value)
@@ -347,7 +348,7 @@ def auto_artifact_format(value):
         return 'text'
     if cls is bytes:
         return 'binary'
-    if cls is list or cls is tuple or cls is dict or cls is McpResult:
+    if cls is list or cls is tuple or cls is dict or cls is ToolResult:
         return 'json'
     return None
 

@@ -1,5 +1,7 @@
-"""The `mcp` bridge: cell code calls the session's downstream MCP servers through the
-repl-mcp server with `rpc` frames, each answered by one `rpc_result`."""
+"""The bridge's transport: a cell's calls of the session's downstream MCP servers and of
+the artifact store go to the repl-mcp server as `rpc` frames
+(PROTOCOL.md, "Worker → server"), each answered by one `rpc_result`. What cells call it
+through is toolfuncs.py's (`mcp`) and artifacts.py's."""
 
 import asyncio
 import binascii
@@ -9,18 +11,9 @@ import os
 import threading
 from concurrent import futures
 
-from .common import RUN_ID, type_name
-from .limits import (
-    MAX_FRAME, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_REPLY_SLACK, MCP_TIMEOUT_MAX,
-    MCP_TIMEOUT_MIN, RPC_PENDING, RPC_QUEUED, TOOL_ERROR_CHARS,
-)
-from .messages import (
-    MCP_ARGUMENTS_NOT_DICT, MCP_BAD_TIMEOUT, MCP_BOTH_ARGUMENTS, MCP_BUSY, MCP_FOREIGN,
-    MCP_FRAME_TOO_LARGE, MCP_HELP_HINT, MCP_HELP_NO_SERVERS, MCP_HELP_SERVERS, MCP_MALFORMED,
-    MCP_NO_REPLY, MCP_NO_SUCH_SERVER, MCP_REPR, MCP_TEXT_NOT_ENVELOPE, MCP_UNKNOWN_TOOL, TOOL_FAILED,
-)
-from . import toolfuncs
-from .toolresult import ToolResult, envelope_text as _envelope_text
+from .common import RUN_ID
+from .limits import MAX_FRAME, RPC_PENDING, RPC_QUEUED
+from .messages import MCP_BUSY, MCP_FOREIGN, MCP_FRAME_TOO_LARGE, MCP_NO_REPLY
 
 
 def new_rpc_id():
@@ -39,10 +32,6 @@ class ToolError(RuntimeError):
     def __init__(self, message, result=None):
         super().__init__(message)
         self.result = result
-
-
-# The envelope's class under its earlier name: previews and artifacts treat it as a dict.
-McpResult = ToolResult
 
 
 def await_reply(future, wait):
@@ -117,8 +106,14 @@ class _Reply:
 _RPC_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(',', ':'), allow_nan=False)
 
 
-def _encode_rpc(frame):
-    return _RPC_ENCODER.encode(frame).encode('utf-8', 'replace') + b'\n'
+def encode_rpc(frame, payload=None):
+    """An rpc frame's line; `payload`, bytes-like, goes as its `data` member, in base64.
+    Base64 needs no JSON escaping: it goes in as it is, after the object's other members,
+    never through the encoder."""
+    data = _RPC_ENCODER.encode(frame).encode('utf-8', 'replace') + b'\n'
+    if payload is None:
+        return data
+    return b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
 
 
 class _Slots:
@@ -267,11 +262,7 @@ class _Rpcs:
             if run_id != self._active:
                 raise RuntimeError(MCP_FOREIGN)  # the cell ended while the call waited
             rpc_id = new_rpc_id()
-            data = _encode_rpc({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params})
-            if payload is not None:
-                # Base64 needs no JSON escaping: it goes in as it is, after the object's
-                # other members, never through json.dumps.
-                data = b''.join((data[:-2], b',"data":"', binascii.b2a_base64(payload, newline=False), b'"}\n'))
+            data = encode_rpc({'type': 'rpc', 'id': rpc_id, 'run_id': run_id, 'op': op, 'params': params}, payload)
             if len(data) > MAX_FRAME:
                 raise ValueError(MCP_FRAME_TOO_LARGE)
             if blocking:
@@ -315,160 +306,3 @@ class _Rpcs:
 
 
 RPCS = _Rpcs()
-
-
-def _check_timeout(timeout):
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ValueError(MCP_BAD_TIMEOUT)
-    if not MCP_TIMEOUT_MIN <= timeout <= MCP_TIMEOUT_MAX:  # NaN fails too
-        raise ValueError(MCP_BAD_TIMEOUT)
-
-
-def call_params(server, tool, arguments, timeout, kwargs):
-    """The `call` op's params; every check comes before the rpc is sent."""
-    if arguments is not None and kwargs:
-        raise ValueError(MCP_BOTH_ARGUMENTS)
-    if arguments is not None and not isinstance(arguments, dict):
-        raise TypeError(MCP_ARGUMENTS_NOT_DICT)
-    _check_timeout(timeout)
-    return {'server': server, 'tool': tool, 'arguments': kwargs if arguments is None else arguments, 'timeout': timeout}
-
-
-def envelope_text(envelope):
-    """mcp.text(): the text of every `text` block of an envelope, joined with newlines."""
-    if not isinstance(envelope, dict):
-        raise TypeError(MCP_TEXT_NOT_ENVELOPE.format(type_name(type(envelope))))
-    return _envelope_text(envelope)
-
-
-def to_envelope(result):
-    """A `call` result as the envelope mcp.call returns; a tool error raises ToolError."""
-    if type(result) is not dict:
-        raise ToolError(MCP_MALFORMED.format('call'))
-    envelope = ToolResult(result)
-    if envelope.get('isError') is True:
-        raise ToolError(TOOL_FAILED.format(envelope_text(envelope)[:TOOL_ERROR_CHARS]), result=envelope)
-    return envelope
-
-
-def _field(op, result, key):
-    if type(result) is not dict or key not in result:
-        raise ToolError(MCP_MALFORMED.format(op))
-    return result[key]
-
-
-class McpBridge:
-    """`mcp`: the session's downstream MCP servers, reached through the repl-mcp server. Calls
-    are legal only from the running cell's own code path (not from threads or later cells);
-    use the async forms for concurrency. Failures raise ToolError.
-
-    mcp.<server>.<tool>(...) -> ToolResult: each allowlisted tool as a Python function with
-        the signature of its inputSchema (help() shows it; wrong arguments raise TypeError
-        before anything is sent); .acall(...) awaits the same call. Names that are not
-        identifiers: mcp["files-writer"]["write file"], or normalised (mcp.files_writer).
-    search(query, limit=10) -> lines `server.tool(signature) — first sentence`, best first
-    help() prints the servers; help(server) its tools' signatures; help(server, tool) one
-    call(server, tool, *, arguments=None, timeout=120.0, **kwargs) -> ToolResult, the full
-        CallToolResult envelope (a dict with .text, .data, .images, .is_error); tool
-        arguments come from arguments={...} or keywords, not both (use arguments= for tool
-        parameters named timeout, server, tool or arguments)
-    acall(...) -> the same, awaitable; cancelling the task cancels only that call
-    servers(), list_tools(server, *, timeout=30.0) (JSON schemas), refresh(), journal(),
-    ajournal(), explain(server, tool=None), text(envelope)"""
-
-    text = staticmethod(envelope_text)
-
-    def __init__(self, rpcs):
-        self._rpcs = rpcs
-        self._names = None  # the broker's server names, asked once per cell (a bridge lives one)
-        # What the preview of `mcp` itself says (toolfuncs.alearn): why the servers could
-        # not be listed, and why some server's tools were not.
-        self._preview_error = None
-        self._unlisted = {}
-
-    def __repr__(self):
-        return MCP_REPR
-
-    async def _alearn(self):
-        await toolfuncs.alearn(self)
-
-    def _preview(self):
-        return toolfuncs.bridge_preview(self)
-
-    def _server_names(self):
-        if self._names is None:
-            self._names = toolfuncs.Names(self.servers())
-        return self._names
-
-    def __getattr__(self, attr):
-        if attr.startswith('__'):
-            raise AttributeError(attr)
-        names = self._server_names()
-        server = names.resolve(attr)
-        if server is None:
-            raise AttributeError(MCP_NO_SUCH_SERVER.format(attr))
-        return toolfuncs.ServerTools(self._rpcs, server, toolfuncs.server_label(names, server))
-
-    def __getitem__(self, server):
-        names = self._server_names()
-        if server not in names.real:
-            raise KeyError(MCP_NO_SUCH_SERVER.format(server))
-        return toolfuncs.ServerTools(self._rpcs, server, toolfuncs.server_label(names, server))
-
-    def __dir__(self):
-        members = [name for name in type(self).__dict__ if not name.startswith('_')]
-        return sorted(set(members) | set(self._server_names().attrs()))
-
-    def call(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
-        params = call_params(server, tool, arguments, timeout, kwargs)
-        return to_envelope(self._rpcs.call('call', params, timeout + MCP_REPLY_SLACK))
-
-    async def acall(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
-        params = call_params(server, tool, arguments, timeout, kwargs)
-        return to_envelope(await self._rpcs.acall('call', params, timeout + MCP_REPLY_SLACK))
-
-    def servers(self):
-        return _field('servers', self._rpcs.call('servers', {}, MCP_OP_WAIT), 'servers')
-
-    def list_tools(self, server, *, timeout=MCP_CATALOGUE_TIMEOUT):
-        _check_timeout(timeout)
-        result = self._rpcs.call('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
-        return _field('tools', result, 'tools')
-
-    def search(self, query, limit=10):
-        """The tools of every server whose names or descriptions match the words of query,
-        best first, as lines `server.tool(signature) — first sentence` (at most limit, 1 to
-        50; a last line counts the rest). An empty query lists every tool."""
-        return toolfuncs.search(self, query, limit)
-
-    def help(self, server=None, tool=None, *, timeout=MCP_CATALOGUE_TIMEOUT):
-        """Prints, as Python: no server, the servers; a server, one line per tool with its
-        signature; a tool too, its signature and whole description. At most one listing
-        (waiting at most timeout seconds) and one servers rpc."""
-        if server is None:
-            names = self._server_names()
-            lines = [MCP_HELP_SERVERS] + [f'  {toolfuncs.server_label(names, s)}' for s in names.real] if names.real else [MCP_HELP_NO_SERVERS]
-            print('\n'.join(lines + [MCP_HELP_HINT]))
-            return
-        _check_timeout(timeout)
-        if tool is None:
-            print('\n'.join(toolfuncs.server_help(self, server, timeout)))
-            return
-        text = toolfuncs.tool_help(self, server, tool, timeout)
-        if text is None:
-            raise ValueError(MCP_UNKNOWN_TOOL.format(tool))
-        print(text)
-
-    def refresh(self):
-        self._names = None
-        toolfuncs.CATALOGUES.clear()
-        return self._rpcs.call('refresh', {}, MCP_OP_WAIT)
-
-    def journal(self):
-        return _field('journal', self._rpcs.call('journal', {}, MCP_OP_WAIT), 'records')
-
-    async def ajournal(self):
-        return _field('journal', await self._rpcs.acall('journal', {}, MCP_OP_WAIT), 'records')
-
-    def explain(self, server, tool=None):
-        return self._rpcs.call('explain', {'server': server, 'tool': tool}, MCP_OP_WAIT)

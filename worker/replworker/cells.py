@@ -20,7 +20,7 @@ from .artifacts import (
     ARTIFACT_HELPERS, NotArtifact, artifact_error, auto_artifact_format, auto_upload, check_artifact_json,
     output_upload, repl_export,
 )
-from .bridge import RPCS, McpBridge, ToolError
+from .bridge import RPCS, ToolError
 from .checkpoint import checkpoint as checkpoint_namespace, restore as restore_namespace
 from . import shelllines
 from .children import CHILDREN, ShellError, ShellResult, exit_now, sh
@@ -32,10 +32,9 @@ from .limits import (
     EXIT_MESSAGE_CHARS, EXIT_STATUS_BITS, SOURCE_FILE_BYTES, SPOOL_HEAD, TASK_CANCEL_GRACE, THREAD_NAME_BYTES,
 )
 from .messages import (
-    ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, ARTIFACT_AUTO_NOT_MADE,
-    EXECUTOR_FULL, EXECUTOR_JOB_QUEUED, EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE,
-    INVENTORY_NOTE, OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED,
-    THREADS_INTERRUPTED, THREADS_MORE,
+    ARGV_TOO_LARGE, ARGV_TOO_MANY, ARTIFACT_AUTO_FAILED, ARTIFACT_AUTO_INTERRUPTED, ARTIFACT_AUTO_NOT_MADE, EXECUTOR_FULL,
+    EXECUTOR_JOB_QUEUED, EXIT_CODE_STR_FAILED, FILE_EXITED, FILE_TOO_LARGE, FILE_UNDECODABLE, FILE_UNREADABLE, INVENTORY_NOTE,
+    OUTPUT_INTERRUPTED, OUTPUT_NOT_SAVED, OUTPUT_SAVED, OUTPUT_SAVED_PART, TASKS_REFUSED, THREADS_INTERRUPTED, THREADS_MORE,
 )
 from .native import NativeOutput
 from .output import STREAMS, Output, Spool
@@ -45,6 +44,7 @@ from .restore import run_restore
 from .snapshots import Snapshots
 from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
+from .toolfuncs import McpBridge, alearn
 from .tracebacks import RunFailure, SourceHistory, format_error
 
 EXIT_STATE_CLEARED = 70
@@ -357,7 +357,7 @@ class Worker:
         notebook = {}  # for the session's notebook only (PROTOCOL.md, The result object)
         if exc is None and policy_error is None and value is not MISSING:
             if type(value) is McpBridge and not interrupted:
-                self._upload(run_id, value._alearn())  # its preview names its servers and tools
+                self._upload(run_id, alearn(value))  # its preview names its servers and tools
             preview = value_preview(value)
             notebook = {'html': pandas_html(value)}
             # Only a value the preview had to cut may become an artifact: one that fits the

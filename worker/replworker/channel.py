@@ -134,7 +134,7 @@ class Channel:
             read_fd, write_fd = (int(part) for part in spec.split(','))
             os.fstat(read_fd)
             os.fstat(write_fd)
-            read_fd, write_fd = _private_fd(read_fd), _private_fd(write_fd)
+            read_fd, write_fd = private_fd(read_fd), private_fd(write_fd)
             # Two threads may find it readable and only one gets the bytes.
             os.set_blocking(read_fd, False)
         except (ValueError, OSError) as exc:
@@ -165,7 +165,7 @@ class Channel:
         child sends is lost and its next read of a command is EOF, which ends it as the
         server going would. Locks another thread held at the fork are made anew."""
         for fd in (self._read_fd, self._writer.fileno()):
-            _null_over(fd)
+            null_over(fd)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._arrived = threading.Lock()
@@ -310,7 +310,7 @@ class Channel:
 _MAIN_THREAD = threading.main_thread().ident
 
 
-def _private_fd(fd):
+def private_fd(fd):
     """A close-on-exec copy of fd at PROTOCOL_FD_FLOOR or above, with /dev/null left at the
     original number: user subprocesses never hold the protocol pipes, and a cell that takes
     fds 3 and 4 for its own (dup2, close, a library's fd juggling) cannot cut the worker off
@@ -319,11 +319,11 @@ def _private_fd(fd):
         private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, PROTOCOL_FD_FLOOR)
     except OSError:  # a descriptor limit below the floor: any free number will do
         private = os.dup(fd)
-    _null_over(fd)
+    null_over(fd)
     return private
 
 
-def _null_over(fd):
+def null_over(fd):
     """Put a non-inheritable /dev/null at fd, closing what was there."""
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, fd, inheritable=False)

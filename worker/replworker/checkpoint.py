@@ -11,7 +11,7 @@ from .messages import (
     CHECKPOINT_TOO_MANY, CHECKPOINT_UNSUPPORTED, SKIP_BYTE_LIMIT, SKIP_CUSTOM, SKIP_LARGE_STRING,
     SKIP_NOT_PLAIN,
 )
-from .previews import NotPreviewable, plain_json
+from .rendering import NotPreviewable, plain_json
 
 
 def _checkpoint_json(value):

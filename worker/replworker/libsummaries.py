@@ -1,72 +1,23 @@
-"""Safe summaries of well-known library objects that have no table or array to show
-(docs/contract.md §5.11): a dask.distributed Client and cluster, a pandas Styler and
-Categorical, numpy dtypes, and, where they are installed, polars frames, xarray arrays and
-torch tensors; and the pandas display options a preview honours.
+"""Safe summaries of well-known library objects that have no table or array of their own
+to show (docs/contract.md §5.11): matplotlib's Figures, Axes and Text, a dask.distributed
+Client and cluster, a pandas Styler and Categorical, and, where they are installed,
+polars frames, xarray arrays and torch tensors.
 
-The rules are previews.py's: a summary is made only for the library's own class (its
-module, already imported, defines it under that name, so a subclass of the user's is not
-the library's), by the library's own code or from values the library keeps (addresses,
-counts, shapes, dtypes), never by formatting an object the user made. Nothing is
-imported here: a library that is not loaded has no objects to summarise.
+The rules are the rendering core's (rendering.py), into which this module registers its
+summaries: a summary is made only for the library's own class (its module, already
+imported, defines it under that name, so a subclass of the user's is not the library's),
+by the library's own code or from values the library keeps (addresses, counts, shapes,
+dtypes), never by formatting an object the user made. Nothing is imported here: a library
+that is not loaded has no objects to summarise.
 """
 
 import itertools
 import sys
 
-from . import previews
-from .limits import (
-    ARRAY_EDGE_ITEMS, FRAME_COLUMNS, FRAME_COLUMNS_MAX, FRAME_COLWIDTH, FRAME_ROWS, FRAME_ROWS_MAX, FRAME_ROWS_SHORT,
-)
+from .arraypreviews import OBJECTS, PLAIN, formats_itself, index_kind, render_frame
+from .limits import ARRAY_EDGE_ITEMS, FRAME_COLUMNS, FRAME_COLUMNS_MAX, FRAME_COLWIDTH, FRAME_ROWS, FRAME_ROWS_SHORT
 from .messages import PREVIEW_POLARS_OBJECTS, PREVIEW_STYLER, PREVIEW_XARRAY_DATA
-
-# ---- pandas' display options ------------------------------------------------------------------
-
-# pandas' defaults of the options a preview honours, where its registry cannot be read.
-_PANDAS_DEFAULT_WIDTH = 80
-
-
-def _bounded(option, default, cap):
-    """A row or column count the user set in pandas' display options, as pandas reads it
-    (None: no limit; 0: pandas picks, here our default), within cap."""
-    if option is None:
-        return cap
-    if type(option) is not int or option <= 0:
-        return default
-    return min(option, cap)
-
-
-def pandas_bounds():
-    """(rows shown whole, rows shown of a longer frame, columns, line width or None): the
-    bounds of a frame's or Series' first attempt, from the display options the user set
-    (display.max_rows, display.min_rows, display.max_columns, display.width), as Jupyter
-    honours them; ours (pandas' defaults) otherwise. A longer frame shows min_rows rows,
-    or max_rows when min_rows is larger or unset, as pandas does."""
-    get = sys.modules['pandas'].get_option  # a pandas value is being previewed
-    whole = _bounded(get('display.max_rows'), FRAME_ROWS, FRAME_ROWS_MAX)
-    min_rows = get('display.min_rows')
-    short = whole if not min_rows else min(_bounded(min_rows, FRAME_ROWS_SHORT, FRAME_ROWS_MAX), whole)
-    columns = _bounded(get('display.max_columns'), FRAME_COLUMNS, FRAME_COLUMNS_MAX)
-    width = get('display.width')
-    line_width = width if type(width) is int and width > 0 and width != _pandas_default('display.width') else None
-    return whole, max(short, 2), max(columns, 2), line_width
-
-
-def frame_attempts(attempts):
-    """(the bounds a frame or Series preview tries in turn, `attempts` with the first
-    made of the display options the user set and no later one showing more than it;
-    the line width the user set, or None)."""
-    whole, short, columns, line_width = pandas_bounds()
-    first = (whole, short, columns, attempts[0][3])
-    later = [(min(w, whole), min(s, short), min(c, columns), colwidth) for w, s, c, colwidth in attempts[1:]]
-    return [first, *later], line_width
-
-
-def _pandas_default(key):
-    """The registered default of a pandas option (its private registry), or ours."""
-    registered = previews._loaded('pandas._config.config', '_registered_options')
-    option = registered.get(key) if type(registered) is dict else None
-    return getattr(option, 'defval', _PANDAS_DEFAULT_WIDTH)
-
+from .rendering import fit, for_package, for_type_by_name, has_base, loaded, name_of, qualified, render
 
 # ---- pandas ----------------------------------------------------------------------------------
 
@@ -74,10 +25,10 @@ def _styler(value, cls, room, depth, state):
     """A Styler: the preview of the frame it styles. Its formatters and styles are the
     user's functions and are never called (nothing is rendered)."""
     data = value.data
-    if previews._named(type(data)) != ('pandas', 'DataFrame'):
+    if name_of(type(data)) != ('pandas', 'DataFrame'):
         return None
     head = PREVIEW_STYLER + '\n'
-    text = previews._frame(data, type(data), room - len(head), depth + 1, state)
+    text = render_frame(data, type(data), room - len(head), depth + 1, state)
     return None if text is None else head + text
 
 
@@ -86,13 +37,13 @@ _CATEGORIES_CHECKED = 10_000
 
 
 def _plain_categories(categories):
-    """Whether pandas may format every category itself (see previews._formats_itself)."""
-    kind = previews._index_kind(categories)
-    if kind == previews._PLAIN:
+    """Whether pandas may format every category itself (see formats_itself)."""
+    kind = index_kind(categories)
+    if kind == PLAIN:
         return True
-    if kind != previews._OBJECTS or len(categories) > _CATEGORIES_CHECKED:
+    if kind != OBJECTS or len(categories) > _CATEGORIES_CHECKED:
         return False
-    return all(previews._formats_itself(category) for category in categories.to_numpy(dtype=object))
+    return all(formats_itself(category) for category in categories.to_numpy(dtype=object))
 
 
 def _categorical(value, cls, room, depth, state):
@@ -122,14 +73,14 @@ def _plain(value, *types):
 def _scheduler_info(info):
     """The scheduler's identity as distributed keeps it (a dict, or its SchedulerInfo
     dict), read with dict's own get; None for anything else."""
-    if type(info) is dict or previews._named(type(info)) == ('distributed', 'SchedulerInfo'):
+    if type(info) is dict or name_of(type(info)) == ('distributed', 'SchedulerInfo'):
         return lambda key, default=None: dict.get(info, key, default)
     return None
 
 
 def _dashboard(address, services):
     """The dashboard's link as distributed formats it, from the scheduler's services."""
-    format_link = previews._loaded('distributed.utils', 'format_dashboard_link')
+    format_link = loaded('distributed.utils', 'format_dashboard_link')
     port = services.get('dashboard') if type(services) is dict else None
     if format_link is None or type(port) is not int or type(address) is not str or '://' not in address:
         return None
@@ -148,7 +99,7 @@ def _client(value, cls, room, depth, state):
     workers, threads, memory = (info(key, 0) for key in ('n_workers', 'total_threads', 'total_memory'))
     if not all(_plain(n, int) for n in (workers, threads, memory)):
         return None
-    format_bytes = previews._loaded('dask.utils', 'format_bytes')
+    format_bytes = loaded('dask.utils', 'format_bytes')
     parts = [f"scheduler={info('address')!r}", f'workers={workers}', f'threads={threads}']
     if format_bytes is not None:
         parts.append(f'memory={format_bytes(memory)}')
@@ -187,7 +138,7 @@ _POLARS_OPAQUE = frozenset({'Object', 'Extension', 'BaseExtension'})
 def _polars_renders_itself(dtype):
     """Whether polars formats the values of `dtype` in its own code: a dtype polars
     defines, none of them opaque, nested ones (List, Array, Struct) all the way down."""
-    named = previews._named(type(dtype))
+    named = name_of(type(dtype))
     if named is None or named[0] != 'polars' or named[1] in _POLARS_OPAQUE:
         return False
     if named[1] in ('List', 'Array'):
@@ -199,7 +150,7 @@ def _polars_renders_itself(dtype):
 
 def _polars_dtypes_known(dtypes):
     """Whether every dtype is polars' own class, so that str() of it is polars' code."""
-    return all((previews._named(type(dtype)) or ('',))[0] == 'polars' for dtype in dtypes)
+    return all((name_of(type(dtype)) or ('',))[0] == 'polars' for dtype in dtypes)
 
 
 # The bounds tried in turn until polars' table fits the preview: rows shown of a longer
@@ -214,8 +165,8 @@ def _polars_table(value, rows, columns, room, state):
     """polars' own repr (shape, names, dtypes, the first and last rows) within our bounds
     and room, or None when polars' Config is not polars' own. The other display options
     the user set (float format, separators, table style) are honoured, as in Jupyter."""
-    config = previews._loaded('polars', 'Config')
-    if previews._named(config) != ('polars', 'Config'):
+    config = loaded('polars', 'Config')
+    if name_of(config) != ('polars', 'Config'):
         return None
     text = ''
     for short, width, colwidth in _POLARS_ATTEMPTS:
@@ -230,16 +181,16 @@ def _polars_table(value, rows, columns, room, state):
         if len(text) <= room:
             break
     state.cut = state.cut or rows > shown_rows or columns > width or _polars_cells_cut(value, colwidth)
-    return previews._fit(text, room, state)
+    return fit(text, room, state)
 
 
 def _polars_cells_cut(value, colwidth):
     """Whether polars' table shortened a cell: a string or category past `colwidth`
     characters, a list or array past the items shown, or a struct (its fields are not
     measured here). polars measures, in its own code."""
-    frame = value.to_frame() if previews._named(type(value)) == ('polars', 'Series') else value
+    frame = value.to_frame() if name_of(type(value)) == ('polars', 'Series') else value
     for name, dtype in zip(frame.columns, frame.dtypes):
-        kind = previews._named(type(dtype))[1]
+        kind = name_of(type(dtype))[1]
         column = frame.get_column(name)
         if kind == 'Struct':
             return True
@@ -271,7 +222,7 @@ def _polars_frame(value, cls, room, depth, state):
     shown = ', '.join(f'{name}: {dtype}' for name, dtype in zip(value.columns[:FRAME_COLUMNS_MAX], dtypes))
     more = f', ... {columns - FRAME_COLUMNS_MAX} more' if columns > FRAME_COLUMNS_MAX else ''
     text = f'<polars DataFrame; shape={_shape(value)}; columns: {shown}{more}; {PREVIEW_POLARS_OBJECTS}>'
-    return previews._fit(text, room, state)
+    return fit(text, room, state)
 
 
 def _polars_series(value, cls, room, depth, state):
@@ -282,7 +233,7 @@ def _polars_series(value, cls, room, depth, state):
     if _polars_renders_itself(dtype):
         return _polars_table(value, len(value), 1, room, state)
     state.cut = True
-    return previews._fit(f'<polars Series {value.name!r}; length={len(value)}; dtype={dtype}; {PREVIEW_POLARS_OBJECTS}>', room, state)
+    return fit(f'<polars Series {value.name!r}; length={len(value)}; dtype={dtype}; {PREVIEW_POLARS_OBJECTS}>', room, state)
 
 
 # ---- xarray (when installed) -----------------------------------------------------------------
@@ -302,7 +253,7 @@ def _plain_names(names):
 
 def _xarray_dtype(dtype):
     """numpy's or pandas' text of a dtype (float64, datetime64[ns], <U5, category)."""
-    named = previews._named(type(dtype))
+    named = name_of(type(dtype))
     if named is None or named[0] not in ('numpy', 'pandas'):
         return None
     return str(dtype)
@@ -312,13 +263,13 @@ def _xarray_variable(variable):
     """(dims, shape, dtype text) of an xarray Variable whose data is numpy's, dask's or
     xarray's own, with plain str dims; None for anything else (its data is a duck array
     that could be the user's)."""
-    named = previews._named(type(variable))
+    named = name_of(type(variable))
     if named not in (('xarray', 'Variable'), ('xarray', 'IndexVariable')):
         return None
     dims, data = variable._dims, variable._data
     if type(dims) is not tuple or not _plain_names(dims):
         return None
-    data_named = previews._named(type(data))
+    data_named = name_of(type(data))
     if data_named is None or (data_named != ('numpy', 'ndarray') and data_named[0] not in _XARRAY_DATA_TOPS):
         return None
     shape, dtype = tuple(int(n) for n in data.shape), _xarray_dtype(data.dtype)
@@ -384,12 +335,12 @@ def _xarray_array(value, cls, room, depth, state):
     state.cut = state.cut or bool(tail)  # the coordinates' and attributes' values are not shown
     data = value._variable._data
     inner_room = room - len(head) - len(tail) - 2
-    if previews._named(type(data)) == ('numpy', 'ndarray'):
-        values = previews._render(data, inner_room, depth + 1, state)  # ends with its dtype
+    if name_of(type(data)) == ('numpy', 'ndarray'):
+        values = render(data, inner_room, depth + 1, state)  # ends with its dtype
     else:
         state.cut = True
-        values = PREVIEW_XARRAY_DATA.format(previews._qualified(type(data)), dtype)
-    return previews._fit('\n'.join(part for part in (head, values, tail) if part), room, state)
+        values = PREVIEW_XARRAY_DATA.format(qualified(type(data)), dtype)
+    return fit('\n'.join(part for part in (head, values, tail) if part), room, state)
 
 
 def _xarray_dataset(value, cls, room, depth, state):
@@ -410,7 +361,7 @@ def _xarray_dataset(value, cls, room, depth, state):
     state.cut = True  # no value is shown
     head = '<xarray.Dataset> Dimensions: ' + _sized(list(sizes), list(dict.values(sizes)))
     lines = [head, *coord_lines, *data_lines, *_xarray_more(len(data_vars)), *attributes]
-    return previews._fit('\n'.join(lines), room, state)
+    return fit('\n'.join(lines), room, state)
 
 
 # ---- torch (when installed) ------------------------------------------------------------------
@@ -424,6 +375,25 @@ def _torch_tensor(value, cls, room, depth, state):
     return f'tensor(shape={_shape(value)}, dtype={value.dtype}, device={value.device})'
 
 
+# ---- matplotlib -----------------------------------------------------------------------------
+
+def _matplotlib(value, cls, named, room, depth, state):
+    """Figures and Axes as matplotlib describes them (their size and Axes; their titles
+    and labels), Text with its position and string. The image is display()'s business."""
+    qualname = named[1]
+    if qualname in ('Figure', 'SubFigure'):
+        return repr(value)  # <Figure size 640x480 with 1 Axes>
+    if has_base(cls, loaded('matplotlib.axes._base', '_AxesBase')):
+        return repr(value)  # <Axes: title={'center': 'x'}, xlabel='t'>: strings only
+    if named == ('matplotlib', 'Text'):
+        x, y = value.get_position()
+        inner = state.inner()
+        parts = [render(part, 100, depth + 1, inner) for part in (x, y, value.get_text())]
+        state.cut = state.cut or inner.cut
+        return 'Text(' + ', '.join(parts) + ')'
+    return None
+
+
 _SUMMARIES = {
     ('pandas', 'Styler'): _styler, ('pandas', 'Categorical'): _categorical,
     ('pandas', 'CategoricalDtype'): _categorical_dtype,
@@ -434,16 +404,8 @@ _SUMMARIES = {
     ('torch', 'Tensor'): _torch_tensor,
 }
 
-
-# The top-level packages that have summaries here.
-SUMMARISED = frozenset({top for top, _ in _SUMMARIES} | {'numpy'})
-
-
-def library_summary(value, cls, named, room, depth, state):
-    """The summary of a library's object (see the module's doc), or None."""
-    summary = _SUMMARIES.get(named)
-    if summary is not None:
-        return summary(value, cls, room, depth, state)
-    if named[0] == 'numpy' and previews._has_base(cls, previews._loaded('numpy', 'dtype')):
-        return repr(value)  # dtype('float64'), dtype([('x', '<i8')]): numpy's own DTypes only
-    return None
+for (_package, _qualname), _summary in _SUMMARIES.items():
+    for_type_by_name(_package, _qualname, _summary)
+# matplotlib's classes are all summarised here, or omitted (its enums too).
+for_package('matplotlib', _matplotlib)
+for_package('mpl_toolkits', _matplotlib)

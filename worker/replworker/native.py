@@ -11,7 +11,7 @@ import socket
 import sys
 import termios
 
-from .channel import _null_over, _private_fd, protocol_error
+from .channel import null_over, private_fd, protocol_error
 from .messages import BAD_NATIVE_SOCKET
 
 # Whether the kernel says how many bytes a pipe holds, asked on the end the worker writes:
@@ -71,7 +71,7 @@ class NativeOutput:
     def _disown(self):
         """In the child of a bare os.fork(): the server's socket is the worker's alone."""
         if self._socket is not None:
-            _null_over(self._socket.fileno())
+            null_over(self._socket.fileno())
             self._socket = None
 
     def mark_and_rotate(self, data, rotate):
@@ -155,6 +155,6 @@ def _native_socket():
     try:
         fd = int(spec)
         os.fstat(fd)
-        return socket.socket(fileno=_private_fd(fd))
+        return socket.socket(fileno=private_fd(fd))
     except (ValueError, OSError) as exc:
         protocol_error(BAD_NATIVE_SOCKET.format(spec, exc))

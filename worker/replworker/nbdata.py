@@ -17,7 +17,7 @@ Either is dropped, not cut, past its bound: half a table is no table."""
 import sys
 
 from .limits import HTML_BYTES, PREVIEW_BYTES, PREVIEW_NESTING
-from .previews import _formats_itself
+from .arraypreviews import formats_itself
 from .toolfuncs import ToolLines
 from .toolresult import ToolResult
 
@@ -100,7 +100,7 @@ def _plain_frame(frame):
 
 def _plain_objects(frame, columns):
     """Whether the columns at these positions are object columns of at most LABEL_SCAN
-    cells in all, each a value pandas formats itself (previews._formats_itself reads only
+    cells in all, each a value pandas formats itself (arraypreviews.formats_itself reads only
     type slots)."""
     numpy = sys.modules.get('numpy')
     if numpy is None or len(frame) * len(columns) > LABEL_SCAN:
@@ -110,7 +110,7 @@ def _plain_objects(frame, columns):
         if not _derives(type(dtype), numpy.dtype) or dtype.kind != 'O':
             return False  # a user extension type, say
         cells = frame.iloc[:, i].to_numpy()  # an object column's own array: no element code runs
-        if not all(_formats_itself(value) for value in cells):
+        if not all(formats_itself(value) for value in cells):
             return False
     return True
 

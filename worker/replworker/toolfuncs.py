@@ -1,7 +1,9 @@
-"""Downstream MCP tools as Python functions (docs/contract.md §7.5): `mcp.<server>.<tool>(...)`
-with a signature and a docstring made from the tool's inputSchema, arguments checked in
-the cell before anything is sent, the catalogues they come from kept as long as the broker
-says they stay fresh, and mcp.search over them.
+"""The `mcp` object of every cell and downstream MCP tools as Python functions
+(docs/contract.md §7.5): `mcp.<server>.<tool>(...)` with a signature and a docstring made
+from the tool's inputSchema (toolspecs.py), arguments checked in the cell before anything
+is sent, the catalogues they come from kept as long as the broker says they stay fresh,
+mcp.search and mcp.help over them, and the preview of `mcp` itself. Every call goes
+through the bridge's transport (bridge.py).
 
 The broker still checks every call against the schema: what is checked here is what a
 Python function would check (names, required arguments, JSON types), so that a typo fails
@@ -12,16 +14,20 @@ import keyword
 import re
 import time
 
+from .bridge import ToolError
 from .limits import (
-    DOC_WIDTH, ENUM_LITERALS, MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_PREVIEW_SERVERS, MCP_PREVIEW_WAIT,
-    MCP_REPLY_SLACK, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS, SEARCH_SENTENCE_CHARS, TOOL_DOC_PARAM_CHARS,
+    MCP_CALL_TIMEOUT, MCP_CATALOGUE_TIMEOUT, MCP_OP_WAIT, MCP_PREVIEW_SERVERS, MCP_PREVIEW_WAIT, MCP_REPLY_SLACK,
+    MCP_TIMEOUT_MAX, MCP_TIMEOUT_MIN, SEARCH_LIMIT_MAX, SEARCH_LINE_CHARS, SEARCH_SENTENCE_CHARS,
 )
 from .messages import (
-    MCP_AMBIGUOUS_NAME, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_HELP_NO_TOOLS, MCP_MALFORMED, MCP_NO_SUCH_TOOL,
-    MCP_PREVIEW, MCP_PREVIEW_FAILED, MCP_PREVIEW_MORE, MCP_PREVIEW_NONE, MCP_PREVIEW_TOOLS, MCP_PREVIEW_UNLISTED, MCP_REPR,
-    MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE, MCP_TOOL_ARG_TYPE, MCP_TOOL_BAD_CALL, MCP_TOOL_NO_SIGNATURE,
-    MCP_TOOL_NOT_ALLOWED,
+    MCP_AMBIGUOUS_NAME, MCP_ARGUMENTS_NOT_DICT, MCP_BAD_SEARCH_LIMIT, MCP_BAD_SEARCH_QUERY, MCP_BAD_TIMEOUT,
+    MCP_BOTH_ARGUMENTS, MCP_HELP_HINT, MCP_HELP_NO_SERVERS, MCP_HELP_NO_TOOLS, MCP_HELP_SERVERS, MCP_MALFORMED,
+    MCP_NO_SUCH_SERVER, MCP_NO_SUCH_TOOL, MCP_PREVIEW, MCP_PREVIEW_FAILED, MCP_PREVIEW_MORE, MCP_PREVIEW_NONE,
+    MCP_PREVIEW_TOOLS, MCP_PREVIEW_UNLISTED, MCP_REPR, MCP_SEARCH_MORE, MCP_SEARCH_NONE, MCP_SEARCH_UNAVAILABLE,
+    MCP_TOOL_NOT_ALLOWED, MCP_UNKNOWN_TOOL,
 )
+from .toolresult import envelope_text, to_envelope
+from .toolspecs import ToolSpec, first_sentence, tool_doc
 
 # ---- Names ----------------------------------------------------------------------------------
 
@@ -173,152 +179,12 @@ class Catalogue:
         return made
 
 
-# ---- Signatures -----------------------------------------------------------------------------
-
-_PY_TYPES = {'string': str, 'integer': int, 'number': float, 'boolean': bool, 'array': list, 'object': dict, 'null': None}
-_CHECKS = {
-    'string': lambda v: isinstance(v, str),
-    'integer': lambda v: isinstance(v, int) and not isinstance(v, bool),
-    'number': lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    'boolean': lambda v: isinstance(v, bool),
-    'array': lambda v: isinstance(v, (list, tuple)),
-    'object': lambda v: isinstance(v, dict),
-    'null': lambda v: v is None,
-}
-_CHECK_NAMES = {'string': 'str', 'integer': 'int', 'number': 'int or float', 'boolean': 'bool',
-                'array': 'list', 'object': 'dict', 'null': 'None'}
-
-
-def json_types(schema):
-    """The JSON types a property admits, as a list, or None when its schema does not say
-    (no `type`, or an anyOf/oneOf whose branch does not)."""
-    if not isinstance(schema, dict):
-        return None
-    declared = schema.get('type')
-    if isinstance(declared, str):
-        declared = [declared]
-    if isinstance(declared, list) and declared and all(t in _PY_TYPES for t in declared):
-        return list(dict.fromkeys(declared))
-    for key in ('anyOf', 'oneOf'):
-        branches = schema.get(key)
-        if isinstance(branches, list) and branches:
-            found = []
-            for branch in branches:
-                types = json_types(branch)
-                if types is None:
-                    return None
-                found.extend(types)
-            return list(dict.fromkeys(found))
-    return None
-
-
-def annotation(schema, inspect):
-    """The annotation of a property: str, int, float, bool, list[...], dict, None, unions
-    of them (`str | None`), Literal[...] for a short enum of strings or ints, or none at
-    all when the schema gives no type."""
-    types = json_types(schema)
-    enum = schema.get('enum') if isinstance(schema, dict) else None
-    if isinstance(enum, list) and 0 < len(enum) <= ENUM_LITERALS and all(type(v) in (str, int) for v in enum):
-        import typing
-        return typing.Literal[tuple(enum)]
-    if types is None:
-        return inspect.Parameter.empty
-    hints = []
-    for name in types:
-        hint = _PY_TYPES[name]
-        if name == 'array' and isinstance(schema, dict):
-            item = json_types(schema.get('items'))
-            if item is not None and len(item) == 1 and item[0] != 'array':
-                hint = list[_PY_TYPES[item[0]]]
-        hints.append(type(None) if hint is None else hint)
-    result = hints[0]
-    for hint in hints[1:]:
-        result = result | hint
-    return None if result is type(None) else result
-
-
-class ToolSpec:
-    """What the function of one tool checks: its parameters, from its inputSchema. A schema
-    that cannot become a signature (a parameter named twice, unions nested past the
-    recursion limit, ...) gives the generic one, `(**kwargs)`, and a note that says why:
-    the arguments then go as they are, and the broker checks them against the schema. One
-    such tool never keeps its server's other tools, mcp.help or mcp.search from working."""
-
-    def __init__(self, definition, label):
-        import inspect  # only when a cell first uses a tool function
-        self.label = label
-        self.note = None  # why the schema gave no signature of its own
-        schema = definition.get('inputSchema')
-        try:
-            self._from_schema(schema if isinstance(schema, dict) else {}, inspect)
-        except (ValueError, TypeError, RecursionError) as exc:
-            note = f'{type(exc).__name__}: {exc}'
-            self.note = note if len(note) <= TOOL_DOC_PARAM_CHARS else note[:TOOL_DOC_PARAM_CHARS - 1] + '…'
-            self.props, self.required, self.open, self.keyword_only, self.var_keyword = {}, set(), True, {}, 'kwargs'
-            self.signature = inspect.Signature([inspect.Parameter('kwargs', inspect.Parameter.VAR_KEYWORD)])
-
-    def _from_schema(self, schema, inspect):
-        props = schema.get('properties')
-        self.props = {name: prop for name, prop in props.items() if isinstance(name, str)} if isinstance(props, dict) else {}
-        required = schema.get('required')
-        # Each name once: a schema may list one twice, which a signature cannot hold.
-        required = list(dict.fromkeys(name for name in required if isinstance(name, str))) if isinstance(required, list) else []
-        self.required = set(required)
-        extra = schema.get('additionalProperties')
-        self.open = extra is True or isinstance(extra, dict)
-        self.keyword_only = {}  # properties that are not identifiers: through **kwargs
-        self.var_keyword = 'kwargs'  # **kwargs, unless a property has that name
-        while self.var_keyword in self.props:
-            self.var_keyword = '_' + self.var_keyword
-        params = []
-        order = [name for name in self.props if name in self.required] + [name for name in required if name not in self.props]
-        order += [name for name in self.props if name not in self.required]
-        for name in order:
-            prop = self.props.get(name)
-            if not name.isidentifier() or keyword.iskeyword(name):
-                self.keyword_only[name] = prop
-                continue
-            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if name in self.required else inspect.Parameter.KEYWORD_ONLY
-            default = inspect.Parameter.empty
-            if name not in self.required:
-                default = prop.get('default') if isinstance(prop, dict) else None
-            params.append(inspect.Parameter(name, kind, default=default, annotation=annotation(prop, inspect)))
-        if self.keyword_only or self.open:
-            params.append(inspect.Parameter(self.var_keyword, inspect.Parameter.VAR_KEYWORD))
-        self.signature = inspect.Signature(params)
-
-    def arguments(self, args, kwargs):
-        """The arguments to send, or TypeError, as a Python function would raise it."""
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, exc, self.label)) from None
-        arguments = dict(bound.arguments)
-        extra = arguments.pop(self.var_keyword, None) if self.keyword_only or self.open else None
-        for name in extra or ():
-            if name in arguments or (name not in self.keyword_only and not self.open):
-                raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, f'got an unexpected keyword argument {name!r}', self.label))
-        arguments.update(extra or {})
-        for name in self.keyword_only:
-            if name in self.required and name not in arguments:
-                what = f'missing a required argument: {name!r} (pass it as **{{{name!r}: ...}})'
-                raise TypeError(MCP_TOOL_BAD_CALL.format(self.label, what, self.label))
-        for name in list(arguments):
-            value, types = arguments[name], json_types(self.props.get(name))
-            if value is None and name not in self.required and (types is None or 'null' not in types):
-                del arguments[name]  # None leaves an optional argument out, as its default says
-                continue
-            if types is not None and not any(_CHECKS[t](value) for t in types):
-                expected = ' or '.join(dict.fromkeys(_CHECK_NAMES[t] for t in types))
-                raise TypeError(MCP_TOOL_ARG_TYPE.format(self.label, name, expected, type(value).__name__))
-        return arguments
-
+# ---- Functions -----------------------------------------------------------------------------
 
 def make_function(rpcs, server, definition, label):
     """The Python function of one tool: it checks its arguments, then calls the tool
     through the bridge's `call` op and returns its ToolResult. `.acall(...)` is the same
     call as a coroutine, for asyncio.gather."""
-    from .bridge import call_params, to_envelope  # bridge imports this module
     spec = ToolSpec(definition, label)
     tool = definition['name']
 
@@ -343,53 +209,32 @@ def make_function(rpcs, server, definition, label):
     return tool_function
 
 
-def first_sentence(text, limit):
-    """The description's first sentence (up to '. ' or a line end), at most limit characters."""
-    text = ' '.join(text.split()) if isinstance(text, str) else ''
-    match = re.search(r'[.!?](\s|$)', text)
-    sentence = text[:match.end()].strip() if match else text
-    return sentence if len(sentence) <= limit else sentence[:limit - 1] + '…'
+# ---- Calls ---------------------------------------------------------------------------------
+
+def check_timeout(timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(MCP_BAD_TIMEOUT)
+    if not MCP_TIMEOUT_MIN <= timeout <= MCP_TIMEOUT_MAX:  # NaN fails too
+        raise ValueError(MCP_BAD_TIMEOUT)
 
 
-def tool_doc(server, definition, spec):
-    import textwrap  # only when a cell first uses a tool function
-    description = definition.get('description')
-    lines = []
-    if isinstance(description, str) and description.strip():
-        for paragraph in description.strip().split('\n'):
-            lines += textwrap.wrap(paragraph, DOC_WIDTH) or ['']
-    else:
-        lines.append('(no description)')
-    lines.append('')
-    if spec.props or spec.required:
-        lines.append('Parameters:')
-        named = [p.name for p in spec.signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        for name in named + list(spec.keyword_only):
-            prop = spec.props.get(name)
-            types = json_types(prop)
-            facts = ['/'.join(types) if types else 'any JSON', 'required' if name in spec.required else 'optional']
-            if name in spec.keyword_only:
-                facts.append(f'pass as **{{{name!r}: ...}}')
-            about = prop.get('description') if isinstance(prop, dict) else None
-            line = f'  {name} ({", ".join(facts)})' + (f': {" ".join(about.split())}' if isinstance(about, str) and about.strip() else '')
-            lines.append(line if len(line) <= TOOL_DOC_PARAM_CHARS else line[:TOOL_DOC_PARAM_CHARS - 1] + '…')
-        lines.append('')
-    if spec.note is not None:
-        lines += [MCP_TOOL_NO_SIGNATURE.format(spec.note), '']
-    elif spec.open:
-        lines += ['Other keyword arguments go to the tool as they are (its schema admits them).', '']
-    lines += [
-        f"MCP tool {definition['name']!r} of server {server!r}, called through the session's broker,",
-        'which checks the arguments against the schema again. Returns a ToolResult (.text, .data,',
-        '.images, .is_error); a tool error raises ToolError (its .result the ToolResult).',
-        'An argument left out, or None for an optional one, is not sent. Calls wait 120 s;',
-        'for another timeout use mcp.call(server, tool, timeout=..., arguments={...}).',
-        'Await .acall(...) instead to run many calls at once with asyncio.gather.',
-    ]
-    return '\n'.join(lines)
+def call_params(server, tool, arguments, timeout, kwargs):
+    """The `call` op's params; every check comes before the rpc is sent."""
+    if arguments is not None and kwargs:
+        raise ValueError(MCP_BOTH_ARGUMENTS)
+    if arguments is not None and not isinstance(arguments, dict):
+        raise TypeError(MCP_ARGUMENTS_NOT_DICT)
+    check_timeout(timeout)
+    return {'server': server, 'tool': tool, 'arguments': kwargs if arguments is None else arguments, 'timeout': timeout}
 
 
-# ---- Namespaces -----------------------------------------------------------------------------
+def _field(op, result, key):
+    if type(result) is not dict or key not in result:
+        raise ToolError(MCP_MALFORMED.format(op))
+    return result[key]
+
+
+# ---- Namespaces# ---- Namespaces -----------------------------------------------------------------------------
 
 class ServerTools:
     """`mcp.<server>`: the server's allowlisted tools as attributes (names normalised as
@@ -428,7 +273,6 @@ class ServerTools:
         """Why the catalogue has no `tool`: the registry's allowedTools, when they do not
         admit it (the broker's mcp.explain says so, and where to grant it), else that the
         server lists no such tool."""
-        from .bridge import ToolError  # bridge imports this module
         try:
             why = self._rpcs.call('explain', {'server': self._server, 'tool': tool}, MCP_OP_WAIT)
         except (ToolError, RuntimeError):  # not from the cell's own code path, say: the plain reason
@@ -506,7 +350,6 @@ def score(terms, server, tool, description):
 
 def search(bridge, query, limit):
     """mcp.search: the best-matching tools of every server the broker grants, as lines."""
-    from .bridge import ToolError  # bridge imports this module
     if not isinstance(query, str):
         raise TypeError(MCP_BAD_SEARCH_QUERY.format(type(query).__name__))
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SEARCH_LIMIT_MAX:
@@ -561,7 +404,6 @@ async def alearn(bridge):
     """List the broker's servers and their tools (at most MCP_PREVIEW_WAIT seconds for
     the listings in all), so that the preview of `mcp` itself names them: the worker runs
     it while the cell that ends in `mcp` is still active."""
-    from .bridge import ToolError, _field  # bridge imports this module
     try:
         bridge._names = Names(_field('servers', await bridge._rpcs.acall('servers', {}, MCP_OP_WAIT), 'servers'))
     except (ToolError, RuntimeError, ValueError) as exc:
@@ -607,3 +449,116 @@ def bridge_preview(bridge):
         shown.append(MCP_PREVIEW_MORE.format(len(names.real) - MCP_PREVIEW_SERVERS))
     count = len(names.real)
     return MCP_PREVIEW.format(f'{count} server{"" if count == 1 else "s"}', ', '.join(shown))
+
+
+# ---- `mcp` ------------------------------------------------------------------------------------
+
+class McpBridge:
+    """`mcp`: the session's downstream MCP servers, reached through the repl-mcp server. Calls
+    are legal only from the running cell's own code path (not from threads or later cells);
+    use the async forms for concurrency. Failures raise ToolError.
+
+    mcp.<server>.<tool>(...) -> ToolResult: each allowlisted tool as a Python function with
+        the signature of its inputSchema (help() shows it; wrong arguments raise TypeError
+        before anything is sent); .acall(...) awaits the same call. Names that are not
+        identifiers: mcp["files-writer"]["write file"], or normalised (mcp.files_writer).
+    search(query, limit=10) -> lines `server.tool(signature) — first sentence`, best first
+    help() prints the servers; help(server) its tools' signatures; help(server, tool) one
+    call(server, tool, *, arguments=None, timeout=120.0, **kwargs) -> ToolResult, the full
+        CallToolResult envelope (a dict with .text, .data, .images, .is_error); tool
+        arguments come from arguments={...} or keywords, not both (use arguments= for tool
+        parameters named timeout, server, tool or arguments)
+    acall(...) -> the same, awaitable; cancelling the task cancels only that call
+    servers(), list_tools(server, *, timeout=30.0) (JSON schemas), refresh(), journal(),
+    ajournal(), explain(server, tool=None), text(envelope)"""
+
+    text = staticmethod(envelope_text)
+
+    def __init__(self, rpcs):
+        self._rpcs = rpcs
+        self._names = None  # the broker's server names, asked once per cell (a bridge lives one)
+        # What the preview of `mcp` itself says (alearn): why the servers could
+        # not be listed, and why some server's tools were not.
+        self._preview_error = None
+        self._unlisted = {}
+
+    def __repr__(self):
+        return MCP_REPR
+
+    def _server_names(self):
+        if self._names is None:
+            self._names = Names(self.servers())
+        return self._names
+
+    def __getattr__(self, attr):
+        if attr.startswith('__'):
+            raise AttributeError(attr)
+        names = self._server_names()
+        server = names.resolve(attr)
+        if server is None:
+            raise AttributeError(MCP_NO_SUCH_SERVER.format(attr))
+        return ServerTools(self._rpcs, server, server_label(names, server))
+
+    def __getitem__(self, server):
+        names = self._server_names()
+        if server not in names.real:
+            raise KeyError(MCP_NO_SUCH_SERVER.format(server))
+        return ServerTools(self._rpcs, server, server_label(names, server))
+
+    def __dir__(self):
+        members = [name for name in type(self).__dict__ if not name.startswith('_')]
+        return sorted(set(members) | set(self._server_names().attrs()))
+
+    def call(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = call_params(server, tool, arguments, timeout, kwargs)
+        return to_envelope(self._rpcs.call('call', params, timeout + MCP_REPLY_SLACK))
+
+    async def acall(self, server, tool, *, arguments=None, timeout=MCP_CALL_TIMEOUT, **kwargs):
+        params = call_params(server, tool, arguments, timeout, kwargs)
+        return to_envelope(await self._rpcs.acall('call', params, timeout + MCP_REPLY_SLACK))
+
+    def servers(self):
+        return _field('servers', self._rpcs.call('servers', {}, MCP_OP_WAIT), 'servers')
+
+    def list_tools(self, server, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        check_timeout(timeout)
+        result = self._rpcs.call('tools', {'server': server, 'timeout': timeout}, timeout + MCP_REPLY_SLACK)
+        return _field('tools', result, 'tools')
+
+    def search(self, query, limit=10):
+        """The tools of every server whose names or descriptions match the words of query,
+        best first, as lines `server.tool(signature) — first sentence` (at most limit, 1 to
+        50; a last line counts the rest). An empty query lists every tool."""
+        return search(self, query, limit)
+
+    def help(self, server=None, tool=None, *, timeout=MCP_CATALOGUE_TIMEOUT):
+        """Prints, as Python: no server, the servers; a server, one line per tool with its
+        signature; a tool too, its signature and whole description. At most one listing
+        (waiting at most timeout seconds) and one servers rpc."""
+        if server is None:
+            names = self._server_names()
+            lines = [MCP_HELP_SERVERS] + [f'  {server_label(names, s)}' for s in names.real] if names.real else [MCP_HELP_NO_SERVERS]
+            print('\n'.join(lines + [MCP_HELP_HINT]))
+            return
+        check_timeout(timeout)
+        if tool is None:
+            print('\n'.join(server_help(self, server, timeout)))
+            return
+        text = tool_help(self, server, tool, timeout)
+        if text is None:
+            raise ValueError(MCP_UNKNOWN_TOOL.format(tool))
+        print(text)
+
+    def refresh(self):
+        self._names = None
+        CATALOGUES.clear()
+        return self._rpcs.call('refresh', {}, MCP_OP_WAIT)
+
+    def journal(self):
+        return _field('journal', self._rpcs.call('journal', {}, MCP_OP_WAIT), 'records')
+
+    async def ajournal(self):
+        return _field('journal', await self._rpcs.acall('journal', {}, MCP_OP_WAIT), 'records')
+
+    def explain(self, server, tool=None):
+        return self._rpcs.call('explain', {'server': server, 'tool': tool}, MCP_OP_WAIT)

@@ -4,8 +4,11 @@ working, with the parts a cell usually wants as attributes."""
 
 import binascii
 
+from .bridge import ToolError
+from .common import type_name
 from .deepjson import loads
-from .messages import MCP_IMAGE_NOT_BASE64
+from .limits import TOOL_ERROR_CHARS
+from .messages import MCP_IMAGE_NOT_BASE64, MCP_MALFORMED, MCP_TEXT_NOT_ENVELOPE, TOOL_FAILED
 
 
 class ToolResult(dict):
@@ -85,10 +88,22 @@ class ToolImage:
 
 
 def envelope_text(envelope):
-    """The text of every `text` block of an envelope, joined with newlines."""
+    """The text of every `text` block of an envelope, joined with newlines (mcp.text)."""
+    if not isinstance(envelope, dict):
+        raise TypeError(MCP_TEXT_NOT_ENVELOPE.format(type_name(type(envelope))))
     content = envelope.get('content')
     blocks = content if isinstance(content, list) else []
     return '\n'.join(
         block['text'] for block in blocks
         if isinstance(block, dict) and block.get('type') == 'text' and isinstance(block.get('text'), str)
     )
+
+
+def to_envelope(result):
+    """A `call` result as the envelope mcp.call returns; a tool error raises ToolError."""
+    if type(result) is not dict:
+        raise ToolError(MCP_MALFORMED.format('call'))
+    envelope = ToolResult(result)
+    if envelope.get('isError') is True:
+        raise ToolError(TOOL_FAILED.format(envelope_text(envelope)[:TOOL_ERROR_CHARS]), result=envelope)
+    return envelope
