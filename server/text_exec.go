@@ -375,8 +375,8 @@ func (e execution) footer(kept *keptText) string {
 	if e.failed() {
 		items[0] = "failed"
 	}
-	// The reasons of §4.2 mostly say it already; say it once.
-	if e.State == repl.StateCleared && (e.Error == nil || !strings.Contains(*e.Error, "variables cleared")) {
+	// The errors of most reasons say it already (§4.2); say it once.
+	if e.State == repl.StateCleared && !e.Reason.SaysCleared() {
 		items = append(items, "state cleared")
 	}
 	if e.ExitCode != nil {
