@@ -161,7 +161,7 @@ func execText(r *repl.Result, polled bool, save func(string) (artifactRef, error
 		ref, err := save(text)
 		kept = &keptText{ref: ref, err: err}
 	}
-	return e.text(kept)
+	return e.textForm(kept)
 }
 
 // TestExecTextReadsLikeATerminal pins the text form of execution results: output,
