@@ -33,7 +33,9 @@ type execution struct {
 func executed(r *repl.Result) execution { return execution{Result: r, laid: new(layout)} }
 
 // polledResult is r as python_run's value.
-func polledResult(r *repl.Result) execution { return execution{Result: r, polled: true, laid: new(layout)} }
+func polledResult(r *repl.Result) execution {
+	return execution{Result: r, polled: true, laid: new(layout)}
+}
 
 // encode is the result's JSON, or an error that says why there is none: a Result
 // is strings, numbers and raw JSON the worker sent and the supervisor bounded.
