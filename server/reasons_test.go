@@ -19,19 +19,23 @@ var comparers = map[string]bool{
 	"TrimSuffix": true, "EqualFold": true, "Count": true, "Split": true, "SplitN": true, "Compare": true,
 }
 
-// TestServerSwitchesOnReasonsNotWords fails when the server's code compares the
-// words of an execution result's error, or compares anything with the words of
-// repl's reasons: what a result's failure means is its repl.Reason (reasons.go), and
-// the words are for people. It reads every non-test Go file of the package and
-// looks at each comparison (==, !=, a switch, a strings or bytes search): none may
-// read a field named Error (a result's error; the Error() method is a Go error's
-// text, and comparing with nil is fine), and no string of words in one (a single
-// word is too common to tell) may be words of a reason's text.
-func TestServerSwitchesOnReasonsNotWords(t *testing.T) {
+// TestSwitchesOnReasonsNotWords fails when the server's code, or repl's,
+// compares the words of an execution result's error, or compares anything with the
+// words of repl's reasons: what a result's failure means is its repl.Reason
+// (reasons.go), and the words are for people. It reads every non-test Go file of the
+// two packages and looks at each comparison (==, !=, a switch, a strings or bytes
+// search): none may read a field named Error (a result's error; the Error() method is
+// a Go error's text, and comparing with nil or "" asks only whether there is one) or
+// a message table's entry (msgX), and no string of words in one (a single word is too
+// common to tell) may be words of a reason's text. The worker's own "Execution interrupted", which repl reads
+// once (workerInterrupted), is no reason's text.
+func TestSwitchesOnReasonsNotWords(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	more, _ := filepath.Glob("../repl/*.go")
+	files = append(files, more...)
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -60,8 +64,10 @@ func TestWordComparisonsFound(t *testing.T) {
 		{`h.Environment.RuntimeStatus == "running"`, 0},
 		{`strings.HasPrefix(*res.Error, x)`, 1},
 		{`*res.Error == msg`, 1},
+		{`strings.Contains(first, msgVariablesCleared)`, 1},
 		{`msg == "Python worker crashed"`, 1},
 		{`res.Error != nil && res.Reason == repl.ReasonCrashed`, 0},
+		{`reply.Error != "" || len(reply.Result) == 0`, 0},
 		{`strings.HasPrefix(rpcErr.Message, "unknown tool") && err.Error() == ""`, 0},
 	} {
 		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\nvar _ = "+c.src, 0)
@@ -93,7 +99,7 @@ func wordComparisons(f *ast.File) []wordComparison {
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.BinaryExpr:
-			if (n.Op == token.EQL || n.Op == token.NEQ) && !isNil(n.X) && !isNil(n.Y) {
+			if (n.Op == token.EQL || n.Op == token.NEQ) && !isNone(n.X) && !isNone(n.Y) {
 				check(n, n.X, n.Y)
 			}
 		case *ast.CallExpr:
@@ -132,6 +138,10 @@ func wordsIn(e ast.Expr) string {
 			if n.Sel.Name == "Error" {
 				what = "a result's error"
 			}
+		case *ast.Ident:
+			if len(n.Name) > 3 && strings.HasPrefix(n.Name, "msg") && n.Name[3] >= 'A' && n.Name[3] <= 'Z' {
+				what = "the message " + n.Name // an entry of a message table
+			}
 		case *ast.BasicLit:
 			if s, err := strconv.Unquote(n.Value); err == nil && n.Kind == token.STRING && strings.Contains(strings.TrimSpace(s), " ") {
 				for _, r := range repl.Reasons() {
@@ -146,7 +156,14 @@ func wordsIn(e ast.Expr) string {
 	return what
 }
 
-func isNil(e ast.Expr) bool {
-	id, ok := e.(*ast.Ident)
-	return ok && id.Name == "nil"
+// isNone says whether e is nil or "": comparing with either asks whether there is
+// an error, not what it says.
+func isNone(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name == "nil"
+	case *ast.BasicLit:
+		return e.Value == `""`
+	}
+	return false
 }
