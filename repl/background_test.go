@@ -98,7 +98,7 @@ func TestTimeoutWithThreadsStillRunningClears(t *testing.T) {
 	mustRun(t, s, "x = 1")
 	res := s.Execute(t.Context(), ExecRequest{Code: "import threading, time\n" +
 		"threading.Thread(target=time.sleep, args=(60,), name='stubborn').start()\ntime.sleep(60)", Timeout: time.Second})
-	mustFail(t, res, "Execution timed out after 1 s; variables cleared; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run\nInterrupted cell left active background threads or executor work (stubborn); worker stopped and variables cleared", StateCleared)
+	mustFailFor(t, res, ReasonTimeout, "Execution timed out after 1 s; variables cleared; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run\nInterrupted cell left active background threads or executor work (stubborn); worker stopped and variables cleared", StateCleared)
 	if strings.Join(res.BackgroundThreads, ",") != "stubborn" {
 		t.Fatalf("background_threads %q", res.BackgroundThreads)
 	}
@@ -109,7 +109,7 @@ func TestTimeoutWithThreadsStillRunningClears(t *testing.T) {
 	// A tqdm loop that times out keeps its variables: its monitor is tqdm's own
 	// daemon thread, not work of the cell's that could go on changing them.
 	res = s.Execute(t.Context(), ExecRequest{Code: "from tqdm import tqdm\nimport time\ny = 2\nfor i in tqdm(range(100)):\n    time.sleep(1)", Timeout: 1500 * time.Millisecond})
-	mustFail(t, res, "Execution timed out after 1.5 s; variables preserved", StatePreserved)
+	mustFailFor(t, res, ReasonTimeout, "Execution timed out after 1.5 s; variables preserved", StatePreserved)
 	if len(res.BackgroundThreads) != 0 {
 		t.Fatalf("background_threads %q, want none", res.BackgroundThreads)
 	}

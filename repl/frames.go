@@ -118,6 +118,12 @@ type snapshotReport struct {
 
 var errFrameTooLarge = errors.New("frame exceeds 1 MiB")
 
+// errNotJSON is a frame of the worker's that does not decode.
+var errNotJSON = errors.New("worker sent a frame that is not JSON")
+
+// errCommandTooLarge is a frame to the worker past MaxFrameBytes, which is not sent.
+var errCommandTooLarge = errors.New(msgFrameTooLarge)
+
 // frameReader reads newline-delimited frames, refusing any line over MaxFrameBytes
 // before it is parsed.
 type frameReader struct {
@@ -148,7 +154,7 @@ func (fr *frameReader) next() (inFrame, error) {
 	}
 	f, err := decodeFrame(line)
 	if err != nil {
-		return inFrame{}, fmt.Errorf("worker sent a frame that is not JSON: %w", err)
+		return inFrame{}, fmt.Errorf("%w: %w", errNotJSON, err)
 	}
 	if f.Type == "" {
 		return inFrame{}, errors.New("worker sent a frame without a type")

@@ -265,7 +265,7 @@ func (p *process) handshake(frames *frameReader, abort <-chan struct{}) (Ready, 
 			}
 			p.proc.Kill()
 			p.native.wait(barrierWait)
-			if errors.Is(g.err, errFrameTooLarge) || strings.Contains(g.err.Error(), "not JSON") {
+			if errors.Is(g.err, errFrameTooLarge) || errors.Is(g.err, errNotJSON) {
 				return Ready{}, errors.New(msgHandshake + ": " + g.err.Error() + p.startupOutput())
 			}
 			return Ready{}, fmt.Errorf(msgStartupExit+" (%s)%s", p.proc.ExitStatus(), p.startupOutput())
@@ -450,7 +450,7 @@ func (p *process) send(frame any) error {
 // sendLine writes one encoded frame (without its newline), as send does.
 func (p *process) sendLine(line []byte) error {
 	if len(line)+1 > MaxFrameBytes {
-		return errors.New(msgFrameTooLarge)
+		return errCommandTooLarge
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()

@@ -1,7 +1,6 @@
 package repl
 
 import (
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -67,24 +66,12 @@ const (
 	StopLost    StopKind = "lost"    // the worker died, was killed, or passed its RSS budget
 )
 
-// stopOf reads what stopped a run from its error's first words, which the message
-// table fixes (msgTimedOut, msgCancelled, msgCrashed, msgRSS, msgAbandoned).
+// stopOf is what stopped a run, by its reason (the reason table's stop).
 func stopOf(res *Result) StopKind {
-	if res.Error == nil || res.Success {
+	if res.Success {
 		return ""
 	}
-	err := *res.Error
-	timedOut, _, _ := strings.Cut(msgTimedOut, "%")
-	rss, _, _ := strings.Cut(msgRSS, "(")
-	switch {
-	case strings.HasPrefix(err, timedOut):
-		return StopTimeout
-	case strings.HasPrefix(err, msgCancelled):
-		return StopCancel
-	case strings.HasPrefix(err, msgCrashed), strings.HasPrefix(err, rss), strings.HasPrefix(err, msgAbandoned):
-		return StopLost
-	}
-	return ""
+	return reasons[res.Reason].stop
 }
 
 // FinishedCell is one run as its session finished it.

@@ -50,8 +50,12 @@ type Result struct {
 	// ReturnRepr is the trailing value as Python's repr shows it, when return_value
 	// is its JSON: what the text form shows (docs/contract.md §3.4), and the session's
 	// notebook as text/plain. Not a field of the contract's result.
-	ReturnRepr string    `json:"-"`
-	Error      *string   `json:"error"`
+	ReturnRepr string  `json:"-"`
+	Error      *string `json:"error"`
+	// Reason says why the run ended badly, "" when it did not: the code that code
+	// switches on (reasons.go), where Error's words are for people. Not a field of
+	// the contract's result.
+	Reason     Reason    `json:"-"`
 	ElapsedMS  float64   `json:"elapsed_ms"`
 	Truncated  Truncated `json:"truncated"`
 	State      State     `json:"state"`
@@ -192,9 +196,11 @@ func (wr *workerResult) result() *Result {
 	return r
 }
 
-// failure is a result for a run that failed with msg and left the namespace in state.
-func failure(runID, msg string, state State) *Result {
-	return &Result{RunID: runID, Error: &msg, State: state}
+// failure is a result for a run that failed for reason, with msg as its error; the
+// namespace is in the state the reason leaves it in (an interrupt's, that its
+// outcome decides, is preserved until the caller says otherwise).
+func failure(runID string, reason Reason, msg string) *Result {
+	return &Result{RunID: runID, Error: &msg, Reason: reason, State: reason.state()}
 }
 
 func strPtr(s string) *string { return &s }

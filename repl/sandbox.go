@@ -113,7 +113,7 @@ func (s *Session) usePolicy(r *run) *Result {
 		return nil
 	}
 	if r.req.Sandbox == nil {
-		return failure(r.id, sandbox.ErrNoCodexPolicy.Error()+msgNoState, StatePreserved)
+		return failure(r.id, ReasonNoPolicy, sandbox.ErrNoCodexPolicy.Error()+msgNoState)
 	}
 	from, changed := s.worker.usePolicy(r.req.Sandbox.Policy)
 	if !changed {

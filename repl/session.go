@@ -185,7 +185,7 @@ func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 // admit validates the request and takes the slot for r, or returns the failure.
 func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Result {
 	if len(r.req.Code) > MaxCodeBytes || (r.req.Timeout != 0 && (r.req.Timeout < MinTimeout || r.req.Timeout > MaxTimeout)) {
-		return s.early(r, msgLimits)
+		return s.early(r, ReasonLimits, msgLimits)
 	}
 	if r.req.Timeout == 0 {
 		r.req.Timeout = DefaultTimeout
@@ -194,11 +194,11 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return s.early(r, msgBeforeDispatch)
+		return s.early(r, ReasonNotDispatched, msgBeforeDispatch)
 	case errors.Is(err, ErrBusy):
-		return s.early(r, s.busyError(r))
+		return s.early(r, ReasonBusy, s.busyError(r))
 	default:
-		return s.early(r, err.Error())
+		return s.early(r, ReasonClosed, err.Error()) // claim's ErrClosed, its only other error
 	}
 }
 
@@ -255,8 +255,8 @@ func waited(d time.Duration) string {
 
 // early is a failure of a run that never reached a worker nor the history: its run
 // id names nothing python_run can read (Result.Recorded).
-func (s *Session) early(r *run, msg string) *Result {
-	res := failure(r.id, msg, StatePreserved)
+func (s *Session) early(r *run, reason Reason, msg string) *Result {
+	res := failure(r.id, reason, msg)
 	s.identify(res, r)
 	res.unrecorded = true
 	return res

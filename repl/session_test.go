@@ -56,6 +56,7 @@ func mustFail(t *testing.T, res *Result, want string, state State) {
 	if res.State != state {
 		t.Fatalf("state = %s, want %s (error %q)", res.State, state, *res.Error)
 	}
+	checkReason(t, res)
 }
 
 func TestHandshakeFailures(t *testing.T) {
@@ -73,7 +74,7 @@ func TestHandshakeFailures(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestManager(t, fakePython(t, c.script))
 			res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})
-			mustFail(t, res, c.want, StateCleared)
+			mustFailFor(t, res, ReasonStartFailed, c.want, StateCleared)
 			if h := m.Default().Health(); h.Python != nil || h.Generation != 0 {
 				t.Fatalf("a failed start left state behind: %+v", h)
 			}
@@ -83,7 +84,7 @@ func TestHandshakeFailures(t *testing.T) {
 
 func TestMissingInterpreter(t *testing.T) {
 	m := newTestManager(t, "/nonexistent/python3")
-	mustFail(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), "/nonexistent/python3", StateCleared)
+	mustFailFor(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), ReasonStartFailed, "/nonexistent/python3", StateCleared)
 }
 
 func TestOldPythonRefused(t *testing.T) {
@@ -95,7 +96,7 @@ func TestOldPythonRefused(t *testing.T) {
 		t.Logf("no Python 3.9 here; faking one")
 	}
 	m := newTestManager(t, old)
-	mustFail(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), "needs Python 3.10 or newer", StateCleared)
+	mustFailFor(t, m.Default().Execute(t.Context(), ExecRequest{Code: "1"}), ReasonStartFailed, "needs Python 3.10 or newer", StateCleared)
 }
 
 // TestGarbageAfterReadyKillsWorker: a worker that breaks the protocol mid-run is
@@ -105,7 +106,7 @@ func TestGarbageAfterReadyKillsWorker(t *testing.T) {
 echo '{"type":"ready","protocol":1,"pid":'$$'}' >&4; read line <&3; echo 'garbage' >&4; sleep 30`
 	m := newTestManager(t, fakePython(t, script))
 	res := m.Default().Execute(t.Context(), ExecRequest{Code: "1"})
-	mustFail(t, res, "Python worker crashed; variables cleared", StateCleared)
+	mustFailFor(t, res, ReasonCrashed, "Python worker crashed; variables cleared", StateCleared)
 	if !strings.Contains(*res.Error, "not JSON") {
 		t.Fatalf("error does not say the frame was bad: %q", *res.Error)
 	}
@@ -121,13 +122,13 @@ func TestGenerationGuard(t *testing.T) {
 	stale := uint64(0)
 	marker := filepath.Join(t.TempDir(), "marker")
 	code := "open(" + quote(marker) + ", 'w').write('x')"
-	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &stale}), "STATE_CHANGED", StatePreserved)
+	mustFailFor(t, s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &stale}), ReasonStale, "STATE_CHANGED", StatePreserved)
 	s.Execute(t.Context(), ExecRequest{Code: "import os; os._exit(7)"})
 	// After the crash the guarded call starts the replacement first and is refused
 	// with the replacement's generation; nothing ran, so its own state is preserved.
 	one := uint64(1)
 	res := s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one})
-	mustFail(t, res, "STATE_CHANGED: worker restarted", StatePreserved)
+	mustFailFor(t, res, ReasonRestarted, "STATE_CHANGED: worker restarted", StatePreserved)
 	if res.Generation != 2 || res.StateReset == nil || !*res.StateReset {
 		t.Fatalf("refusal after the crash: generation %d, state_reset %v", res.Generation, res.StateReset)
 	}
@@ -136,7 +137,7 @@ func TestGenerationGuard(t *testing.T) {
 	}
 	// The old generation stays stale, and starts no second replacement.
 	res = s.Execute(t.Context(), ExecRequest{Code: code, ExpectedGeneration: &one})
-	mustFail(t, res, "STATE_CHANGED: stale expected_generation", StatePreserved)
+	mustFailFor(t, res, ReasonStale, "STATE_CHANGED: stale expected_generation", StatePreserved)
 	if res.Generation != 2 {
 		t.Fatalf("second refusal: generation %d", res.Generation)
 	}
@@ -167,14 +168,14 @@ func TestStartGuardsAtTheCall(t *testing.T) {
 	if info != nil || failed == nil {
 		t.Fatalf("stale start accepted: %+v", info)
 	}
-	mustFail(t, failed, "STATE_CHANGED: stale expected_generation", StatePreserved)
+	mustFailFor(t, failed, ReasonStale, "STATE_CHANGED: stale expected_generation", StatePreserved)
 	s.Execute(t.Context(), ExecRequest{Code: "import os; os._exit(3)"})
 	one := uint64(1)
 	info, failed = s.Start(ExecRequest{Code: "x = 3", ExpectedGeneration: &one})
 	if info != nil || failed == nil {
 		t.Fatalf("start after the crash accepted: %+v", info)
 	}
-	mustFail(t, failed, "STATE_CHANGED: worker restarted", StatePreserved)
+	mustFailFor(t, failed, ReasonRestarted, "STATE_CHANGED: worker restarted", StatePreserved)
 	if failed.Generation != 2 {
 		t.Fatalf("refused start reports generation %d, want 2", failed.Generation)
 	}
@@ -200,7 +201,7 @@ func TestBusyAndCancelledPredecessor(t *testing.T) {
 		snap, _, _ := s.Lookup(info.RunID, Offsets{})
 		return snap != nil && snap.Status == RunRunning
 	})
-	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), "already running", StatePreserved)
+	mustFailFor(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), ReasonBusy, "already running", StatePreserved)
 	if _, failed := s.Start(ExecRequest{Code: "1"}); failed == nil {
 		t.Fatal("second start accepted while busy")
 	}
@@ -213,7 +214,7 @@ func TestBusyAndCancelledPredecessor(t *testing.T) {
 		t.Fatalf("call after cancel: %+v", res)
 	}
 	_, old, err := s.Lookup(info.RunID, Offsets{})
-	if err != nil || old.Success || *old.Error != msgCancelled || old.State != StatePreserved {
+	if err != nil || old.Reason != ReasonCancelled || *old.Error != msgCancelled || old.State != StatePreserved {
 		t.Fatalf("cancelled run: %+v %v", old, err)
 	}
 }
@@ -225,7 +226,7 @@ func TestLimitsRefusedBeforeDispatch(t *testing.T) {
 		{Code: "1", Timeout: time.Millisecond},
 		{Code: "1", Timeout: MaxTimeout + time.Second},
 	} {
-		mustFail(t, m.Default().Execute(t.Context(), req), msgLimits, StatePreserved)
+		mustFailFor(t, m.Default().Execute(t.Context(), req), ReasonLimits, msgLimits, StatePreserved)
 	}
 }
 
@@ -250,11 +251,12 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	// and one may land between the try blocks: then the cell honestly ends as
 	// cancelled within the grace. Otherwise it is abandoned and killed.
 	_, res, _ := s.Lookup(info.RunID, Offsets{})
-	if res.Error == nil || (*res.Error != msgCancelled && *res.Error != msgAbandoned) {
+	if res.Reason != ReasonCancelled && res.Reason != ReasonAbandoned {
 		t.Fatalf("closed run: %+v", res)
 	}
+	checkReason(t, res)
 	testwait.Until(t, 10*time.Second, "the closed session's worker to be gone", func() bool { return !processAlive(pid) })
-	mustFail(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), msgSessionClosed, StatePreserved)
+	mustFailFor(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), ReasonClosed, msgSessionClosed, StatePreserved)
 }
 
 func processAlive(pid int) bool {
@@ -269,7 +271,7 @@ func TestRSSBudget(t *testing.T) {
 	t.Cleanup(func() { m.Close(time.Second) })
 	s := m.Default()
 	res := s.Execute(t.Context(), ExecRequest{Code: "import time\nblob = bytearray(128 << 20)\ntime.sleep(5)"})
-	mustFail(t, res, "RSS budget", StateCleared)
+	mustFailFor(t, res, ReasonMemory, "RSS budget", StateCleared)
 	if h := s.Health(); h.Python == nil || h.Python.Running {
 		t.Fatalf("worker still running after the budget kill: %+v", h.Python)
 	}

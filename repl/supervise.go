@@ -94,7 +94,7 @@ func (s *Session) guard(r *run) *Result {
 	if *want == gen && (state != workerDead || r.req.Reset || r.req.Fresh) {
 		return nil
 	}
-	msg, replaced, why := msgStaleGeneration, false, ""
+	reason, msg, replaced, why := ReasonStale, msgStaleGeneration, false, ""
 	if state == workerDead && !r.req.Reset && !r.req.Fresh {
 		if res := s.startWorker(r.ctx, r); res != nil {
 			return res
@@ -103,10 +103,10 @@ func (s *Session) guard(r *run) *Result {
 		// The refusal is the new worker's first result: it says so, once.
 		_, why = s.worker.announced(s.worker.view().proc)
 		if *want == gen {
-			msg = msgWorkerRestarted
+			reason, msg = ReasonRestarted, msgWorkerRestarted
 		}
 	}
-	res := failure(r.id, msg, StatePreserved)
+	res := failure(r.id, reason, msg)
 	if replaced {
 		res.StateReset, res.StateResetReason, res.Restored = &replaced, why, r.restored
 	}
@@ -122,7 +122,7 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *R
 	for {
 		w, ok := s.worker.settled(ctx.Done())
 		if !ok {
-			return workerView{}, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+			return workerView{}, false, failure(r.id, ReasonNotDispatched, msgBeforeDispatch)
 		}
 		switch {
 		case w.state == workerReady && r.req.Reset && !fresh:
@@ -136,10 +136,10 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *R
 			// Its watcher found it dead meanwhile: look again.
 		case fresh:
 			// The new worker died at once, and was stopped.
-			return workerView{}, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+			return workerView{}, false, failure(r.id, ReasonCrashed, msgCrashed+msgEndedAtStart)
 		case w.state == workerStopped || w.state == workerDead:
 			if ctx.Err() != nil {
-				return workerView{}, false, failure(r.id, msgBeforeDispatch, StatePreserved)
+				return workerView{}, false, failure(r.id, ReasonNotDispatched, msgBeforeDispatch)
 			}
 			if res := s.startWorker(ctx, r); res != nil {
 				return workerView{}, false, res
@@ -148,7 +148,7 @@ func (s *Session) claimWorker(ctx context.Context, r *run) (workerView, bool, *R
 		default:
 			// Busy: only the slot's holder claims a worker, and that is this run,
 			// so the supervisor is broken.
-			return workerView{}, false, failure(r.id, msgCrashed+msgEndedAtStart, StateCleared)
+			return workerView{}, false, failure(r.id, ReasonCrashed, msgCrashed+msgEndedAtStart)
 		}
 	}
 }
@@ -168,9 +168,9 @@ func (s *Session) startWorker(ctx context.Context, r *run) *Result {
 		}
 		return nil
 	case errors.Is(err, errStartRefused):
-		return failure(r.id, msgCrashed, StateCleared)
+		return failure(r.id, ReasonCrashed, msgCrashed)
 	default:
-		return failure(r.id, err.Error()+msgNoState, StateCleared)
+		return failure(r.id, ReasonStartFailed, err.Error()+msgNoState)
 	}
 }
 
@@ -191,8 +191,8 @@ func (s *Session) dispatchFresh(ctx context.Context, r *run) *Result {
 	gen := s.worker.currentGeneration()
 	p, err := s.worker.startFresh()
 	if err != nil {
-		res := failure(r.id, err.Error(), StatePreserved)
-		res.Generation = gen
+		res := failure(r.id, ReasonStartFailed, err.Error())
+		res.State, res.Generation = StatePreserved, gen // the persistent namespace is untouched
 		return res
 	}
 	defer s.worker.drop(p) // its result does not wait for the reap
@@ -226,10 +226,10 @@ func (s *Session) runOn(ctx context.Context, r *run, p *process, gen uint64) *Re
 	}
 	var res *Result
 	if err := p.send(frame); err != nil {
-		if err.Error() == msgFrameTooLarge {
-			res = failure(r.id, msgFrameTooLarge, StatePreserved)
+		if errors.Is(err, errCommandTooLarge) {
+			res = failure(r.id, ReasonTooLarge, msgFrameTooLarge)
 		} else {
-			res = s.crashed(p, r, "")
+			res = s.crashed(p, r, stopping{})
 		}
 	} else {
 		res = s.await(ctx, r, p)
@@ -249,7 +249,7 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 		select {
 		case <-rss.C:
 			if rss, over := s.overBudget(p); over {
-				return s.lost(p, r, s.overBudgetError(p, rss))
+				return s.lost(p, r, ReasonMemory, s.overBudgetError(p, rss))
 			}
 		case rf := <-p.results:
 			if rf.id != r.id {
@@ -257,17 +257,17 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 			}
 			return s.complete(p, r, rf.result)
 		case <-p.dead:
-			return s.crashed(p, r, "")
+			return s.crashed(p, r, stopping{})
 		case <-p.proc.Exited():
-			return s.crashed(p, r, "")
+			return s.crashed(p, r, stopping{})
 		case <-r.cancelled:
-			return s.interrupt(ctx, r, p, msgCancelled)
+			return s.interrupt(ctx, r, p, cancelling)
 		case <-deadline.C:
-			return s.timedOut(ctx, r, p)
+			return s.interrupt(ctx, r, p, s.timingOut(r))
 		case <-s.lifetime.Done():
-			return s.lost(p, r, msgAbandoned)
+			return s.lost(p, r, ReasonAbandoned, msgAbandoned)
 		case <-ctx.Done():
-			return s.interrupt(ctx, r, p, msgCancelled)
+			return s.interrupt(ctx, r, p, cancelling)
 		}
 	}
 }
@@ -325,43 +325,65 @@ func (s *Session) complete(p *process, r *run, res *Result) *Result {
 		// The worker ended its own state and exits; do not hand it another cell.
 		s.worker.stop(p, workerDead)
 	}
+	switch {
+	case res.Success:
+	case res.State == StateCleared:
+		res.Reason = ReasonPolicy // the worker clears only on a policy failure (PROTOCOL.md)
+	default:
+		res.Reason = ReasonRaised
+	}
 	return res
 }
 
-// timedOut stops a run past its deadline. Its error's first line says the limit,
-// whether the variables survived, and how to give the cell more time; what the
+// stopping is why the supervisor interrupts a run: its reason, the words its error
+// opens with, and, for a timeout, how to give the cell more time. The zero stopping
+// is a run that was not being interrupted.
+type stopping struct {
+	reason Reason
+	text   string
+	// longer says how to give the cell more time: a timeout's error says too what
+	// became of the variables, and then this, on its first line.
+	longer string
+}
+
+// cancelling is the stopping of python_cancel, a client's cancel and a session's
+// close.
+var cancelling = stopping{reason: ReasonCancelled, text: msgCancelled}
+
+// timingOut is the stopping of r past its deadline. Its error's first line says the
+// limit, whether the variables survived, and how to give the cell more time; what the
 // worker said of its own state follows on the next lines.
-func (s *Session) timedOut(ctx context.Context, r *run, p *process) *Result {
-	reason := fmt.Sprintf(msgTimedOut, strconv.FormatFloat(r.req.Timeout.Seconds(), 'f', -1, 64))
-	res := s.interrupt(ctx, r, p, reason)
-	if res.Error == nil || !strings.HasPrefix(*res.Error, reason) {
-		return res // the run ended on its own meanwhile
-	}
-	first, rest, more := strings.Cut(*res.Error, "\n")
-	switch {
-	case res.State == StatePreserved:
-		// Before what the interrupt did to the cell's processes (interrupt).
-		first = reason + msgKeptVariables + first[len(reason):]
-	case !strings.Contains(first, msgVariablesCleared):
-		first += "; " + msgVariablesCleared // the worker's own lines say why
-	}
+func (s *Session) timingOut(r *run) stopping {
+	st := stopping{reason: ReasonTimeout, text: fmt.Sprintf(msgTimedOut, strconv.FormatFloat(r.req.Timeout.Seconds(), 'f', -1, 64)),
+		longer: msgLongerCell}
 	if r.background {
-		first += msgLongerStart
-	} else {
-		first += msgLongerCell
+		st.longer = msgLongerStart
 	}
-	if more {
-		first += "\n" + rest
+	return st
+}
+
+// firstLine is the first line of the error of a run stopped for st: its words, what
+// became of the variables (a timeout's; how they were lost, when they were), then the
+// note, and how to give the cell more time.
+func (st stopping) firstLine(lostHow string, state State, note string) string {
+	line := st.text
+	switch {
+	case lostHow != "":
+		line += lostHow
+	case st.longer == "":
+	case state == StatePreserved:
+		line += msgKeptVariables
+	default:
+		line += "; " + msgVariablesCleared // the worker's own lines say why
 	}
-	res.Error = &first
-	return res
+	return line + note + st.longer
 }
 
 // interrupt stops a run: SIGINT to the worker and the processes its cell started
 // (scope.go), then the grace period, then the worker is stopped. It reports which of
 // those ended the run and, when the variables survived, which of the session's
 // processes ended meanwhile.
-func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason string) *Result {
+func (s *Session) interrupt(ctx context.Context, r *run, p *process, st stopping) *Result {
 	r.enter(phaseLeaving)
 	r.endRPCs() // downstream calls are cancelled before the cell is
 	scope := p.interruptCell(r)
@@ -373,48 +395,46 @@ func (s *Session) interrupt(ctx context.Context, r *run, p *process, reason stri
 			if rf.id != r.id {
 				continue
 			}
-			res := s.answered(p, r, rf.result, reason)
-			if res.State == StatePreserved && res.Error != nil && strings.HasPrefix(*res.Error, reason) {
-				// The first line says what became of the processes, after the reason.
-				res.Error = strPtr(reason + scope.note(scopeWait) + (*res.Error)[len(reason):])
-			}
-			return res
+			// The first line says what became of the processes, after the reason.
+			return s.answered(p, r, rf.result, st, func() string { return scope.note(scopeWait) })
 		case <-p.dead:
-			return s.crashed(p, r, reason)
+			return s.crashed(p, r, st)
 		case <-p.proc.Exited():
-			return s.crashed(p, r, reason)
+			return s.crashed(p, r, st)
 		case <-s.lifetime.Done():
-			return s.lost(p, r, msgAbandoned)
+			return s.lost(p, r, ReasonAbandoned, msgAbandoned)
 		case <-grace.C:
-			return s.lost(p, r, reason+msgDidNotStop)
+			return s.lost(p, r, st.reason, st.firstLine(msgDidNotStop, StateCleared, ""))
 		}
 	}
 }
 
-// answered is the result the worker sent for a run; reason, when the run was being
-// interrupted, says why, before the worker's own error.
-func (s *Session) answered(p *process, r *run, worker *Result, reason string) *Result {
+// answered is the result the worker sent for a run; when the run was being
+// interrupted (st) and did not succeed, its error says why, before the worker's own.
+// note, when there is one, says what became of the cell's processes, on a first line
+// that keeps the variables.
+func (s *Session) answered(p *process, r *run, worker *Result, st stopping, note func() string) *Result {
 	res := s.complete(p, r, worker)
-	if reason != "" && !res.Success {
-		res.Error = strPtr(interruptedError(reason, res.Error))
+	if st.reason == "" || res.Success {
+		return res
 	}
+	var noted string
+	if note != nil && res.State == StatePreserved {
+		noted = note()
+	}
+	msg := st.firstLine("", res.State, noted)
+	if w := res.Error; w != nil && *w != "" && !strings.HasPrefix(*w, workerInterrupted) {
+		msg += "\n" + *w // the worker says more than that it was interrupted
+	}
+	res.Error, res.Reason = &msg, st.reason
 	return res
 }
 
-// interruptedError is the error of a run the worker stopped on our interrupt: the
-// reason, plus the worker's own report when it says more than "interrupted".
-func interruptedError(reason string, workerErr *string) string {
-	if workerErr == nil || *workerErr == "" || strings.HasPrefix(*workerErr, "Execution interrupted") {
-		return reason
-	}
-	return reason + "\n" + *workerErr
-}
-
-// crashed reports a worker that died under a run; reason is why the run was being
-// interrupted, "" when it was not. A result the worker managed to send before it
-// exited still wins: a worker that stops itself (state cleared) may be seen gone
-// before its last result is read.
-func (s *Session) crashed(p *process, r *run, reason string) *Result {
+// crashed reports a worker that died under a run; st is why the run was being
+// interrupted, the zero stopping when it was not. A result the worker managed to send
+// before it exited still wins: a worker that stops itself (state cleared) may be seen
+// gone before its last result is read.
+func (s *Session) crashed(p *process, r *run, st stopping) *Result {
 	select {
 	case <-p.dead:
 	case <-time.After(barrierWait / 2):
@@ -422,27 +442,26 @@ func (s *Session) crashed(p *process, r *run, reason string) *Result {
 	select {
 	case rf := <-p.results:
 		if rf.id == r.id {
-			return s.answered(p, r, rf.result, reason)
+			return s.answered(p, r, rf.result, st, nil)
 		}
 	default:
 	}
-	var msg string
-	if reason != "" {
-		msg = reason + msgExited
-	} else {
-		msg = msgCrashed + " (" + p.proc.ExitStatus().String() + ")"
-		if p.deathErr != nil {
-			msg = msgCrashed + " (" + p.deathErr.Error() + ")"
-		}
+	if st.reason != "" {
+		return s.lost(p, r, st.reason, st.firstLine(msgExited, StateCleared, ""))
 	}
-	return s.lost(p, r, msg)
+	msg := msgCrashed + " (" + p.proc.ExitStatus().String() + ")"
+	if p.deathErr != nil {
+		msg = msgCrashed + " (" + p.deathErr.Error() + ")"
+	}
+	return s.lost(p, r, ReasonCrashed, msg)
 }
 
-// lost stops a worker whose variables can no longer be trusted and reports the run
-// with whatever output it produced.
-func (s *Session) lost(p *process, r *run, msg string) *Result {
+// lost stops a worker whose variables can no longer be trusted and reports the run,
+// failed for reason, with whatever output it produced.
+func (s *Session) lost(p *process, r *run, reason Reason, msg string) *Result {
 	s.worker.stop(p, workerDead)
-	res := failure(r.id, msg, StateCleared)
+	res := failure(r.id, reason, msg)
+	res.State = StateCleared // an interrupt's too: the worker is gone
 	r.mu.Lock()
 	// The newest output says most about how the run ended.
 	res.Stdout, res.stdoutBase = r.stdout.tail(StreamLimit)

@@ -90,7 +90,7 @@ func TestCancelBeforeYieldInterrupts(t *testing.T) {
 	if snap != nil || res == nil {
 		t.Fatalf("a cancelled call yielded: %+v", snap)
 	}
-	mustFail(t, res, msgCancelled, StatePreserved)
+	mustFailFor(t, res, ReasonCancelled, msgCancelled, StatePreserved)
 	if res.Stdout != "first\n" {
 		t.Fatalf("stdout = %q", res.Stdout)
 	}
@@ -126,5 +126,5 @@ func TestAwaitBounds(t *testing.T) {
 	if final == nil {
 		t.Fatal("python_cancel did not stop the yielded run")
 	}
-	mustFail(t, final, msgCancelled, StatePreserved)
+	mustFailFor(t, final, ReasonCancelled, msgCancelled, StatePreserved)
 }

@@ -18,23 +18,19 @@ const (
 	msgImageLeftOut  = "Image left out of this reply: the reply would pass 1,000,000 bytes; print less in the cell that shows it, or save the figure to a file and artifact(path=...)"
 )
 
-// withImages adds the images of an execution result to its presentation as MCP image
-// content, after the text, in order (docs/contract.md §3.4): each while the whole reply
-// stays within resultLimit. An image that does not fit is left out, and its entry in
-// structuredContent's `images` says so; one whose bytes the history no longer keeps has
-// its own note there already; in the text form, which has no structuredContent, the
-// text says so. Any other value is returned as it is.
-func withImages(res *mcp.CallToolResult, value any) *mcp.CallToolResult {
-	e, ok := value.(execution)
-	if !ok || len(e.Images) == 0 {
+// withImages adds images, an execution result's, to its presentation res as MCP
+// image content, after the text, in order (docs/contract.md §3.4): each while the
+// whole reply stays within resultLimit. structured is res's structuredContent, nil in
+// the text form. An image that does not fit is left out, and its entry in
+// structuredContent's `images` says so; one whose bytes the history no longer keeps
+// has its own note there already; in the text form, which has no structuredContent,
+// the text says so.
+func withImages(res *mcp.CallToolResult, shown []repl.Image, structured []byte) *mcp.CallToolResult {
+	if len(shown) == 0 {
 		return res
 	}
-	encoded, err := json.Marshal(res)
-	if err != nil {
-		return res
-	}
-	used := len(encoded) + envelopeOverhead + len(e.Images)*omittedMarkBytes
-	images := append([]repl.Image(nil), e.Images...)
+	used := replyLen(res, structured) + envelopeOverhead + len(shown)*omittedMarkBytes
+	images := append([]repl.Image(nil), shown...)
 	leftOut := false
 	for i, img := range images {
 		if img.Data == nil {

@@ -15,13 +15,11 @@ var errNoSessionStore = errors.New("this result has no session's artifact store 
 // result, so that every read of the run names the same one. The text itself, made
 // after (present), only names what was kept. nil when the text needs nothing kept.
 func keepText(ctx context.Context, sess *repl.Session, value any) *keptText {
-	var text string
-	var res *repl.Result
+	var res *repl.Result // whose complete text it is, once per run
 	if e, ok := value.(execution); ok {
-		text, res = e.completeText(), e.Result
-	} else if r := toolText(value); visibleLen(r.text()) > modelTextLimit {
-		text = r.text()
+		res = e.Result
 	}
+	text := presentation(value).completeText()
 	if text == "" {
 		return nil
 	}

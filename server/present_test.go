@@ -162,45 +162,55 @@ func execText(r *repl.Result, polled bool, save func(string) (artifacts.Ref, err
 		ref, err := save(text)
 		kept = &keptText{ref: ref, err: err}
 	}
-	return e.text(kept)
+	return e.textForm(kept)
 }
 
 // TestExecTextReadsLikeATerminal pins the text form of execution results: output,
-// stderr, value and error as plain text, then one footer line.
+// stderr, value and error as plain text, then one footer line. A failure's reason is
+// no field of the JSON: repl sets it, and a case names it after its JSON.
 func TestExecTextReadsLikeATerminal(t *testing.T) {
-	for _, c := range []struct{ name, raw, want string }{
+	for _, c := range []struct {
+		name, raw, want string
+		reason          repl.Reason
+	}{
 		{"print", `{"run_id":"R","success":true,"stdout":"hello\n","return_value":null,"error":null,"state":"preserved","generation":1}`,
-			"hello\n[ok; generation 1; run R]"},
+			"hello\n[ok; generation 1; run R]", ""},
 		{"output and a value", `{"success":true,"stdout":"hello\nworld\n","return_value":"42","value":42,"state":"preserved","generation":1}`,
-			"hello\nworld\n42\n[ok; generation 1]"},
+			"hello\nworld\n42\n[ok; generation 1]", ""},
 		{"nothing", `{"success":true,"stdout":"","return_value":null,"state":"preserved","generation":3}`,
-			"[ok; generation 3]"},
+			"[ok; generation 3]", ""},
 		{"output without a newline", `{"success":true,"stdout":"a","stderr":"b","return_value":"1","state":"preserved","generation":1}`,
-			"a\n[stderr]\nb\n1\n[ok; generation 1]"},
+			"a\n[stderr]\nb\n1\n[ok; generation 1]", ""},
 		{"a multi-line string", `{"success":true,"return_value":"\"a\\nb\"","value":"a\nb","state":"preserved","generation":1}`,
-			"a\nb\n[ok; generation 1]"},
+			"a\nb\n[ok; generation 1]", ""},
 		{"a one-line string keeps its quotes", `{"success":true,"return_value":"\"hi\"","value":"hi","state":"preserved","generation":1}`,
-			"\"hi\"\n[ok; generation 1]"},
+			"\"hi\"\n[ok; generation 1]", ""},
 		{"an exception", `{"success":false,"error":"Traceback (most recent call last):\nZeroDivisionError: division by zero","state":"preserved","generation":2}`,
-			"Traceback (most recent call last):\nZeroDivisionError: division by zero\n[failed; generation 2]"},
+			"Traceback (most recent call last):\nZeroDivisionError: division by zero\n[failed; generation 2]", repl.ReasonRaised},
 		{"a crash is said once", `{"success":false,"error":"Python worker crashed; variables cleared (exit status 3)","state":"cleared","generation":1}`,
-			"Python worker crashed; variables cleared (exit status 3)\n[failed; generation 1]"},
+			"Python worker crashed; variables cleared (exit status 3)\n[failed; generation 1]", repl.ReasonCrashed},
 		{"a cleared state the error does not name", `{"success":false,"error":"Request abandoned; worker killed","state":"cleared","generation":1}`,
-			"Request abandoned; worker killed\n[failed; state cleared; generation 1]"},
+			"Request abandoned; worker killed\n[failed; state cleared; generation 1]", repl.ReasonAbandoned},
+		{"a failed start", `{"success":false,"error":"Python worker startup timed out; no Python state exists","state":"cleared","generation":0}`,
+			"Python worker startup timed out; no Python state exists\n[failed; state cleared; generation 0]", repl.ReasonStartFailed},
+		{"a stuck timeout, said once", `{"success":false,"error":"Execution timed out after 1 s; worker did not stop; variables cleared","state":"cleared","generation":1}`,
+			"Execution timed out after 1 s; worker did not stop; variables cleared\n[failed; generation 1]", repl.ReasonTimeout},
 		{"a new worker after the first", `{"success":true,"stdout":"x\n","state":"preserved","state_reset":true,"state_reset_reason":"lost","generation":2}`,
-			"x\n[ok; generation 2; new worker: earlier variables are gone]"},
+			"x\n[ok; generation 2; new worker: earlier variables are gone]", ""},
 		{"a saved file's exit code, in a fresh worker", `{"success":false,"error":"SystemExit: 3","exit_code":3,"execution_mode":"fresh","state":"preserved","generation":1}`,
-			"SystemExit: 3\n[failed; exit code 3; generation 1; fresh worker]"},
+			"SystemExit: 3\n[failed; exit code 3; generation 1; fresh worker]", repl.ReasonRaised},
 		{"leftover tasks", `{"success":true,"state":"preserved","generation":1,"background_tasks_cancelled":2}`,
-			"[ok; generation 1; 2 leftover asyncio tasks cancelled]"},
+			"[ok; generation 1; 2 leftover asyncio tasks cancelled]", ""},
 		{"a value artifact", `{"success":true,"return_value":"<list; length=3000; safe preview omitted>","truncated":{"return":true},"artifact":{"id":"A","size":123456,"format":"json"},"state":"preserved","session_id":"S","generation":1}`,
-			"<list; length=3000; safe preview omitted>\n[ok; generation 1; value: artifact A (123,456 bytes); session S]"},
+			"<list; length=3000; safe preview omitted>\n[ok; generation 1; value: artifact A (123,456 bytes); session S]", ""},
 		{"a failed value artifact", `{"success":true,"return_value":"<x; safe preview omitted>","truncated":{"return":true},"artifact_error":"Artifact store is full","state":"preserved","generation":1}`,
-			"<x; safe preview omitted>\n[ok; generation 1; value not saved: Artifact store is full]"},
+			"<x; safe preview omitted>\n[ok; generation 1; value not saved: Artifact store is full]", ""},
 		{"a stream the worker cut", `{"success":true,"stdout":"xxx","truncated":{"stdout":true},"state":"preserved","generation":1}`,
-			"xxx\n[ok; generation 1; stdout cut at 50,000 bytes]"},
+			"xxx\n[ok; generation 1; stdout cut at 50,000 bytes]", ""},
 	} {
-		if got := execText(view(t, c.raw), false, noSave).text(); got != c.want {
+		r := view(t, c.raw)
+		r.Reason = c.reason
+		if got := execText(r, false, noSave).text(); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}

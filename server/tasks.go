@@ -241,7 +241,7 @@ func (t *task) finish(ctx context.Context, res *repl.Result) {
 	if t.delivered != ([2]int64{}) {
 		from, err := res.From(repl.Offsets{Stdout: &t.delivered[0], Stderr: &t.delivered[1]})
 		if err == nil {
-			value = execution{Result: from, polled: true, skipped: true}
+			value = execution{Result: from, polled: true, skipped: true, laid: new(layout)}
 		}
 	}
 	var kept *keptText

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,7 +16,7 @@ import (
 // execution is an execution result as a tool's value (docs/contract.md §4): the
 // repl.Result itself, which is a structured client's structuredContent (encoded
 // once, in present) and what the text form is read from, field by field. The two
-// forms cannot say different things.
+// forms cannot say different things. It is presentable as every tool's value is.
 type execution struct {
 	*repl.Result
 	// polled: read back with python_run, so the footer gives the offsets to read on.
@@ -23,13 +24,54 @@ type execution struct {
 	// skipped: its streams start where an earlier answer about the run, or the
 	// result of the task it is, stopped (docs/contract.md §2.8), and the footer says so.
 	skipped bool
+	// laid is its text form's layout once it has been computed: keepText and present
+	// read it in one call, and the value is made for that call. nil in a value made
+	// without one (execution{}), which lays its text out each time.
+	laid *layout
 }
 
 // executed is r as the value of the tool that ran it.
-func executed(r *repl.Result) execution { return execution{Result: r} }
+func executed(r *repl.Result) execution { return execution{Result: r, laid: new(layout)} }
 
 // polledResult is r as python_run's value.
-func polledResult(r *repl.Result) execution { return execution{Result: r, polled: true} }
+func polledResult(r *repl.Result) execution {
+	return execution{Result: r, polled: true, laid: new(layout)}
+}
+
+// encode is the result's JSON, or an error that says why there is none: a Result
+// is strings, numbers and raw JSON the worker sent and the supervisor bounded.
+func (e execution) encode() []byte {
+	structured, _ := e.encoded(false)
+	return structured
+}
+
+// encoded is the result's JSON, with the flag of a text block cut at 8 KiB when
+// textCut, and whether it could not be encoded.
+func (e execution) encoded(textCut bool) ([]byte, bool) {
+	var v any = e.Result
+	if textCut {
+		v = struct {
+			*repl.Result
+			TextTruncated bool `json:"text_truncated"`
+		}{e.Result, true}
+	}
+	structured, err := json.Marshal(v)
+	if err != nil {
+		structured, _ = json.Marshal(map[string]string{"error": "result could not be encoded: " + err.Error()})
+		return structured, true
+	}
+	return structured, false
+}
+
+// structuredForm is the result's JSON and, beside it, its parts as a terminal
+// shows them (structuredText), encoded once with the flag when the text is cut.
+func (e execution) structuredForm() ([]byte, string, bool) {
+	text, cut := cutStructuredText(e.structuredText())
+	structured, broken := e.encoded(cut)
+	return structured, text, broken || e.failed()
+}
+
+func (e execution) images() []repl.Image { return e.Images }
 
 // failed says whether the result is an error (isError).
 func (e execution) failed() bool { return !e.Success || e.Error != nil }
@@ -209,9 +251,26 @@ type layout struct {
 	parts  []part
 	shares []int
 	lost   bool
+	// foot is the footer it was laid out beside: the footer of a text that names
+	// no kept text.
+	foot string
+	done bool
 }
 
+// layout is e's text laid out, computed once per value that has room for it (laid).
 func (e execution) layout() layout {
+	if e.laid == nil {
+		return e.layOut()
+	}
+	if !e.laid.done {
+		*e.laid = e.layOut()
+	}
+	l := *e.laid
+	l.parts = slices.Clone(l.parts) // the text form cuts its copy
+	return l
+}
+
+func (e execution) layOut() layout {
 	ps := e.parts(e.ReturnRepr)
 	foot := visible(e.footer(nil))
 	sizes := make([]int, len(ps))
@@ -224,9 +283,9 @@ func (e execution) layout() layout {
 		whole += sizes[i]
 	}
 	if whole+overhead+len(foot) <= modelTextLimit {
-		return layout{parts: ps, shares: sizes}
+		return layout{parts: ps, shares: sizes, foot: foot, done: true}
 	}
-	l := layout{parts: ps, shares: fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead)}
+	l := layout{parts: ps, shares: fitShares(sizes, modelTextLimit-len(foot)-footerReserve-overhead), foot: foot, done: true}
 	for i := range ps {
 		l.lost = l.lost || sizes[i] > l.shares[i] && !ps[i].saved
 	}
@@ -242,16 +301,16 @@ func (e execution) completeText() string {
 	return ""
 }
 
-// text is the text form of an execution result: its parts within modelTextLimit,
-// then one footer line. When the parts do not fit, each is cut in its middle by a
-// share of the room; when a part no artifact holds is cut, kept is the artifact of
-// the complete text (completeText), named in the markers and the footer.
-func (e execution) text(kept *keptText) reply {
+// textForm is the text form of an execution result: its parts within
+// modelTextLimit, then one footer line. When the parts do not fit, each is cut in its
+// middle by a share of the room; when a part no artifact holds is cut, kept is the
+// artifact of the complete text (completeText), named in the markers and the footer.
+func (e execution) textForm(kept *keptText) reply {
 	l := e.layout()
 	var foot string
 	switch {
 	case !l.lost:
-		foot = visible(e.footer(nil))
+		foot = l.foot
 	case kept == nil:
 		foot = visible(e.footer(&keptText{err: errTextNotKept}))
 	default:
@@ -334,8 +393,8 @@ func (e execution) footer(kept *keptText) string {
 	if e.failed() {
 		items[0] = "failed"
 	}
-	// The reasons of §4.2 mostly say it already; say it once.
-	if e.State == repl.StateCleared && (e.Error == nil || !strings.Contains(*e.Error, "variables cleared")) {
+	// The errors of most reasons say it already (§4.2); say it once.
+	if e.State == repl.StateCleared && !e.Reason.SaysCleared() {
 		items = append(items, "state cleared")
 	}
 	if e.ExitCode != nil {
