@@ -1,0 +1,125 @@
+package server
+
+import (
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/repl"
+)
+
+// A tool's output schema: the schema of the one Go type its value has, or a oneOf
+// of the shapes it takes (schema_types.go says how each is made).
+
+// variant is one shape of a tool's value: the Go type its JSON is written from.
+type variant struct {
+	t reflect.Type
+	// excludes are properties the shape never has, which tell it from another shape
+	// that could otherwise match the same value (a failed result has an error too).
+	excludes []string
+}
+
+// shape is the variant of Go type T.
+func shape[T any](excludes ...string) variant {
+	return variant{t: reflect.TypeFor[T](), excludes: excludes}
+}
+
+// toolFailure is the value of a call that failed (failure in tools.go): its message,
+// and the session's identity for a routed tool.
+type toolFailure struct {
+	Error      string `json:"error"`
+	ServerID   string `json:"server_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+}
+
+// outputSchema is the schema of a value of the shapes vs.
+func outputSchema(vs []variant) (*jsonschema.Schema, error) {
+	branches := make([]*jsonschema.Schema, len(vs))
+	for i, v := range vs {
+		s, err := schemaOf(v.t, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(v.excludes) > 0 {
+			s = s.CloneSchemas()
+			s.Not = &jsonschema.Schema{Required: v.excludes}
+		}
+		branches[i] = s
+	}
+	if len(branches) == 1 {
+		return branches[0], nil
+	}
+	return &jsonschema.Schema{Type: "object", OneOf: branches}, nil
+}
+
+// refinements say what the tags of types in other packages would: the enums and
+// descriptions of their fields, and the artifact references a result holds as JSON.
+// (Set by init: a refinement builds schemas too.)
+var refinements map[reflect.Type]func(*jsonschema.Schema)
+
+func init() { refinements = typeRefinements() }
+
+func typeRefinements() map[reflect.Type]func(*jsonschema.Schema) {
+	return map[reflect.Type]func(*jsonschema.Schema){
+		reflect.TypeFor[repl.Result](): func(s *jsonschema.Schema) {
+			p := s.Properties
+			p["value"].Description = "the trailing value as JSON, when it is exact JSON"
+			p["state_reset_reason"].Enum = []any{repl.ResetReset, repl.ResetLost, repl.ResetRestart, repl.ResetReleased}
+			p["state_reset_reason"].Description = "why the run's worker is new, when it replaced one: a reset, lost variables " +
+				"(a crash, a kill, the RSS budget), an earlier server lifetime's session, an idle release"
+			p["server_started"].Description = "when this server started, with state_reset_reason restart"
+			p["execution_mode"].Enum = []any{"persistent", "fresh"}
+			p["artifact"] = artifactRefSchema()
+			p["image_artifacts"].Items = artifactRefSchema()
+			// Added by the presentation to a structured result whose text it cut (§3.4).
+			p["text_truncated"] = &jsonschema.Schema{Type: "boolean"}
+		},
+		reflect.TypeFor[repl.OutputArtifacts](): func(s *jsonschema.Schema) {
+			s.Properties["stdout"], s.Properties["stderr"] = artifactRefSchema(), artifactRefSchema()
+		},
+		reflect.TypeFor[repl.State]():     enum(repl.StatePreserved, repl.StateCleared),
+		reflect.TypeFor[repl.RunStatus](): enum(repl.RunStarting, repl.RunRunning),
+		reflect.TypeFor[repl.StartInfo](): func(s *jsonschema.Schema) {
+			s.Properties["status"].Enum = []any{repl.RunStarting}
+		},
+		reflect.TypeFor[repl.Ready](): func(s *jsonschema.Schema) {
+			s.Properties["path_head"].Description = "the directory first on the worker's PATH: the interpreter's bin directory"
+			s.Properties["virtual_env"].Description = "VIRTUAL_ENV in the worker's environment, when its interpreter is a venv's"
+		},
+		reflect.TypeFor[repl.SpareState](): described("the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)"),
+		reflect.TypeFor[repl.SnapshotState](): func(s *jsonschema.Schema) {
+			s.Description = "the session's snapshot of its variables (off with --no-snapshot), and the one python_session_restore would load"
+			s.Properties["status"].Enum = []any{"off", "none", "saving", "saved", "failed"}
+		},
+		reflect.TypeFor[repl.Restorable](): described("a snapshot python_session_restore can load"),
+		reflect.TypeFor[repl.SandboxHealth](): func(s *jsonschema.Schema) {
+			s.Description = "the OS sandbox cells run in (--sandbox)"
+			setNullable(s.Properties["writable_roots"], true) // null under full access
+		},
+		reflect.TypeFor[repl.SandboxNote](): described("what the run's sandbox has to say: a new policy, what is not enforced, a refusal"),
+		reflect.TypeFor[artifacts.Format](): enum(artifacts.FormatJSON, artifacts.FormatText, artifacts.FormatBinary),
+	}
+}
+
+// artifactRefSchema is the schema of an artifact reference (docs/contract.md §3.9), for
+// the fields that hold one as JSON.
+func artifactRefSchema() *jsonschema.Schema {
+	s, err := schemaOf(reflect.TypeFor[artifacts.Ref](), true)
+	if err != nil {
+		panic(err) // not reached: TestEveryToolPublishesItsTypes builds it
+	}
+	return s.CloneSchemas()
+}
+
+func enum[T ~string](values ...T) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) {
+		for _, v := range values {
+			s.Enum = append(s.Enum, string(v))
+		}
+	}
+}
+
+func described(desc string) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) { s.Description = desc }
+}
