@@ -80,7 +80,7 @@ func deref(n *int) int {
 // integerRange publishes the u64 range that validation enforces on an integer
 // property without bounds of its own, so that a value the schema accepts is never
 // refused. A float64 cannot hold 2^64-1: the maximum is the float64 nearest to it,
-// which publish writes as the exact integer.
+// which publish writes as the exact integer (schemaNumber).
 func integerRange(prop *jsonschema.Schema) {
 	if prop.Type != "integer" {
 		return
@@ -91,16 +91,6 @@ func integerRange(prop *jsonschema.Schema) {
 	if prop.Maximum == nil {
 		prop.Maximum = jsonschema.Ptr(float64(math.MaxUint64))
 	}
-}
-
-// publish is s as JSON, with integerRange's maximum written exactly: encoding/json
-// writes the float64 as 18446744073709552000, 2^64, a value the u64 does not hold.
-func publish(s *jsonschema.Schema) (json.RawMessage, error) {
-	out, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.ReplaceAll(out, []byte(`"maximum":18446744073709552000`), []byte(`"maximum":`+maxUint64)), nil
 }
 
 // argError is a bad argument, reported as "Invalid arguments at <pointer>: <reason>".

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -22,15 +23,6 @@ type variant struct {
 // shape is the variant of Go type T.
 func shape[T any](excludes ...string) variant {
 	return variant{t: reflect.TypeFor[T](), excludes: excludes}
-}
-
-// toolFailure is the value of a call that failed (failure in tools.go): its message,
-// and the session's identity for a routed tool.
-type toolFailure struct {
-	Error      string `json:"error"`
-	ServerID   string `json:"server_id,omitempty"`
-	SessionID  string `json:"session_id,omitempty"`
-	Generation uint64 `json:"generation,omitempty"`
 }
 
 // outputSchema is the schema of a value of the shapes vs.
@@ -76,26 +68,26 @@ func typeRefinements() map[reflect.Type]func(*jsonschema.Schema) {
 			p["text_truncated"] = &jsonschema.Schema{Type: "boolean"}
 		},
 		reflect.TypeFor[repl.OutputArtifacts](): func(s *jsonschema.Schema) {
-			s.Properties["stdout"], s.Properties["stderr"] = artifactRefSchema(), artifactRefSchema()
+			*property(s, "stdout"), *property(s, "stderr") = *artifactRefSchema(), *artifactRefSchema()
 		},
 		reflect.TypeFor[repl.State]():     enum(repl.StatePreserved, repl.StateCleared),
 		reflect.TypeFor[repl.RunStatus](): enum(repl.RunStarting, repl.RunRunning),
 		reflect.TypeFor[repl.StartInfo](): func(s *jsonschema.Schema) {
-			s.Properties["status"].Enum = []any{repl.RunStarting}
+			property(s, "status").Enum = []any{repl.RunStarting}
 		},
 		reflect.TypeFor[repl.Ready](): func(s *jsonschema.Schema) {
-			s.Properties["path_head"].Description = "the directory first on the worker's PATH: the interpreter's bin directory"
-			s.Properties["virtual_env"].Description = "VIRTUAL_ENV in the worker's environment, when its interpreter is a venv's"
+			property(s, "path_head").Description = "the directory first on the worker's PATH: the interpreter's bin directory"
+			property(s, "virtual_env").Description = "VIRTUAL_ENV in the worker's environment, when its interpreter is a venv's"
 		},
 		reflect.TypeFor[repl.SpareState](): described("the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)"),
 		reflect.TypeFor[repl.SnapshotState](): func(s *jsonschema.Schema) {
 			s.Description = "the session's snapshot of its variables (off with --no-snapshot), and the one python_session_restore would load"
-			s.Properties["status"].Enum = []any{"off", "none", "saving", "saved", "failed"}
+			property(s, "status").Enum = []any{"off", "none", "saving", "saved", "failed"}
 		},
 		reflect.TypeFor[repl.Restorable](): described("a snapshot python_session_restore can load"),
 		reflect.TypeFor[repl.SandboxHealth](): func(s *jsonschema.Schema) {
 			s.Description = "the OS sandbox cells run in (--sandbox)"
-			setNullable(s.Properties["writable_roots"], true) // null under full access
+			setNullable(property(s, "writable_roots"), true) // null under full access
 		},
 		reflect.TypeFor[repl.SandboxNote](): described("what the run's sandbox has to say: a new policy, what is not enforced, a refusal"),
 		reflect.TypeFor[artifacts.Format](): enum(artifacts.FormatJSON, artifacts.FormatText, artifacts.FormatBinary),
@@ -110,6 +102,16 @@ func artifactRefSchema() *jsonschema.Schema {
 		panic(err) // not reached: TestEveryToolPublishesItsTypes builds it
 	}
 	return s.CloneSchemas()
+}
+
+// property is s's property name. A refinement of a field its type no longer has is a
+// programming error, reported when the server is built.
+func property(s *jsonschema.Schema, name string) *jsonschema.Schema {
+	p := s.Properties[name]
+	if p == nil {
+		panic(fmt.Sprintf("server: a schema refinement names %q, which is no property of its type", name))
+	}
+	return p
 }
 
 func enum[T ~string](values ...T) func(*jsonschema.Schema) {

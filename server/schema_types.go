@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -124,8 +125,16 @@ func refineStruct(t reflect.Type, s *jsonschema.Schema, output bool) error {
 	if output {
 		s.AdditionalProperties = nil
 	}
+	fields := reflect.VisibleFields(t)
+	// Of two fields of one JSON name, jsonschema.ForType describes the last.
+	last := map[string]int{}
+	for i, f := range fields {
+		if name, _, ok := jsonField(f); ok && name != "" {
+			last[name] = i
+		}
+	}
 	var embedded []reflect.Type
-	for _, f := range reflect.VisibleFields(t) {
+	for i, f := range fields {
 		name, opts, ok := jsonField(f)
 		if !ok {
 			continue
@@ -135,8 +144,8 @@ func refineStruct(t reflect.Type, s *jsonschema.Schema, output bool) error {
 			continue
 		}
 		prop := s.Properties[name]
-		if prop == nil {
-			continue // shadowed by a field of the same JSON name
+		if prop == nil || last[name] != i {
+			continue
 		}
 		optional := slices.Contains(opts, "omitempty") || slices.Contains(opts, "omitzero") || viaPointer(t, f)
 		if !optional {
@@ -316,4 +325,107 @@ func (st schemaTag) apply(prop *jsonschema.Schema) error {
 		prop.Default = def
 	}
 	return nil
+}
+
+// publish is s as the JSON a client reads, written by one json.Marshal of the plain
+// value schemaValue makes of it: jsonschema.Schema's own MarshalJSON, run at every
+// node, writes each node once per level above it and took most of the time the
+// server spends declaring its tools before it can answer (BenchmarkPublishSchemas).
+// The keys come sorted, as they did from the hand-written schemas.
+func publish(s *jsonschema.Schema) (json.RawMessage, error) {
+	v, err := schemaValue(s)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// schemaValue is s as a JSON value: an object of the keywords these schemas use, true
+// for {} and false for {"not": {}}, as jsonschema writes them. A keyword it does not
+// know is an error, never dropped.
+func schemaValue(s *jsonschema.Schema) (any, error) {
+	rest := *s
+	m := map[string]any{}
+	switch {
+	case s.Type != "":
+		m["type"] = s.Type
+	case s.Types != nil:
+		m["type"] = s.Types
+	}
+	if s.Description != "" {
+		m["description"] = s.Description
+	}
+	if s.Default != nil {
+		m["default"] = s.Default
+	}
+	if s.Enum != nil {
+		m["enum"] = s.Enum
+	}
+	for key, n := range map[string]*float64{"minimum": s.Minimum, "maximum": s.Maximum} {
+		if n != nil {
+			m[key] = schemaNumber(*n)
+		}
+	}
+	for key, n := range map[string]*int{"minLength": s.MinLength, "maxLength": s.MaxLength, "maxItems": s.MaxItems} {
+		if n != nil {
+			m[key] = *n
+		}
+	}
+	if s.Required != nil {
+		m["required"] = s.Required
+	}
+	if s.Properties != nil {
+		props := make(map[string]any, len(s.Properties))
+		for name, p := range s.Properties {
+			v, err := schemaValue(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			props[name] = v
+		}
+		m["properties"] = props
+	}
+	for key, sub := range map[string]*jsonschema.Schema{"items": s.Items, "additionalProperties": s.AdditionalProperties, "not": s.Not} {
+		if sub != nil {
+			v, err := schemaValue(sub)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			m[key] = v
+		}
+	}
+	if s.OneOf != nil {
+		branches := make([]any, len(s.OneOf))
+		for i, b := range s.OneOf {
+			v, err := schemaValue(b)
+			if err != nil {
+				return nil, fmt.Errorf("oneOf[%d]: %w", i, err)
+			}
+			branches[i] = v
+		}
+		m["oneOf"] = branches
+	}
+	rest.Type, rest.Types, rest.Description, rest.Default, rest.Enum = "", nil, "", nil, nil
+	rest.Minimum, rest.Maximum, rest.MinLength, rest.MaxLength, rest.MaxItems = nil, nil, nil, nil, nil
+	rest.Required, rest.Properties, rest.PropertyOrder = nil, nil, nil
+	rest.Items, rest.AdditionalProperties, rest.Not, rest.OneOf = nil, nil, nil, nil
+	if !reflect.ValueOf(rest).IsZero() {
+		return nil, fmt.Errorf("a schema keyword publish does not write: %+v", rest)
+	}
+	switch {
+	case len(m) == 0:
+		return true, nil
+	case len(m) == 1 && m["not"] == true:
+		return false, nil
+	}
+	return m, nil
+}
+
+// schemaNumber is a bound as published: integerRange's maximum exactly (2^64-1; the
+// float64 nearest to it would be written 18446744073709552000), any other as it is.
+func schemaNumber(f float64) any {
+	if f == float64(math.MaxUint64) {
+		return json.Number(maxUint64)
+	}
+	return f
 }

@@ -185,3 +185,50 @@ func fieldNamed(typ reflect.Type, name string) (reflect.StructField, bool) {
 	}
 	return reflect.StructField{}, false
 }
+
+// TestPublishWritesWhatTheSchemaSays: publish's JSON of every tool's schemas is the
+// JSON jsonschema.Schema writes of them (the u64 bound aside, which both decode to
+// the same float64), and a keyword publish does not know is an error.
+func TestPublishWritesWhatTheSchemaSays(t *testing.T) {
+	for _, s := range toolSchemas(t) {
+		fast, err := publish(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want any
+		if err := json.Unmarshal(fast, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(plain, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("publish wrote\n%s\njsonschema writes\n%s", fast, plain)
+		}
+	}
+	odd := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"code": {Type: "string", Pattern: "x"}}}
+	if out, err := publish(odd); err == nil {
+		t.Errorf("a pattern: published as %s", out)
+	}
+}
+
+// toolSchemas are every tool's input and output schemas.
+func toolSchemas(tb testing.TB) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, tl := range (&Server{}).tools() {
+		in, err := schemaOf(tl.handler.paramsType(), false)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		o, err := outputSchema(tl.output)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, in, o)
+	}
+	return out
+}

@@ -227,6 +227,15 @@ func failure(sess *repl.Session, err error) failed {
 	return failed(value)
 }
 
+// toolFailure is the shape of failure's value, for the output schemas: the fields of
+// a fieldsError are the shape of the tool that adds them (cancelRefused).
+type toolFailure struct {
+	Error      string `json:"error"`
+	ServerID   string `json:"server_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+}
+
 // failed is a tool failure's value; present marks it isError.
 type failed map[string]any
 
