@@ -232,10 +232,8 @@ func setNullable(s *jsonschema.Schema, nullable bool) {
 	}
 }
 
-func isEmpty(s *jsonschema.Schema) bool {
-	b, err := json.Marshal(s)
-	return err == nil && string(b) == "true"
-}
+// isEmpty reports the schema {}: any JSON.
+func isEmpty(s *jsonschema.Schema) bool { return reflect.ValueOf(*s).IsZero() }
 
 // schemaTag is a field's `schema:"..."` tag.
 type schemaTag struct {
