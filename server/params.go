@@ -53,7 +53,7 @@ var argTypes = map[reflect.Type]*jsonschema.Schema{
 		Description: "Reject with STATE_CHANGED before executing code if Python state changed (the generation you last saw).",
 	},
 	reflect.TypeFor[timeoutArg](): {
-		Type: "number", Minimum: jsonschema.Ptr(0.01), Maximum: jsonschema.Ptr(3600.0),
+		Type: "number", Minimum: jsonschema.Ptr(0.01), Maximum: jsonschema.Ptr(repl.MaxTimeout.Seconds()),
 		Default:     fmt.Appendf(nil, "%g", repl.DefaultTimeout.Seconds()),
 		Description: "Seconds before the cell is interrupted (SIGINT, then SIGKILL after 2 s). 0.01 to 3600, default 120.",
 	},

@@ -16,7 +16,7 @@ import (
 )
 
 // param is one property of a tool's arguments, as its published schema declares it
-// (paramsOf): what parse checks and decodes, so that the published schema and the
+// (inputOf): what parse checks and decodes, so that the published schema and the
 // checks cannot drift apart.
 type param struct {
 	name      string

@@ -55,17 +55,17 @@ func init() { refinements = typeRefinements() }
 func typeRefinements() map[reflect.Type]func(*jsonschema.Schema) {
 	return map[reflect.Type]func(*jsonschema.Schema){
 		reflect.TypeFor[repl.Result](): func(s *jsonschema.Schema) {
-			p := s.Properties
-			p["value"].Description = "the trailing value as JSON, when it is exact JSON"
-			p["state_reset_reason"].Enum = []any{repl.ResetReset, repl.ResetLost, repl.ResetRestart, repl.ResetReleased}
-			p["state_reset_reason"].Description = "why the run's worker is new, when it replaced one: a reset, lost variables " +
+			property(s, "value").Description = "the trailing value as JSON, when it is exact JSON"
+			reason := property(s, "state_reset_reason")
+			reason.Enum = []any{repl.ResetReset, repl.ResetLost, repl.ResetRestart, repl.ResetReleased}
+			reason.Description = "why the run's worker is new, when it replaced one: a reset, lost variables " +
 				"(a crash, a kill, the RSS budget), an earlier server lifetime's session, an idle release"
-			p["server_started"].Description = "when this server started, with state_reset_reason restart"
-			p["execution_mode"].Enum = []any{"persistent", "fresh"}
-			p["artifact"] = artifactRefSchema()
-			p["image_artifacts"].Items = artifactRefSchema()
+			property(s, "server_started").Description = "when this server started, with state_reset_reason restart"
+			property(s, "execution_mode").Enum = []any{"persistent", "fresh"}
+			*property(s, "artifact") = *artifactRefSchema()
+			property(s, "image_artifacts").Items = artifactRefSchema()
 			// Added by the presentation to a structured result whose text it cut (§3.4).
-			p["text_truncated"] = &jsonschema.Schema{Type: "boolean"}
+			s.Properties["text_truncated"] = &jsonschema.Schema{Type: "boolean"}
 		},
 		reflect.TypeFor[repl.OutputArtifacts](): func(s *jsonschema.Schema) {
 			*property(s, "stdout"), *property(s, "stderr") = *artifactRefSchema(), *artifactRefSchema()
@@ -99,7 +99,7 @@ func typeRefinements() map[reflect.Type]func(*jsonschema.Schema) {
 func artifactRefSchema() *jsonschema.Schema {
 	s, err := schemaOf(reflect.TypeFor[artifacts.Ref](), true)
 	if err != nil {
-		panic(err) // not reached: TestEveryToolPublishesItsTypes builds it
+		panic(err) // not reached: TestEveryToolDeclares builds it
 	}
 	return s.CloneSchemas()
 }

@@ -23,7 +23,7 @@ import (
 //   - a field's bounds, enum and default in its `schema:"..."` tag: comma-separated
 //     minLength=, maxLength=, minimum=, maximum=, maxItems=, enum= (values split by
 //     |), default= (the JSON value; a string's without quotes), type= (a value that
-//     is any Go type but one JSON type), nullable (an output field that may be null);
+//     is any Go type but one JSON type);
 //   - the shared argument types' schemas, whose bounds are Go constants (params.go);
 //   - for types of other packages, whose fields this package does not tag, a
 //     refinement (schema_out.go).
@@ -34,12 +34,6 @@ import (
 // for). An output pointer without omitempty may be null and says so; every other
 // output field has its one type. Output objects stay open (no additionalProperties),
 // as the presentation adds text_truncated to any value.
-
-// schemaRefiner is a type that says what its tags cannot: it edits its own schema
-// after its fields' tags are applied.
-type schemaRefiner interface {
-	refineSchema(s *jsonschema.Schema)
-}
 
 // schemaCache holds each type's schema, input and output apart: a schema is built
 // once per process, however many servers are made.
@@ -112,9 +106,6 @@ func refine(t reflect.Type, s *jsonschema.Schema, output, nullable bool) error {
 	if r := refinements[t]; r != nil {
 		r(s)
 	}
-	if r, ok := reflect.Zero(t).Interface().(schemaRefiner); ok {
-		r.refineSchema(s)
-	}
 	return nil
 }
 
@@ -155,7 +146,7 @@ func refineStruct(t reflect.Type, s *jsonschema.Schema, output bool) error {
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
-		mayBeNull := output && !optional && (f.Type.Kind() == reflect.Pointer || tag.nullable)
+		mayBeNull := output && !optional && f.Type.Kind() == reflect.Pointer
 		if tag.typ != "" {
 			prop.Type, prop.Types = tag.typ, nil
 		}
@@ -242,7 +233,6 @@ type schemaTag struct {
 	enum                           []string
 	def                            *string
 	typ                            string
-	nullable                       bool
 }
 
 func parseSchemaTag(tag string) (schemaTag, error) {
@@ -270,8 +260,6 @@ func parseSchemaTag(tag string) (schemaTag, error) {
 			st.def = &value
 		case "type":
 			st.typ = value
-		case "nullable":
-			st.nullable = true
 		default:
 			return st, fmt.Errorf("schema tag: unknown keyword %q", key)
 		}
