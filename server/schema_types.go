@@ -14,7 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// Schemas from types (docs/design.md, "A tool is one file"): a tool's input schema
+// Schemas from types (docs/design.md, "Architecture"): a tool's input schema
 // is jsonschema.ForType of its params struct, and its output schema that of each
 // shape its value takes, as go-sdk's AddTool[In, Out] derives them. What the Go type
 // alone does not say is said beside it:
