@@ -10,7 +10,7 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// What the artifact tools share: the reference schema, the id parameter, the store
+// What the artifact tools share: the store
 // and the broker call of artifact_forward. The tools call the store's typed methods
 // with the routed session as the owner.
 
@@ -18,22 +18,6 @@ var (
 	errNoArtifactStore = errors.New("No artifact store is configured in this server")
 	errNoForwardBroker = errors.New("No MCP broker serves this session; artifacts cannot be forwarded")
 )
-
-// artifactRefSchema is an artifact reference (docs/contract.md §3.9).
-const artifactRefSchema = `{"type": "object",
-  "required": ["id", "size", "format", "sha256", "lifetime", "eviction"],
-  "properties": {"id": {"type": "string"}, "size": {"type": "integer"}, "format": {"enum": ["json", "text", "binary"]},
-    "sha256": {"type": "string"}, "lifetime": {"type": "string"}, "eviction": {"type": "string"}}}`
-
-// artifactOutput is an artifact tool's output: its success shape, or an error.
-func artifactOutput(success string) string {
-	return `{"type": "object", "oneOf": [` + success + `,
-    {"required": ["error"], "properties": {"error": {"type": "string"}}}]}`
-}
-
-func artifactIDParam() param {
-	return param{name: "id", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "The artifact id: the one a result names (artifact <id>), or artifact_create's."}
-}
 
 // store is the artifact store, or the error that says there is none.
 func (s *Server) store() (*artifacts.Store, error) {

@@ -54,8 +54,12 @@ func TestExecuteDescriptionForDataWork(t *testing.T) {
 func TestDescriptionsPromiseOnlyWhatBothFormsShow(t *testing.T) {
 	for _, tl := range (&Server{}).tools() {
 		texts := []string{tl.description}
-		for _, p := range tl.input {
-			texts = append(texts, p.desc)
+		_, in, err := inputOf(tl.handler.paramsType())
+		if err != nil {
+			t.Fatalf("%s: %v", tl.name, err)
+		}
+		for _, p := range in.Properties {
+			texts = append(texts, p.Description)
 		}
 		for _, text := range texts {
 			for _, field := range []string{"server.session_id", "artifact.id", "has_more", "success appears", "return_value", "structuredContent"} {

@@ -198,7 +198,7 @@ func TestResultFormatOverride(t *testing.T) {
 func syntheticTool(raw *string) func(*Server) {
 	return func(s *Server) {
 		s.register(tool{
-			name: "synthetic_result", description: "test", input: inputSchema{}, output: executionResultSchema,
+			name: "synthetic_result", description: "test", output: executionOutput(),
 			annotations: annotations(true, false, true, false),
 			handler: handle(func(context.Context, *repl.Session, noParams) (any, error) {
 				var r repl.Result

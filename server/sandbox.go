@@ -13,19 +13,6 @@ import (
 // The sandbox on the MCP surface (docs/contract.md §11): Codex's per-call policy
 // under --sandbox inherit-codex, and what the model reads about the sandbox.
 
-// sandboxSchema is repl.SandboxHealth.
-const sandboxSchema = `{"type": "object", "description": "the OS sandbox cells run in (--sandbox)",
-      "properties": {"mode": {"type": "string"}, "policy": {"type": "string"},
-        "writable_roots": {"type": ["array", "null"], "items": {"type": "string"}}, "network": {"type": "string"},
-        "allowed_domains": {"type": "array", "items": {"type": "string"}}, "landlock_abi": {"type": "integer"},
-        "not_enforced": {"type": "array", "items": {"type": "string"}},
-        "limits": {"type": "array", "items": {"type": "string"}}}}`
-
-// sandboxNoteSchema is repl.SandboxNote.
-const sandboxNoteSchema = `{"type": "object", "description": "what the run's sandbox has to say: a new policy, what is not enforced, a refusal",
-      "properties": {"policy": {"type": "string"}, "changed": {"type": "string"},
-        "not_enforced": {"type": "array", "items": {"type": "string"}}, "refused": {"type": "string"}}}`
-
 // capabilities are what the initialize result declares: tools, and under --sandbox
 // inherit-codex the experimental capability that makes Codex send its sandbox
 // policy with every tools/call.

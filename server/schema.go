@@ -11,24 +11,25 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// param is one property of a tool's input schema. The same declaration publishes the
-// JSON Schema, validates arguments and decodes them into the tool's params struct, so
-// the three cannot drift apart.
+// param is one property of a tool's arguments, as its published schema declares it
+// (inputOf): what parse checks and decodes, so that the published schema and the
+// checks cannot drift apart.
 type param struct {
 	name      string
 	typ       string // string, integer, number, boolean, array, object
 	items     string // arrays: the items' type (string)
 	maxItems  int    // arrays
 	enum      []string
-	desc      string
 	required  bool
 	minLength int      // strings: characters
 	maxLength int      // strings: characters
 	min, max  *float64 // numbers
-	// def is the value an absent property decodes to, and is published as default.
-	def any
+	// def is the value an absent property decodes to, as published (default).
+	def json.RawMessage
 	// message replaces the generic reason for a bad value, when the contract names one.
 	message string
 }
@@ -36,66 +37,60 @@ type param struct {
 // inputSchema is a tool's arguments: an object with exactly these properties.
 type inputSchema []param
 
-func bound(v float64) *float64 { return &v }
-
 // maxUint64 is the largest integer argument: integers decode to uint64, and the
 // contract's integers (generations, offsets) are u64.
 const maxUint64 = "18446744073709551615"
 
-// jsonSchema renders the schema as JSON Schema (2020-12).
-func (in inputSchema) jsonSchema() json.RawMessage {
-	props := map[string]any{}
-	required := []string{}
-	for _, p := range in {
-		prop := map[string]any{"type": p.typ}
-		if p.desc != "" {
-			prop["description"] = p.desc
-		}
-		if p.minLength > 0 {
-			prop["minLength"] = p.minLength
-		}
-		if p.maxLength > 0 {
-			prop["maxLength"] = p.maxLength
-		}
-		if p.items != "" {
-			prop["items"] = map[string]any{"type": p.items}
-		}
-		if p.maxItems > 0 {
-			prop["maxItems"] = p.maxItems
-		}
-		if len(p.enum) > 0 {
-			prop["enum"] = p.enum
-		}
-		if p.min != nil {
-			prop["minimum"] = *p.min
-		}
-		if p.max != nil {
-			prop["maximum"] = *p.max
-		}
-		if p.typ == "integer" {
-			// Publish the u64 range that validation enforces, so that a value the
-			// schema accepts is never refused.
-			if p.min == nil {
-				prop["minimum"] = 0
-			}
-			if p.max == nil {
-				prop["maximum"] = json.Number(maxUint64)
-			}
-		}
-		if p.def != nil {
-			prop["default"] = p.def
-		}
-		props[p.name] = prop
-		if p.required {
-			required = append(required, p.name)
-		}
+// inputOf is the input schema of params struct t: its properties, and the JSON
+// Schema (2020-12) published for it.
+func inputOf(t reflect.Type) (inputSchema, *jsonschema.Schema, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, nil, fmt.Errorf("params type %v is not a struct", t)
 	}
-	schema := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		schema["required"] = required
+	s, err := schemaOf(t, false)
+	if err != nil {
+		return nil, nil, err
 	}
-	out, _ := json.Marshal(schema)
-	return out
+	in := make(inputSchema, 0, len(s.PropertyOrder))
+	for _, name := range s.PropertyOrder {
+		prop := s.Properties[name]
+		p := param{
+			name: name, typ: prop.Type, required: slices.Contains(s.Required, name),
+			min: prop.Minimum, max: prop.Maximum, def: prop.Default, message: argMessages[name],
+			minLength: deref(prop.MinLength), maxLength: deref(prop.MaxLength), maxItems: deref(prop.MaxItems),
+		}
+		if prop.Items != nil {
+			p.items = prop.Items.Type
+		}
+		for _, v := range prop.Enum {
+			p.enum = append(p.enum, fmt.Sprint(v))
+		}
+		in = append(in, p)
+	}
+	return in, s, nil
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// integerRange publishes the u64 range that validation enforces on an integer
+// property without bounds of its own, so that a value the schema accepts is never
+// refused. A float64 cannot hold 2^64-1: the maximum is the float64 nearest to it,
+// which publish writes as the exact integer (schemaNumber).
+func integerRange(prop *jsonschema.Schema) {
+	if prop.Type != "integer" {
+		return
+	}
+	if prop.Minimum == nil {
+		prop.Minimum = jsonschema.Ptr(0.0)
+	}
+	if prop.Maximum == nil {
+		prop.Maximum = jsonschema.Ptr(float64(math.MaxUint64))
+	}
 }
 
 // argError is a bad argument, reported as "Invalid arguments at <pointer>: <reason>".
@@ -181,8 +176,7 @@ func (p param) nullReason() string {
 	case p.required:
 		return "got null, which is not allowed: pass " + what
 	case p.def != nil:
-		def, _ := json.Marshal(p.def)
-		return fmt.Sprintf("got null, which is not allowed: pass %s, or leave %s out for its default (%s)", what, p.name, def)
+		return fmt.Sprintf("got null, which is not allowed: pass %s, or leave %s out for its default (%s)", what, p.name, p.def)
 	}
 	return fmt.Sprintf("got null, which is not allowed: pass %s, or leave %s out", what, p.name)
 }
@@ -338,11 +332,11 @@ func wholeNumber(text string) (n uint64, integral, inRange bool) {
 	return n, true, true
 }
 
-// binding ties a tool's declaration to its params struct: the field each property
+// binding ties a tool's properties to its params struct: the field each property
 // decodes into, and each property's decoded default.
 type binding struct {
 	typ      reflect.Type
-	fields   []int           // field index, by declaration order
+	fields   [][]int         // field index, by property
 	defaults []reflect.Value // the zero Value where there is no default
 }
 
@@ -356,31 +350,23 @@ var (
 	objectType  = reflect.TypeFor[map[string]json.RawMessage]()
 )
 
-// bind checks that typ, a struct, has exactly one field per declared property (by
-// its json name) of the property's Go type, or a pointer to it where an absent
-// property without a default must be told from a zero value, and that every default
-// is a valid value. A mismatch is a programming error, reported when the server is
-// built.
+// bind checks that each property's field in typ holds what parse decodes the
+// property to (a type of the same kind, or a pointer to one where an absent property
+// without a default must be told from a zero value), and that every default is a
+// valid value. A mismatch is a programming error, reported when the server is built.
 func (in inputSchema) bind(typ reflect.Type) (*binding, error) {
-	if typ.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("params type %v is not a struct", typ)
-	}
-	byName := map[string]int{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			return nil, fmt.Errorf("%v.%s has no json name", typ, f.Name)
+	byName := map[string][]int{}
+	for _, f := range reflect.VisibleFields(typ) {
+		if name, _, ok := jsonField(f); ok && name != "" {
+			byName[name] = f.Index
 		}
-		byName[name] = i
 	}
-	b := &binding{typ: typ, fields: make([]int, len(in)), defaults: make([]reflect.Value, len(in))}
+	b := &binding{typ: typ, fields: make([][]int, len(in)), defaults: make([]reflect.Value, len(in))}
 	for i, p := range in {
 		idx, ok := byName[p.name]
 		if !ok {
 			return nil, fmt.Errorf("%v has no field for property %q", typ, p.name)
 		}
-		delete(byName, p.name)
 		b.fields[i] = idx
 		var want reflect.Type
 		switch p.typ {
@@ -402,10 +388,11 @@ func (in inputSchema) bind(typ reflect.Type) (*binding, error) {
 		default:
 			return nil, fmt.Errorf("property %q: unsupported type %q", p.name, p.typ)
 		}
-		got := typ.Field(idx).Type
-		pointer := got.Kind() == reflect.Pointer && got.Elem() == want && (p.typ != "array" && p.typ != "object")
-		if got != want && !pointer {
-			return nil, fmt.Errorf("%v.%s is %v; property %q needs %v", typ, typ.Field(idx).Name, got, p.name, want)
+		f := typ.FieldByIndex(idx)
+		got := f.Type
+		pointer := got.Kind() == reflect.Pointer && fits(got.Elem(), want) && p.typ != "array" && p.typ != "object"
+		if !fits(got, want) && !pointer {
+			return nil, fmt.Errorf("%v.%s is %v; property %q needs %v", typ, f.Name, got, p.name, want)
 		}
 		if p.def == nil {
 			continue
@@ -413,37 +400,40 @@ func (in inputSchema) bind(typ reflect.Type) (*binding, error) {
 		if pointer || p.required {
 			return nil, fmt.Errorf("property %q has a default, so it is never absent: its field must be a plain %v and it cannot be required", p.name, want)
 		}
-		raw, err := json.Marshal(p.def)
-		if err != nil {
-			return nil, fmt.Errorf("property %q: default: %w", p.name, err)
-		}
-		value, reason := p.value(raw)
+		value, reason := p.value(p.def)
 		if reason != "" {
-			return nil, fmt.Errorf("property %q: default %s: %s", p.name, raw, reason)
+			return nil, fmt.Errorf("property %q: default %s: %s", p.name, p.def, reason)
 		}
-		b.defaults[i] = reflect.ValueOf(value)
-	}
-	for name := range byName {
-		return nil, fmt.Errorf("%v field %q is not a declared property", typ, name)
+		b.defaults[i] = reflect.ValueOf(value).Convert(got)
 	}
 	return b, nil
 }
 
+// fits reports whether a field of type got holds a decoded value of type want: want
+// itself, or for a scalar a type of its kind (sessionArg for a string).
+func fits(got, want reflect.Type) bool {
+	switch want.Kind() {
+	case reflect.Slice, reflect.Map:
+		return got == want
+	}
+	return got.Kind() == want.Kind()
+}
+
 // decode returns a pointer to a new params struct holding args; absent properties
-// get their declared default. It cannot fail: parse decoded each argument to the Go
-// type of its declaration, and bind checked that the fields have those types.
+// get their published default. It cannot fail: parse decoded each argument to the Go
+// type of its property, and bind checked that the fields hold those types.
 func (b *binding) decode(in inputSchema, args arguments) any {
 	ptr := reflect.New(b.typ)
 	params := ptr.Elem()
 	for i, p := range in {
-		field := params.Field(b.fields[i])
+		field := params.FieldByIndex(b.fields[i])
 		value, given := args[p.name]
 		switch {
 		case given && field.Kind() == reflect.Pointer:
 			field.Set(reflect.New(field.Type().Elem()))
-			field.Elem().Set(reflect.ValueOf(value))
+			field.Elem().Set(reflect.ValueOf(value).Convert(field.Type().Elem()))
 		case given:
-			field.Set(reflect.ValueOf(value))
+			field.Set(reflect.ValueOf(value).Convert(field.Type()))
 		case b.defaults[i].IsValid():
 			field.Set(b.defaults[i])
 		}

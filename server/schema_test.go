@@ -11,8 +11,32 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
+// inputFor is the properties of params struct P, and their binding to it.
+func inputFor[P any](t *testing.T) (inputSchema, *binding) {
+	t.Helper()
+	in, _, err := inputOf(reflect.TypeFor[P]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := in.bind(reflect.TypeFor[P]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, b
+}
+
+// declare is tl as it is published.
+func declare(t *testing.T, tl tool) *declared {
+	t.Helper()
+	d, err := tl.declare()
+	if err != nil {
+		t.Fatalf("%s: %v", tl.name, err)
+	}
+	return d
+}
+
 func TestValidateArguments(t *testing.T) {
-	in := executionInput()
+	in, _ := inputFor[execParams](t)
 	cases := []struct {
 		args    string
 		pointer string // empty: valid
@@ -59,7 +83,8 @@ func TestValidateArguments(t *testing.T) {
 }
 
 func TestExpectedGenerationMessage(t *testing.T) {
-	_, err := executionInput().parse(json.RawMessage(`{"code":"x","expected_generation":-2}`))
+	in, _ := inputFor[execParams](t)
+	_, err := in.parse(json.RawMessage(`{"code":"x","expected_generation":-2}`))
 	if err == nil || !strings.Contains(err.Error(), "expected_generation must be a nonnegative integral u64") {
 		t.Fatalf("got %v", err)
 	}
@@ -67,7 +92,7 @@ func TestExpectedGenerationMessage(t *testing.T) {
 
 func TestSchemaIsClosedObject(t *testing.T) {
 	var s map[string]any
-	if err := json.Unmarshal(executionInput().jsonSchema(), &s); err != nil {
+	if err := json.Unmarshal(declare(t, (&Server{}).pythonStartTool()).def.InputSchema.(json.RawMessage), &s); err != nil {
 		t.Fatal(err)
 	}
 	if s["type"] != "object" || s["additionalProperties"] != false {
@@ -122,11 +147,7 @@ func TestWholeNumber(t *testing.T) {
 // are, absent properties as their published defaults, and null is refused wherever
 // a type is declared.
 func TestDecodeMeansWhatTheSchemaSays(t *testing.T) {
-	in := executionInput()
-	b, err := in.bind(reflect.TypeFor[execParams]())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, b := inputFor[execParams](t)
 	decode := func(raw string) (execParams, error) {
 		args, err := in.parse(json.RawMessage(raw))
 		if err != nil {
@@ -162,11 +183,7 @@ func TestDecodeMeansWhatTheSchemaSays(t *testing.T) {
 		}
 	}
 
-	file := (&Server{}).pythonExecuteFileTool().input
-	fb, err := file.bind(reflect.TypeFor[fileParams]())
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, fb := inputFor[fileParams](t)
 	args, err := file.parse(json.RawMessage(`{"session_id":"s","path":"p"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -181,66 +198,69 @@ func TestDecodeMeansWhatTheSchemaSays(t *testing.T) {
 
 func decodedFile(p any) fileParams { return *p.(*fileParams) }
 
-// TestBindRefusesAMismatch: a params struct that does not match its declaration is
-// found when the server is built, whichever way it differs.
+// TestBindRefusesAMismatch: a params struct whose schema its arguments could not be
+// checked against or decoded into is found when the server is built, whichever way
+// it fails.
 func TestBindRefusesAMismatch(t *testing.T) {
-	in := inputSchema{
-		{name: "code", typ: "string", required: true},
-		{name: "n", typ: "integer"},
-		{name: "timeout", typ: "number", def: 5},
-	}
 	type good struct {
-		Code    string  `json:"code"`
-		N       *uint64 `json:"n"`
-		Timeout float64 `json:"timeout"`
+		Code    string    `json:"code"`
+		N       *uint64   `json:"n,omitempty"`
+		Timeout float64   `json:"timeout,omitempty" schema:"maximum=10,default=5"`
+		Named   runArg    `json:"named,omitempty"`
+		Argv    []string  `json:"argv,omitempty" schema:"default=[]"`
+		Gen     *yieldArg `json:"gen,omitempty"`
 	}
-	if _, err := in.bind(reflect.TypeFor[good]()); err != nil {
-		t.Fatalf("a matching struct: %v", err)
+	check := func(typ reflect.Type) error {
+		in, _, err := inputOf(typ)
+		if err != nil {
+			return err
+		}
+		_, err = in.bind(typ)
+		return err
+	}
+	if err := check(reflect.TypeFor[good]()); err != nil {
+		t.Fatalf("a struct that can be checked: %v", err)
 	}
 	for name, typ := range map[string]reflect.Type{
-		"a missing field": reflect.TypeFor[struct {
-			Code string  `json:"code"`
-			N    *uint64 `json:"n"`
-		}](),
-		"an undeclared field": reflect.TypeFor[struct {
-			good
-			Extra string `json:"extra"`
-		}](),
-		"a field of the wrong type": reflect.TypeFor[struct {
-			Code    string  `json:"code"`
-			N       *int64  `json:"n"`
-			Timeout float64 `json:"timeout"`
+		"an integer that is not a u64": reflect.TypeFor[struct {
+			N int64 `json:"n,omitempty"`
 		}](),
 		"a pointer where a default always fills the value": reflect.TypeFor[struct {
-			Code    string   `json:"code"`
-			N       *uint64  `json:"n"`
-			Timeout *float64 `json:"timeout"`
+			Timeout *float64 `json:"timeout,omitempty" schema:"default=5"`
 		}](),
-		"a field without a json name": reflect.TypeFor[struct {
-			Code    string `json:"code"`
-			N       *uint64
-			Timeout float64 `json:"timeout"`
+		"a required property with a default": reflect.TypeFor[struct {
+			Timeout float64 `json:"timeout" schema:"default=5"`
+		}](),
+		"a default outside its own bounds": reflect.TypeFor[struct {
+			Timeout float64 `json:"timeout,omitempty" schema:"maximum=10,default=50"`
+		}](),
+		"a default of another type": reflect.TypeFor[struct {
+			Reset bool `json:"reset,omitempty" schema:"default=yes"`
+		}](),
+		"an array of integers": reflect.TypeFor[struct {
+			Argv []int `json:"argv,omitempty"`
+		}](),
+		"an object of a struct": reflect.TypeFor[struct {
+			Sub struct {
+				A string `json:"a"`
+			} `json:"sub,omitempty"`
+		}](),
+		"an unknown schema keyword": reflect.TypeFor[struct {
+			Code string `json:"code" schema:"pattern=x"`
 		}](),
 		"not a struct": reflect.TypeFor[map[string]any](),
 	} {
-		if _, err := in.bind(typ); err == nil {
+		if err := check(typ); err == nil {
 			t.Errorf("%s: bound", name)
 		}
 	}
-	bad := inputSchema{{name: "timeout", typ: "number", max: bound(10), def: 50}}
-	if _, err := bad.bind(reflect.TypeFor[struct {
-		Timeout float64 `json:"timeout"`
-	}]()); err == nil {
-		t.Error("a default outside its own bounds: bound")
-	}
 }
 
-// TestEveryToolBinds: each tool's params struct matches its declaration.
-func TestEveryToolBinds(t *testing.T) {
+// TestEveryToolDeclares: each tool's types make its schemas, and its params struct
+// binds to its input schema.
+func TestEveryToolDeclares(t *testing.T) {
 	for _, tl := range (&Server{}).tools() {
-		if _, err := tl.input.bind(tl.handler.paramsType()); err != nil {
-			t.Errorf("%s: %v", tl.name, err)
-		}
+		declare(t, tl)
 	}
 }
 
@@ -262,8 +282,9 @@ func TestPublishedSchemaAgreesWithValidation(t *testing.T) {
 	many, _ := json.Marshal(make([]string, 129))
 	candidates = append(candidates, string(many))
 	for _, tl := range (&Server{}).tools() {
+		d := declare(t, tl)
 		var schema jsonschema.Schema
-		if err := json.Unmarshal(tl.input.jsonSchema(), &schema); err != nil {
+		if err := json.Unmarshal(d.def.InputSchema.(json.RawMessage), &schema); err != nil {
 			t.Fatalf("%s: %v", tl.name, err)
 		}
 		resolved, err := schema.Resolve(nil)
@@ -272,7 +293,7 @@ func TestPublishedSchemaAgreesWithValidation(t *testing.T) {
 		}
 		// The arguments that satisfy every required property but the one tried.
 		base := map[string]json.RawMessage{}
-		for _, p := range tl.input {
+		for _, p := range d.input {
 			if p.required {
 				base[p.name] = json.RawMessage(`"x"`)
 				if len(p.enum) > 0 {
@@ -280,7 +301,7 @@ func TestPublishedSchemaAgreesWithValidation(t *testing.T) {
 				}
 			}
 		}
-		for _, p := range tl.input {
+		for _, p := range d.input {
 			for _, v := range candidates {
 				args := maps.Clone(base)
 				args[p.name] = json.RawMessage(v)
@@ -290,19 +311,20 @@ func TestPublishedSchemaAgreesWithValidation(t *testing.T) {
 					t.Fatal(err)
 				}
 				schemaErr := resolved.Validate(instance)
-				_, parseErr := tl.input.parse(raw)
+				_, parseErr := d.input.parse(raw)
 				if (schemaErr == nil) != (parseErr == nil) {
 					t.Errorf("%s %s=%.40s: the schema says %v, validation says %v", tl.name, p.name, v, schemaErr, parseErr)
 				}
 			}
 		}
-		if _, err := tl.input.parse(json.RawMessage(`{"no_such_property":1}`)); err == nil {
+		if _, err := d.input.parse(json.RawMessage(`{"no_such_property":1}`)); err == nil {
 			t.Errorf("%s: an unknown property passed", tl.name)
 		}
 	}
 }
 
 func TestNumbersBeyondFloat64(t *testing.T) {
+	in, _ := inputFor[execParams](t)
 	for raw, want := range map[string]string{
 		`{"code":"x","timeout":1e400}`:              "Invalid arguments at /timeout: must be at most 3600",
 		`{"code":"x","timeout":-1e400}`:             "Invalid arguments at /timeout: must be at least 0.01",
@@ -310,7 +332,7 @@ func TestNumbersBeyondFloat64(t *testing.T) {
 		`{"code":"x","expected_generation":1e-400}`: "Invalid arguments at /expected_generation: expected_generation must be a nonnegative integral u64",
 		`{"code":"x","timeout":1e-400}`:             "Invalid arguments at /timeout: must be at least 0.01",
 	} {
-		if _, err := executionInput().parse(json.RawMessage(raw)); err == nil || err.Error() != want {
+		if _, err := in.parse(json.RawMessage(raw)); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
 	}

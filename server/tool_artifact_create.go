@@ -9,9 +9,9 @@ import (
 )
 
 type artifactCreateParams struct {
-	SessionID string `json:"session_id"`
-	Path      string `json:"path"`
-	Format    string `json:"format"`
+	SessionID sessionArg `json:"session_id"`
+	Path      string     `json:"path" schema:"minLength=1,maxLength=4096" jsonschema:"The file to import; relative to the session's project."`
+	Format    string     `json:"format" schema:"enum=json|text|binary" jsonschema:"json, text or binary."`
 }
 
 // artifactCreated is artifact_create's answer: the new artifact's reference.
@@ -27,12 +27,7 @@ func (s *Server) artifactCreateTool() tool {
 			"afterwards): json and text must be UTF-8 (json must parse), binary is anything. Relative paths are " +
 			"against the session's project. At most 16 MiB each, 64 artifacts and 64 MiB in all, oldest evicted " +
 			"first; artifacts outlive worker resets and go away with their session. Read them with artifact_read.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			{name: "path", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "The file to import; relative to the session's project."},
-			{name: "format", typ: "string", required: true, enum: []string{"json", "text", "binary"}, desc: "json, text or binary."},
-		},
-		output:          artifactOutput(artifactRefSchema),
+		output:          []variant{shape[artifactCreated](), shape[toolFailure]()},
 		annotations:     annotations(false, false, false, false),
 		routed:          true,
 		sessionRequired: true,

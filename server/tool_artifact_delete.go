@@ -6,11 +6,9 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const artifactDeletedSchema = `{"required": ["id", "deleted"], "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}}}`
-
 type artifactDeleteParams struct {
-	SessionID string `json:"session_id"`
-	ID        string `json:"id"`
+	SessionID sessionArg    `json:"session_id"`
+	ID        artifactIDArg `json:"id"`
 }
 
 // artifactDeleted is artifact_delete's answer.
@@ -24,8 +22,7 @@ func (s *Server) artifactDeleteTool() tool {
 	return tool{
 		name:            "artifact_delete",
 		description:     "Delete an artifact of the session now; later reads of its id fail.",
-		input:           inputSchema{withRequired(sessionIDParam()), artifactIDParam()},
-		output:          artifactOutput(artifactDeletedSchema),
+		output:          []variant{shape[artifactDeleted](), shape[toolFailure]()},
 		annotations:     annotations(false, true, true, false),
 		routed:          true,
 		sessionRequired: true,
@@ -34,10 +31,10 @@ func (s *Server) artifactDeleteTool() tool {
 			if err != nil {
 				return nil, err
 			}
-			if err := store.Delete(sess.ID(), p.ID); err != nil {
+			if err := store.Delete(sess.ID(), string(p.ID)); err != nil {
 				return nil, err
 			}
-			return artifactDeleted{ID: p.ID, Deleted: true, identity: identify(sess)}, nil
+			return artifactDeleted{ID: string(p.ID), Deleted: true, identity: identify(sess)}, nil
 		}),
 	}
 }

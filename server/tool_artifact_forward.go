@@ -12,20 +12,26 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// The downstream envelope, with the session's identity fields added.
-const artifactForwardSchema = `{"required": ["content"],
-  "properties": {"content": {"type": "array"}, "structuredContent": {"description": "the downstream result's structuredContent, any JSON"}, "isError": {"type": "boolean"}, "_meta": {"type": "object"}}}`
-
 var errForwardCancelled = errors.New("Forwarding cancelled; external effects may already have occurred; inspect the broker journal")
 
 type artifactForwardParams struct {
-	SessionID string                     `json:"session_id"`
-	ID        string                     `json:"id"`
-	Server    string                     `json:"server"`
-	Tool      string                     `json:"tool"`
-	Argument  string                     `json:"argument"`
-	Format    string                     `json:"format"`
-	Arguments map[string]json.RawMessage `json:"arguments"`
+	SessionID sessionArg                 `json:"session_id"`
+	ID        artifactIDArg              `json:"id"`
+	Server    string                     `json:"server" schema:"minLength=1,maxLength=200" jsonschema:"A server of the session's broker registry."`
+	Tool      string                     `json:"tool" schema:"minLength=1,maxLength=400" jsonschema:"The tool to call."`
+	Argument  string                     `json:"argument" schema:"minLength=1,maxLength=400" jsonschema:"The tool argument that receives the artifact."`
+	Format    string                     `json:"format,omitempty" schema:"enum=json|text|base64,default=json" jsonschema:"json, text or base64."`
+	Arguments map[string]json.RawMessage `json:"arguments,omitempty" jsonschema:"Other arguments of the tool."`
+}
+
+// forwarded is artifact_forward's answer: the downstream result envelope, with the
+// session's identity fields added (artifactForward writes it as encodedResult).
+type forwarded struct {
+	Content           []any          `json:"content"`
+	StructuredContent any            `json:"structuredContent,omitempty" jsonschema:"the downstream result's structuredContent, any JSON"`
+	IsError           bool           `json:"isError,omitempty"`
+	Meta              map[string]any `json:"_meta,omitempty"`
+	identity
 }
 
 func (s *Server) artifactForwardTool() tool {
@@ -35,16 +41,7 @@ func (s *Server) artifactForwardTool() tool {
 			"session's broker, without the content entering the conversation: format json (the parsed value), text " +
 			"(a string) or base64. The broker's allowlist, schema check and journal apply; nothing is retried. " +
 			"Returns the downstream result envelope.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			artifactIDParam(),
-			{name: "server", typ: "string", required: true, minLength: 1, maxLength: 200, desc: "A server of the session's broker registry."},
-			{name: "tool", typ: "string", required: true, minLength: 1, maxLength: 400, desc: "The tool to call."},
-			{name: "argument", typ: "string", required: true, minLength: 1, maxLength: 400, desc: "The tool argument that receives the artifact."},
-			{name: "format", typ: "string", enum: []string{"json", "text", "base64"}, def: "json", desc: "json, text or base64."},
-			{name: "arguments", typ: "object", desc: "Other arguments of the tool."},
-		},
-		output:          artifactOutput(artifactForwardSchema),
+		output:          []variant{shape[forwarded](), shape[toolFailure]()},
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,
@@ -82,7 +79,7 @@ func (s *Server) forward(ctx context.Context, sess *repl.Session, p artifactForw
 	if err != nil {
 		return nil, err
 	}
-	req := artifacts.ForwardRequest{ID: p.ID, Format: p.Format, Argument: p.Argument, Arguments: p.Arguments}
+	req := artifacts.ForwardRequest{ID: string(p.ID), Format: p.Format, Argument: p.Argument, Arguments: p.Arguments}
 	return store.Forward(ctx, sess.ID(), req, func(ctx context.Context, arguments json.RawMessage) (json.RawMessage, error) {
 		// Each forward is its own run in the broker's journal.
 		return s.brokerCall(ctx, sess, ids.UUID(), p.Server, p.Tool, arguments)

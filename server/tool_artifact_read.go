@@ -12,16 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const artifactRangeSchema = `{"required": ["artifact", "offset", "length", "encoding", "content", "has_more"],
-  "properties": {"artifact": ` + artifactRefSchema + `, "offset": {"type": "integer"}, "length": {"type": "integer"},
-    "encoding": {"enum": ["text", "base64", "hex"]}, "content": {"type": "string"}, "has_more": {"type": "boolean"}}}`
-
 type artifactReadParams struct {
-	SessionID string `json:"session_id"`
-	ID        string `json:"id"`
-	Offset    uint64 `json:"offset"`
-	Length    uint64 `json:"length"`
-	Encoding  string `json:"encoding"`
+	SessionID sessionArg    `json:"session_id"`
+	ID        artifactIDArg `json:"id"`
+	Offset    uint64        `json:"offset,omitempty" schema:"default=0" jsonschema:"First byte to read."`
+	Length    readLengthArg `json:"length,omitempty"`
+	Encoding  string        `json:"encoding,omitempty" schema:"enum=text|base64|hex,default=text" jsonschema:"text (UTF-8), base64 or hex."`
 }
 
 // artifactRange is artifact_read's answer: one range of the artifact. A base64
@@ -39,8 +35,8 @@ type rangeJSON struct {
 	Artifact artifacts.Ref `json:"artifact"`
 	Offset   int64         `json:"offset"`
 	Length   int64         `json:"length"`
-	Encoding string        `json:"encoding"`
-	Content  any           `json:"content"` // a string, or the []byte of a base64 range
+	Encoding string        `json:"encoding" schema:"enum=text|base64|hex"`
+	Content  any           `json:"content" schema:"type=string"` // a string, or the []byte of a base64 range
 	HasMore  bool          `json:"has_more"`
 	identity
 	TextTruncated bool `json:"text_truncated,omitempty"`
@@ -124,14 +120,7 @@ func (s *Server) artifactReadTool() tool {
 		name: "artifact_read",
 		description: "Read a range of an artifact: at most 65,536 bytes from offset. encoding text needs the range to " +
 			"be complete UTF-8 (move the boundaries or ask for hex or base64). The answer says whether bytes follow, and from which offset.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			artifactIDParam(),
-			{name: "offset", typ: "integer", min: bound(0), def: 0, desc: "First byte to read.", message: "offset/length must be a nonnegative integral u64"},
-			{name: "length", typ: "integer", min: bound(0), max: bound(artifacts.MaxReadLength), def: artifacts.MaxReadLength, desc: "Bytes to read, at most 65536; clipped to the end."},
-			{name: "encoding", typ: "string", enum: []string{"text", "base64", "hex"}, def: "text", desc: "text (UTF-8), base64 or hex."},
-		},
-		output:          artifactOutput(artifactRangeSchema),
+		output:          []variant{shape[rangeJSON](), shape[toolFailure]()},
 		annotations:     annotations(true, false, true, false),
 		routed:          true,
 		sessionRequired: true,
@@ -144,14 +133,14 @@ func (s *Server) artifactReadTool() tool {
 			// the range error it is.
 			offset := int64(min(p.Offset, math.MaxInt64))
 			if p.Encoding == "base64" {
-				r, data, err := store.ReadBytes(ctx, sess.ID(), p.ID, offset, int64(p.Length))
+				r, data, err := store.ReadBytes(ctx, sess.ID(), string(p.ID), offset, int64(p.Length))
 				if err != nil {
 					return nil, err
 				}
 				r.Encoding = "base64"
 				return artifactRange{Range: r, identity: identify(sess), data: data}, nil
 			}
-			r, err := store.Read(ctx, sess.ID(), p.ID, offset, int64(p.Length), p.Encoding)
+			r, err := store.Read(ctx, sess.ID(), string(p.ID), offset, int64(p.Length), p.Encoding)
 			if err != nil {
 				return nil, err
 			}

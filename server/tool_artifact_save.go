@@ -8,21 +8,23 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const artifactSavedSchema = `{"required": ["artifact", "saved", "path"],
-  "properties": {"artifact": ` + artifactRefSchema + `, "saved": {"type": "boolean"}, "path": {"type": "string"}}}`
-
 type artifactSaveParams struct {
-	SessionID string `json:"session_id"`
-	ID        string `json:"id"`
-	Path      string `json:"path"`
-	Overwrite bool   `json:"overwrite"`
+	SessionID sessionArg    `json:"session_id"`
+	ID        artifactIDArg `json:"id"`
+	Path      string        `json:"path" schema:"minLength=1,maxLength=4096" jsonschema:"Destination file; relative to the session's project."`
+	Overwrite bool          `json:"overwrite,omitempty" schema:"default=false" jsonschema:"Replace an existing file."`
 }
 
 // artifactSaved is artifact_save's answer.
 type artifactSaved struct {
-	artifacts.Saved
+	savedArtifact
 	identity
 }
+
+// savedArtifact is artifacts.Saved under a name of its own: embedded as Saved, it
+// would hide its own field Saved from reflect.VisibleFields, and so from the schema,
+// though encoding/json writes it.
+type savedArtifact = artifacts.Saved
 
 func (s *Server) artifactSaveTool() tool {
 	return tool{
@@ -30,13 +32,7 @@ func (s *Server) artifactSaveTool() tool {
 		description: "Save an artifact to a file, after checking its sha256: written beside the target and moved " +
 			"into place, so the target is never half-written. An existing target is kept unless overwrite=true. " +
 			"Relative paths are against the session's project; the file is created 0600.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			artifactIDParam(),
-			{name: "path", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "Destination file; relative to the session's project."},
-			{name: "overwrite", typ: "boolean", def: false, desc: "Replace an existing file."},
-		},
-		output:          artifactOutput(artifactSavedSchema),
+		output:          []variant{shape[artifactSaved](), shape[toolFailure]()},
 		annotations:     annotations(false, true, false, false),
 		routed:          true,
 		sessionRequired: true,
@@ -45,11 +41,11 @@ func (s *Server) artifactSaveTool() tool {
 			if err != nil {
 				return nil, err
 			}
-			saved, err := store.Save(ctx, sess.ID(), p.ID, sess.ProjectPath(p.Path), p.Overwrite)
+			saved, err := store.Save(ctx, sess.ID(), string(p.ID), sess.ProjectPath(p.Path), p.Overwrite)
 			if err != nil {
 				return nil, err
 			}
-			return artifactSaved{Saved: saved, identity: identify(sess)}, nil
+			return artifactSaved{savedArtifact: saved, identity: identify(sess)}, nil
 		}),
 	}
 }

@@ -7,19 +7,10 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const cancelSchema = `{
-  "type": "object",
-  "required": ["cancel_requested"],
-  "properties": {
-    "cancel_requested": {"type": "boolean"},
-    "run_id": {"type": "string"},
-    "error": {"type": "string"},
-    "external_effects": {"type": "string"},
-    "server_id": {"type": "string"},
-    "session_id": {"type": "string"},
-    "generation": {"type": "integer", "minimum": 0}
-  }
-}`
+type cancelParams struct {
+	SessionID sessionArg `json:"session_id,omitempty"`
+	RunID     runArg     `json:"run_id,omitempty"`
+}
 
 // cancelled is python_cancel's answer when a cancellation was requested.
 type cancelled struct {
@@ -29,17 +20,23 @@ type cancelled struct {
 	identity
 }
 
+// cancelRefused is python_cancel's answer when there was nothing to cancel: a
+// failure that still says cancel_requested.
+type cancelRefused struct {
+	CancelRequested bool `json:"cancel_requested"`
+	toolFailure
+}
+
 func (s *Server) pythonCancelTool() tool {
 	return tool{
 		name: "python_cancel",
 		description: "Cancel the session's active run (or the one named): SIGINT, then SIGKILL after a 2 s grace. " +
 			"Returns at once; poll python_run for the run's result. Does not roll back external writes.",
-		input:       inputSchema{sessionIDParam(), runIDParam()},
-		output:      cancelSchema,
+		output:      []variant{shape[cancelled](), shape[cancelRefused]()},
 		annotations: annotations(false, true, false, true),
 		routed:      true,
-		handler: handle(func(_ context.Context, sess *repl.Session, p runParams) (any, error) {
-			id, err := sess.Cancel(p.RunID)
+		handler: handle(func(_ context.Context, sess *repl.Session, p cancelParams) (any, error) {
+			id, err := sess.Cancel(string(p.RunID))
 			if err != nil {
 				// The output schema requires cancel_requested, failed or not.
 				return nil, failWith(err, "cancel_requested", false)

@@ -7,13 +7,13 @@ import (
 )
 
 type fileParams struct {
-	SessionID          string   `json:"session_id"`
-	Path               string   `json:"path"`
-	Argv               []string `json:"argv"`
-	Mode               string   `json:"mode"`
-	Timeout            float64  `json:"timeout"`
-	ExpectedGeneration *uint64  `json:"expected_generation"`
-	YieldAfter         *float64 `json:"yield_after"`
+	SessionID          sessionArg     `json:"session_id"`
+	Path               string         `json:"path" schema:"maxLength=4096" jsonschema:"The file; relative paths are taken against the session's project."`
+	Argv               []string       `json:"argv,omitempty" schema:"maxItems=128,default=[]" jsonschema:"Arguments after the path, passed literally (no shell quoting)."`
+	Mode               string         `json:"mode,omitempty" schema:"enum=persistent|fresh,default=persistent" jsonschema:"persistent: the session's namespace; fresh: a separate worker."`
+	Timeout            timeoutArg     `json:"timeout,omitempty"`
+	ExpectedGeneration *generationArg `json:"expected_generation,omitempty"`
+	YieldAfter         *yieldArg      `json:"yield_after,omitempty"`
 }
 
 func (s *Server) pythonExecuteFileTool() tool {
@@ -24,25 +24,16 @@ func (s *Server) pythonExecuteFileTool() tool {
 			"__name__ == \"__main__\" and SystemExit as exit_code. mode=persistent shares the session's variables; " +
 			"mode=fresh runs in a separate worker and leaves the persistent namespace untouched. Timeout, " +
 			"cancel, expected_generation and history work as for execute_python.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			{name: "path", typ: "string", required: true, maxLength: 4096, desc: "The file; relative paths are taken against the session's project."},
-			{name: "argv", typ: "array", items: "string", maxItems: 128, def: []string{}, desc: "Arguments after the path, passed literally (no shell quoting)."},
-			{name: "mode", typ: "string", enum: []string{"persistent", "fresh"}, def: "persistent", desc: "persistent: the session's namespace; fresh: a separate worker."},
-			timeoutParam(),
-			expectedGenerationParam(),
-			yieldAfterParam(),
-		},
-		output:      executionResultSchema,
+		output:      executionOutput(),
 		annotations: annotations(false, true, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p fileParams) (any, error) {
 			req := repl.ExecRequest{
 				Argv:               p.Argv,
 				Fresh:              p.Mode == "fresh",
-				Timeout:            seconds(p.Timeout),
-				ExpectedGeneration: p.ExpectedGeneration,
-				YieldAfter:         s.yieldAfter(ctx, p.YieldAfter),
+				Timeout:            seconds(float64(p.Timeout)),
+				ExpectedGeneration: (*uint64)(p.ExpectedGeneration),
+				YieldAfter:         s.yieldAfter(ctx, (*float64)(p.YieldAfter)),
 			}
 			if err := s.withPolicy(ctx, &req); err != nil {
 				return nil, err

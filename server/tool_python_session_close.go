@@ -7,18 +7,8 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const closeSchema = `{
-  "type": "object",
-  "oneOf": [
-    {"required": ["closed", "server_id", "session_id", "generation"], "properties": {"closed": {"type": "boolean"},
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"},
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
-  ]
-}`
-
 type closeParams struct {
-	SessionID string `json:"session_id"`
+	SessionID sessionArg `json:"session_id"`
 }
 
 // closed is python_session_close's answer: the closed session's last identity.
@@ -32,11 +22,10 @@ func (s *Server) pythonSessionCloseTool() tool {
 		name: "python_session_close",
 		description: "Close a session: cancel and reap its active run and worker; other sessions keep running. " +
 			"The default session cannot be closed (use execute_python with reset=true to clear it).",
-		input:       inputSchema{withRequired(sessionIDParam())},
-		output:      closeSchema,
+		output:      []variant{shape[closed](), shape[toolFailure]()},
 		annotations: annotations(false, true, false, true),
 		handler: handle(func(_ context.Context, _ *repl.Session, p closeParams) (any, error) {
-			h, err := s.repl.CloseSession(p.SessionID)
+			h, err := s.repl.CloseSession(string(p.SessionID))
 			if err != nil {
 				return nil, err
 			}

@@ -8,18 +8,10 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const sessionExportSchema = `{"type": "object", "oneOf": [
-    {"required": ["exported", "path", "cells", "dropped", "bytes", "server_id", "session_id", "generation"],
-     "properties": {"exported": {"type": "boolean"}, "path": {"type": "string"}, "cells": {"type": "integer"},
-       "dropped": {"type": "integer"}, "bytes": {"type": "integer"},
-       "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}},
-    {"required": ["error"], "not": {"required": ["exported"]}, "properties": {"error": {"type": "string"},
-       "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}]}`
-
 type sessionExportParams struct {
-	SessionID string `json:"session_id"`
-	Path      string `json:"path"`
-	Overwrite bool   `json:"overwrite"`
+	SessionID sessionArg `json:"session_id"`
+	Path      string     `json:"path" schema:"minLength=1,maxLength=4096" jsonschema:"Destination .ipynb file; relative to the session's project. Its directory must exist."`
+	Overwrite bool       `json:"overwrite,omitempty" schema:"default=false" jsonschema:"Replace an existing file."`
 }
 
 // sessionExported is python_session_export's answer.
@@ -41,12 +33,7 @@ func (s *Server) pythonSessionExportTool() tool {
 			"review and re-run: code in order with its output, values, figures and errors, and a note where " +
 			"the worker was reset or lost its variables. Written beside the target and moved into place; an " +
 			"existing file is kept unless overwrite=true. Relative paths are against the session's project.",
-		input: inputSchema{
-			withRequired(sessionIDParam()),
-			{name: "path", typ: "string", required: true, minLength: 1, maxLength: 4096, desc: "Destination .ipynb file; relative to the session's project. Its directory must exist."},
-			{name: "overwrite", typ: "boolean", def: false, desc: "Replace an existing file."},
-		},
-		output:          sessionExportSchema,
+		output:          []variant{shape[sessionExported](), shape[toolFailure]("exported")},
 		annotations:     annotations(false, true, false, false),
 		routed:          true,
 		sessionRequired: true,

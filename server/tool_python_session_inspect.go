@@ -10,14 +10,14 @@ import (
 )
 
 type inspectParams struct {
-	SessionID        string `json:"session_id"`
-	IncludeNamespace bool   `json:"include_namespace"`
+	SessionID        sessionArg `json:"session_id,omitempty"`
+	IncludeNamespace bool       `json:"include_namespace,omitempty" schema:"default=false" jsonschema:"Also list the variables (names and types only)."`
 }
 
 // inspection is session metadata plus, on request, the namespace inventory.
 type inspection struct {
 	repl.Health
-	Namespace json.RawMessage `json:"namespace,omitempty"`
+	Namespace json.RawMessage `json:"namespace,omitempty" schema:"type=object" jsonschema:"python_session_inspect with include_namespace only"`
 }
 
 func (s *Server) pythonSessionInspectTool() tool {
@@ -26,11 +26,7 @@ func (s *Server) pythonSessionInspectTool() tool {
 		description: "Inspect a session's metadata (environment, generation, active run). include_namespace=true " +
 			"adds bounded variable names and exact builtin types without calling repr, getattr or property " +
 			"hooks; it needs an idle session and starts its worker if none runs.",
-		input: inputSchema{
-			sessionIDParam(),
-			{name: "include_namespace", typ: "boolean", def: false, desc: "Also list the variables (names and types only)."},
-		},
-		output:      sessionSchema,
+		output:      []variant{shape[inspection](), shape[toolFailure]()},
 		annotations: annotations(true, false, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p inspectParams) (any, error) {

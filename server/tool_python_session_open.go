@@ -6,21 +6,10 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// sessionSchema is the output of the session tools: metadata, or an error.
-const sessionSchema = `{
-  "type": "object",
-  "oneOf": [
-    {"required": ["server_id", "session_id", "generation", "environment", "project", "name"],
-     "properties": ` + sessionHealthProperties + `},
-    {"required": ["error"], "properties": {"error": {"type": "string"},
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
-  ]
-}`
-
 type openParams struct {
-	Name    string `json:"name"`
-	Project string `json:"project"`
-	Python  string `json:"python"`
+	Name    string `json:"name" schema:"minLength=1,maxLength=128" jsonschema:"A label for the session (1 to 128 bytes)."`
+	Project string `json:"project,omitempty" schema:"minLength=1,maxLength=4096" jsonschema:"The project directory: the session's cwd, and where .venv is looked for. Default: the server's project, the default session's."`
+	Python  string `json:"python,omitempty" jsonschema:"Interpreter path or name; overrides the project's .venv."`
 }
 
 func (s *Server) pythonSessionOpenTool() tool {
@@ -32,12 +21,7 @@ func (s *Server) pythonSessionOpenTool() tool {
 			".venv/bin/python (which must be valid), else the server default; it is probed now (at most 10 s) " +
 			"and the worker starts on the first execution. Pass the returned session_id to the other tools. " +
 			"Names are labels only; at most 32 sessions including the default.",
-		input: inputSchema{
-			{name: "name", typ: "string", required: true, minLength: 1, maxLength: 128, desc: "A label for the session (1 to 128 bytes)."},
-			{name: "project", typ: "string", minLength: 1, maxLength: 4096, desc: "The project directory: the session's cwd, and where .venv is looked for. Default: the server's project, the default session's."},
-			{name: "python", typ: "string", desc: "Interpreter path or name; overrides the project's .venv."},
-		},
-		output:      sessionSchema,
+		output:      []variant{shape[repl.Health](), shape[toolFailure]()},
 		annotations: annotations(false, true, false, true),
 		handler: handle(func(ctx context.Context, _ *repl.Session, p openParams) (any, error) {
 			sess, err := s.repl.Open(ctx, repl.OpenRequest{Name: p.Name, Project: p.Project, Python: p.Python})

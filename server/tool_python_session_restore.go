@@ -8,45 +8,10 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-// restoreReportProperties are repl.RestoreReport's fields (also an execution result's
-// restored).
-const restoreReportProperties = `
-    "snapshot": {"type": "string"}, "from_session_id": {"type": "string"}, "from_session_name": {"type": "string"},
-    "saved_at": {"type": "string"}, "saved_generation": {"type": "integer"},
-    "python": {"type": "string"}, "pickler": {"type": "string"},
-    "restored_count": {"type": "integer"}, "not_restored_count": {"type": "integer"},
-    "restored": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"},
-      "type": {"type": "string"}, "bytes": {"type": "integer"}, "note": {"type": "string"}}}},
-    "not_restored": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"},
-      "type": {"type": "string"}, "reason": {"type": "string"}, "run_id": {"type": "string"},
-      "generation": {"type": "integer"}, "code_line": {"type": "string"}}}},
-    "interrupted": {"type": "boolean"}`
-
-// restorableSchema is a snapshot a restore can load (repl.Restorable).
-const restorableSchema = `{"type": "object", "description": "a snapshot python_session_restore can load",
-  "properties": {"snapshot": {"type": "string"}, "session_id": {"type": "string"}, "session_name": {"type": "string"},
-    "generation": {"type": "integer"}, "saved_at": {"type": "string"}, "variables": {"type": "integer"},
-    "bytes": {"type": "integer"}, "skipped": {"type": "integer"}, "stale": {"type": "integer"}, "took_ms": {"type": "number"}}}`
-
-// restoreReportSchema is a restore's report (repl.RestoreReport).
-const restoreReportSchema = `{"type": "object", "properties": {` + restoreReportProperties + `}}`
-
-const restoreSchema = `{
-  "type": "object",
-  "oneOf": [
-    {"required": ["snapshot", "restored_count", "not_restored_count", "restored", "not_restored", "server_id", "session_id", "generation"],
-     "properties": {` + restoreReportProperties + `,
-       "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0},
-       "state_reset": {"type": "boolean"}, "elapsed_ms": {"type": "number"}, "adopted": {"type": "boolean"}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"},
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
-  ]
-}`
-
 type restoreParams struct {
-	SessionID   string  `json:"session_id"`
-	FromSession string  `json:"from_session"`
-	Timeout     float64 `json:"timeout"`
+	SessionID   sessionArg `json:"session_id,omitempty"`
+	FromSession string     `json:"from_session,omitempty" schema:"maxLength=128" jsonschema:"An earlier session's id (or a snapshot id) whose snapshot to load; omit for the latest snapshot of this session's name in its project."`
+	Timeout     timeoutArg `json:"timeout,omitempty"`
 }
 
 func (s *Server) pythonSessionRestoreTool() tool {
@@ -57,16 +22,11 @@ func (s *Server) pythonSessionRestoreTool() tool {
 			"lists what came back, what did not and why, with the run whose code bound each. from_session loads the " +
 			"snapshot of an earlier session id instead (named by an answer after a restart). Nothing is restored " +
 			"unless this is called; reset=true never restores.",
-		input: inputSchema{
-			sessionIDParam(),
-			{name: "from_session", typ: "string", maxLength: 128, desc: "An earlier session's id (or a snapshot id) whose snapshot to load; omit for the latest snapshot of this session's name in its project."},
-			timeoutParam(),
-		},
-		output:      restoreSchema,
+		output:      []variant{shape[repl.RestoreResult](), shape[toolFailure]()},
 		annotations: annotations(false, true, false, true),
 		routed:      true,
 		handler: handle(func(ctx context.Context, sess *repl.Session, p restoreParams) (any, error) {
-			timeout := seconds(p.Timeout)
+			timeout := seconds(float64(p.Timeout))
 			if timeout == 0 {
 				timeout = repl.DefaultTimeout
 			}

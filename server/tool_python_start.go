@@ -8,18 +8,6 @@ import (
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
-const startSchema = `{
-  "type": "object",
-  "oneOf": [
-    {"required": ["run_id", "session_id", "status"], "properties": {
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0},
-      "run_id": {"type": "string"}, "status": {"type": "string", "enum": ["starting"]},
-      "poll_tool": {"type": "string"}, "cancel_tool": {"type": "string"}}},
-    {"required": ["error"], "properties": {"error": {"type": "string"},
-      "server_id": {"type": "string"}, "session_id": {"type": "string"}, "generation": {"type": "integer", "minimum": 0}}}
-  ]
-}`
-
 func (s *Server) pythonStartTool() tool {
 	return tool{
 		name: "python_start",
@@ -27,8 +15,7 @@ func (s *Server) pythonStartTool() tool {
 			"the result, stop it with python_cancel. One run at a time per session; the server owns the run " +
 			"until it completes or the server shuts down. Same code, reset, timeout, expected_generation and " +
 			"session_id semantics as execute_python.",
-		input:           executionInput(),
-		output:          startSchema,
+		output:          []variant{shape[repl.StartInfo](), shape[toolFailure]()},
 		annotations:     annotations(false, true, false, true),
 		routed:          true,
 		sessionRequired: true,

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -16,8 +15,9 @@ import (
 type tool struct {
 	name        string
 	description string
-	input       inputSchema
-	output      string // JSON Schema of structuredContent
+	// output are the shapes of the tool's value, each a Go type (schema_out.go); its
+	// input is its handler's params struct.
+	output      []variant
 	annotations *mcp.ToolAnnotations
 	// routed tools resolve session_id (absent means the default session).
 	routed bool
@@ -78,24 +78,58 @@ func (s *Server) tools() []tool {
 	}
 }
 
+// declared is a tool as its Go types declare it: its published definition, the
+// properties its arguments are checked against and their binding to its params
+// struct.
+type declared struct {
+	def   *mcp.Tool
+	input inputSchema
+	bind  *binding
+}
+
+// declare makes t's definition from its types: the input schema from its params
+// struct, the output schema from its value's shapes.
+func (t tool) declare() (*declared, error) {
+	in, inSchema, err := inputOf(t.handler.paramsType())
+	if err != nil {
+		return nil, err
+	}
+	b, err := in.bind(t.handler.paramsType())
+	if err != nil {
+		return nil, err
+	}
+	outSchema, err := outputSchema(t.output)
+	if err != nil {
+		return nil, err
+	}
+	input, err := publish(inSchema)
+	if err != nil {
+		return nil, err
+	}
+	output, err := publish(outSchema)
+	if err != nil {
+		return nil, err
+	}
+	return &declared{input: in, bind: b, def: &mcp.Tool{
+		Name:         t.name,
+		Description:  t.description,
+		InputSchema:  input,
+		OutputSchema: output,
+		Annotations:  t.annotations,
+	}}, nil
+}
+
 // register adds t to the MCP server behind the generic checks of docs/contract.md §2.3:
 // schema, session_id under stateless protocols, session routing. It panics when t's
-// params struct does not match its declaration, a programming error that building
-// any Server shows.
+// types do not make a schema its arguments can be checked against, a programming
+// error that building any Server shows.
 func (s *Server) register(t tool) {
-	b, err := t.input.bind(t.handler.paramsType())
+	d, err := t.declare()
 	if err != nil {
 		panic(fmt.Sprintf("server: tool %s: %v", t.name, err))
 	}
-	def := &mcp.Tool{
-		Name:         t.name,
-		Description:  t.description,
-		InputSchema:  t.input.jsonSchema(),
-		OutputSchema: json.RawMessage(t.output),
-		Annotations:  t.annotations,
-	}
-	s.mcp.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		value, sess, err := s.call(withCallRequest(ctx, req), t, b, req)
+	s.mcp.AddTool(d.def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		value, sess, err := s.call(withCallRequest(ctx, req), t, d, req)
 		if err != nil {
 			if perr := protocolError(err); perr != nil {
 				return nil, perr
@@ -113,8 +147,8 @@ func (s *Server) register(t tool) {
 
 // call runs one call of t: its arguments decoded, its session resolved, its handler.
 // sess is the routed session, for the identity fields of a failure.
-func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallToolRequest) (value any, sess *repl.Session, err error) {
-	args, err := t.input.parse(req.Params.Arguments)
+func (s *Server) call(ctx context.Context, t tool, d *declared, req *mcp.CallToolRequest) (value any, sess *repl.Session, err error) {
+	args, err := d.input.parse(req.Params.Arguments)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +161,7 @@ func (s *Server) call(ctx context.Context, t tool, b *binding, req *mcp.CallTool
 			return nil, nil, unknownSessionError{s.repl.UnknownSession(id)}
 		}
 	}
-	value, err = t.handler.serve(ctx, sess, b.decode(t.input, args))
+	value, err = t.handler.serve(ctx, sess, d.bind.decode(d.input, args))
 	return value, sess, err
 }
 
@@ -191,6 +225,15 @@ func failure(sess *repl.Session, err error) failed {
 		value["server_id"], value["session_id"], value["generation"] = id.ServerID, id.SessionID, id.Generation
 	}
 	return failed(value)
+}
+
+// toolFailure is the shape of failure's value, for the output schemas: the fields of
+// a fieldsError are the shape of the tool that adds them (cancelRefused).
+type toolFailure struct {
+	Error      string `json:"error"`
+	ServerID   string `json:"server_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // failed is a tool failure's value; present marks it isError.

@@ -27,6 +27,7 @@ import (
 	"github.com/iota-uz/repl-mcp/internal/pythons"
 	"github.com/iota-uz/repl-mcp/notebook"
 	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/sandbox"
 	"github.com/iota-uz/repl-mcp/server/transport"
 	"github.com/iota-uz/repl-mcp/statedir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -534,6 +535,27 @@ func TestToolResultsOnTheWire(t *testing.T) {
 		}
 		if !w.seen[name][true] && !slices.Contains(noFailure, name) {
 			t.Errorf("%s: no failed result was checked", name)
+		}
+	}
+}
+
+// TestRefusalBeforeARunMatchesTheSchema: under --sandbox inherit-codex a call without
+// Codex's policy runs nothing, and its failure is one of the shapes the execution
+// tools publish (a client that checks structuredContent would refuse it otherwise).
+func TestRefusalBeforeARunMatchesTheSchema(t *testing.T) {
+	w := startWireAs(t, wireClient{name: "wire-test", register: func(s *Server) { s.sandbox.Mode = sandbox.InheritCodex }})
+	sid := w.succeed(t, "python_health", map[string]any{})["server"].(map[string]any)["session_id"]
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"execute_python", map[string]any{"code": "1"}},
+		{"python_execute_file", map[string]any{"path": "script.py", "session_id": sid}},
+		{"python_start", map[string]any{"code": "1"}},
+	} {
+		sc := w.fail(t, call.tool, call.args)
+		if sc["run_id"] != nil || sc["success"] != nil || !strings.Contains(sc["error"].(string), "Codex") {
+			t.Errorf("%s without Codex's policy: %v", call.tool, sc)
 		}
 	}
 }

@@ -41,8 +41,8 @@ func TestYieldedExecutionOnTheWire(t *testing.T) {
 	}
 }
 
-// The execution schema declares a property for every field either of its shapes
-// requires, so that a client building types from it knows each one.
+// The execution schema declares a property for every field any of its shapes (the
+// result, the running run, a failure before any run) requires, so that a client building types from it knows each one.
 func TestExecutionSchemaDeclaresWhatItRequires(t *testing.T) {
 	type branch struct {
 		Required   []string                   `json:"required"`
@@ -51,11 +51,13 @@ func TestExecutionSchemaDeclaresWhatItRequires(t *testing.T) {
 	var schema struct {
 		OneOf []branch `json:"oneOf"`
 	}
-	if err := json.Unmarshal([]byte(executionResultSchema), &schema); err != nil {
+	published := declare(t, (&Server{}).executePythonTool()).def.OutputSchema.(json.RawMessage)
+	if err := json.Unmarshal(published, &schema); err != nil {
 		t.Fatal(err)
 	}
-	if len(schema.OneOf) != 2 || !slices.Contains(schema.OneOf[1].Required, "status") {
-		t.Fatalf("the schema has no running shape: %s", executionResultSchema)
+	if len(schema.OneOf) != 3 || !slices.Contains(schema.OneOf[1].Required, "status") ||
+		!slices.Equal(schema.OneOf[2].Required, []string{"error"}) {
+		t.Fatalf("the schema has no running shape or no failure's: %s", published)
 	}
 	for i, b := range schema.OneOf {
 		for _, name := range b.Required {
