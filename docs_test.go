@@ -295,28 +295,3 @@ func TestEveryPackageLinksItsDoc(t *testing.T) {
 		t.Fatalf("only %d package directories found", len(dirs))
 	}
 }
-
-// goFileLinesBound is the most lines a Go file of the repository may have, tests
-// included: past it a file holds more than one concern and is split by concern.
-const goFileLinesBound = 900
-
-// TestGoFilesWithinBound: no Go file is longer than goFileLinesBound lines.
-func TestGoFilesWithinBound(t *testing.T) {
-	checked := 0
-	for _, path := range trackedFiles(t) {
-		if !strings.HasSuffix(path, ".go") {
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
-		if n := bytes.Count(data, []byte("\n")); n > goFileLinesBound {
-			t.Errorf("%s has %d lines, more than %d: split it by concern", path, n, goFileLinesBound)
-		}
-	}
-	if checked < 100 {
-		t.Fatalf("only %d Go files checked", checked)
-	}
-}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -76,26 +74,6 @@ func TestBundleLayout(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(packageDir, "*.py"))
 	if len(files) != len(names) || !sort.StringsAreSorted(names) {
 		t.Fatalf("bundle modules %v, package files %v", names, files)
-	}
-}
-
-// The house bound on a worker module: one that grows past it is split by concern (as
-// previews.py was, into previews, arraypreviews and libsummaries).
-const moduleLinesBound = 700
-
-func TestBundleModulesWithinSizeBound(t *testing.T) {
-	entries, err := fs.ReadDir(packageFS, packageDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := fs.ReadFile(packageFS, path.Join(packageDir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lines := bytes.Count(data, []byte("\n")); lines > moduleLinesBound {
-			t.Errorf("replworker/%s has %d lines, over the bound of %d: split it by concern", e.Name(), lines, moduleLinesBound)
-		}
 	}
 }
 

@@ -1,6 +1,13 @@
 package main
 
+// The tree's structural guards, together: no Go file past its length bound, and
+// imports that point one way. The worker's own (modules' length, import cycles,
+// private names across modules) are worker/test_unit_structure.py. They sit together
+// so that a split made to meet the length bound must still keep the directions.
+
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -64,4 +71,29 @@ func matchesPattern(pattern, path string) bool {
 		return path == base || strings.HasPrefix(path, base+"/")
 	}
 	return path == pattern
+}
+
+// goFileLinesBound is the most lines a Go file of the repository may have, tests
+// included: past it a file holds more than one concern and is split by concern.
+const goFileLinesBound = 900
+
+// TestGoFilesWithinBound: no Go file is longer than goFileLinesBound lines.
+func TestGoFilesWithinBound(t *testing.T) {
+	checked := 0
+	for _, path := range trackedFiles(t) {
+		if !strings.HasSuffix(path, ".go") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		if n := bytes.Count(data, []byte("\n")); n > goFileLinesBound {
+			t.Errorf("%s has %d lines, more than %d: split it by concern", path, n, goFileLinesBound)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d Go files checked", checked)
+	}
 }
