@@ -50,11 +50,6 @@ const (
 	msgRunNotFound     = "Run not found; history retains last 64 runs"
 	msgNoActiveRun     = "No matching active run"
 	msgFrameTooLarge   = "Worker command exceeds 1 MiB; reduce code"
-	// workerInterrupted opens the worker's error for a cell our SIGINT stopped
-	// (worker/PROTOCOL.md, "Signals": "Execution interrupted (RUN_ID); namespace
-	// preserved"), which an interrupted run's error does not repeat. The worker's
-	// result frame has no code for it; this is the one place repl reads its words.
-	workerInterrupted = "Execution interrupted"
 
 	// Images.
 	msgImageNotRetained = "Image no longer retained: the session's history keeps the images of its newest results (2 MiB); run the cell again to see it"

@@ -139,6 +139,9 @@ type Result struct {
 	noBarrier bool
 	// code is the run's first code line, or the saved file it ran (run.what).
 	code string
+	// interrupted: the worker said an interrupt stopped the run (its frame's
+	// "interrupted"), so its error is only the interrupt's message.
+	interrupted bool
 	// unrecorded: the run never reached the history (a refusal before any worker:
 	// busy, limits, closed, cancelled before dispatch), so no python_run finds it.
 	unrecorded bool
@@ -169,6 +172,9 @@ type workerResult struct {
 	BackgroundCuts map[string]Gap `json:"background_cuts"`
 	HTML           string         `json:"html"`
 	Displays       []Display      `json:"displays"`
+	// Interrupted: an interrupt stopped the run, and the error is the worker's
+	// message for that, which a stopping run's own first line replaces (answered).
+	Interrupted bool `json:"interrupted"`
 }
 
 // result is the Result wr decoded into, with the frame's other members in place:
@@ -178,7 +184,7 @@ func (wr *workerResult) result() *Result {
 	if r == nil {
 		r = &Result{} // a frame whose result has none of the contract's fields
 	}
-	r.ReturnRepr, r.HTML, r.Displays = wr.ReturnRepr, wr.HTML, wr.Displays
+	r.ReturnRepr, r.HTML, r.Displays, r.interrupted = wr.ReturnRepr, wr.HTML, wr.Displays, wr.Interrupted
 	stdout := workerCut(r.Stdout, wr.Cuts, "stdout")
 	stderr := workerCut(r.Stderr, wr.Cuts, "stderr")
 	r.Stdout, r.stdoutGaps = stdout.Text, stdout.Gaps

@@ -423,7 +423,7 @@ func (s *Session) answered(p *process, r *run, worker *Result, st stopping, note
 		noted = note()
 	}
 	msg := st.firstLine("", res.State, noted)
-	if w := res.Error; w != nil && *w != "" && !strings.HasPrefix(*w, workerInterrupted) {
+	if w := res.Error; w != nil && *w != "" && !res.interrupted {
 		msg += "\n" + *w // the worker says more than that it was interrupted
 	}
 	res.Error, res.Reason = &msg, st.reason

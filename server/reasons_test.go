@@ -27,8 +27,8 @@ var comparers = map[string]bool{
 // search): none may read a field named Error (a result's error; the Error() method is
 // a Go error's text, and comparing with nil or "" asks only whether there is one) or
 // a message table's entry (msgX), and no string of words in one (a single word is too
-// common to tell) may be words of a reason's text. The worker's own "Execution interrupted", which repl reads
-// once (workerInterrupted), is no reason's text.
+// common to tell) may be words of a reason's text. That an interrupt stopped a cell the worker says
+// with its result frame's "interrupted", not in words either.
 func TestSwitchesOnReasonsNotWords(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {

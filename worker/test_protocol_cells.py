@@ -196,6 +196,7 @@ class TracebackTests(WorkerTestCase):
         self.assertIn('  File "<repl:tb-1>", line 2, in <module>\n    1/0\n', error)
         self.assertTrue(error.endswith('ZeroDivisionError: division by zero'), error)
         self.assert_no_worker_frames(error)
+        self.assertNotIn('interrupted', result)  # only an interrupt's result says so
         self.assertEqual(self.worker.value('x'), 1)
 
     def test_old_function_attributed_to_its_cell(self):

@@ -24,6 +24,7 @@ class InterruptTests(WorkerTestCase):
         self.assertFalse(result['success'])
         self.assertEqual(result['state'], 'preserved')
         self.assertEqual(result['error'], INTERRUPTED.format(run_id))
+        self.assertIs(result.get('interrupted'), True)
         self.assertEqual(self.worker.value('x'), 10)
         self.assertEqual(self.worker.value('import asyncio\nawait asyncio.sleep(0.01)\nasyncio.get_running_loop() is loop'), True)
 

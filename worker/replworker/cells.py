@@ -45,7 +45,7 @@ from .snapshots import Snapshots
 from .nbdata import builtin_repr, pandas_html
 from .threads import THREADS, library_daemon
 from .toolfuncs import McpBridge, alearn
-from .tracebacks import RunFailure, SourceHistory, format_error
+from .tracebacks import RunFailure, SourceHistory, format_error, is_interrupt
 
 EXIT_STATE_CLEARED = 70
 
@@ -644,6 +644,8 @@ class Worker:
             result['error'] = policy_error
         elif exc is not None:
             result['error'] = format_error(exc, run_id, self._sources)
+            if is_interrupt(exc):
+                result['interrupted'] = True
         elif preview is not None:
             shown, plain, truncated = preview
             result['return_value'] = shown

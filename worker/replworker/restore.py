@@ -271,7 +271,7 @@ def run_restore(worker, command):
     }
     exc = None if task.cancelled() else task.exception()
     if task.cancelled() or isinstance(exc, KeyboardInterrupt):
-        result['error'] = INTERRUPTED.format(run_id)
+        result['error'], result['interrupted'] = INTERRUPTED.format(run_id), True
     elif isinstance(exc, Refused):
         result['error'] = SNAP_NOT_RESTORED.format(exc)
     elif exc is not None:

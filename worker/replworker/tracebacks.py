@@ -376,11 +376,18 @@ class RunFailure(Exception):
     that exited with a non-zero status."""
 
 
+def is_interrupt(exc):
+    """Whether exc is how an interrupt stops a cell: at an await, or in its code. Its
+    result's `error` is then the interrupt's message, and the result says `interrupted`
+    (PROTOCOL.md, "The result object") so that the server need not read the words."""
+    return isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+
+
 def format_error(exc, run_id, sources):
     """The bounded traceback of the user's frames reported as the result's `error`: the
     chain of causes and contexts as Python prints it, the newest exception whole first and
     then as many older ones as fit."""
-    if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+    if is_interrupt(exc):
         return INTERRUPTED.format(run_id)
     if isinstance(exc, RunFailure):
         return str(exc)
