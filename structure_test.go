@@ -19,7 +19,7 @@ import (
 // subpackages, as go's patterns say). The supervisor, the worker and the guardian
 // sit below what answers cell code's ops and below the MCP surface: repl declares
 // what it needs of them (Services, OpLimits, artifactref.Ref) and main wires them
-// in. The transports carry a server and know nothing of its tools.
+// in. The transports carry a server and know nothing of its tools or sessions.
 var importRules = []struct {
 	pkg       string
 	forbidden []string
@@ -27,7 +27,7 @@ var importRules = []struct {
 	{"repl", []string{"broker/...", "artifacts/...", "server/...", "cellops", "notebook"}},
 	{"worker", []string{"broker/...", "artifacts/...", "server/...", "cellops", "notebook", "repl"}},
 	{"guardian", []string{"broker/...", "artifacts/...", "server/...", "cellops", "notebook", "repl"}},
-	{"server/transport", []string{"server"}},
+	{"server/transport", []string{"server", "repl", "worker", "guardian", "broker/...", "artifacts/...", "cellops", "notebook"}},
 }
 
 // TestImportDirections: no package of importRules imports, directly or through

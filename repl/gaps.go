@@ -3,6 +3,8 @@ package repl
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 )
 
 // Gap is one cut in a stream's text: the marker at text[At:At+Marker] stands for
@@ -134,7 +136,7 @@ func boundCut(c CutText, limit, head int, flag *bool) CutText {
 		return c
 	}
 	*flag = true
-	first := cutUTF8(c.Text, head)
+	first := utf8cut.Prefix(c.Text, head)
 	last := suffixUTF8(c.Text[len(first):], limit-len(first)-streamMarker)
 	return c.Remove(len(first), len(c.Text)-len(last), func(bytes, _ int64) string { return leftOutMarker(int(bytes)) })
 }

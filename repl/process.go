@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/guardian"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/iota-uz/repl-mcp/sandbox"
 )
 
@@ -293,7 +294,7 @@ func (p *process) startupOutput() string {
 	if out == "" {
 		return ""
 	}
-	return ": " + cutUTF8(out, 2000)
+	return ": " + utf8cut.Prefix(out, 2000)
 }
 
 // readFrames dispatches frames, to the worker's owner at the time, until the channel

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/internal/artifactref"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 )
 
 // State says whether the Python namespace survived a run.
@@ -273,7 +274,7 @@ func (r *Result) boundBackground() {
 		r.BackgroundThreads = r.BackgroundThreads[:maxBackgroundThreads+1]
 	}
 	for i, name := range r.BackgroundThreads {
-		r.BackgroundThreads[i] = cutUTF8(name, maxThreadNameBytes)
+		r.BackgroundThreads[i] = utf8cut.Prefix(name, maxThreadNameBytes)
 	}
 	if b := r.BackgroundOutput; b != nil {
 		out := boundCut(CutText{b.Stdout, r.bgGaps[0]}, backgroundLimit, backgroundHead, &b.Truncated)
@@ -333,28 +334,12 @@ func withCommas(n int) string {
 func suffixUTF8[T string | []byte](s T, limit int) T { return s[tailStart(s, limit):] }
 
 func boundFlag(s string, limit int, flag *bool) string {
-	cut := cutUTF8(s, limit)
+	cut := utf8cut.Prefix(s, limit)
 	if len(cut) < len(s) {
 		*flag = true
 	}
 	return cut
 }
-
-// cutUTF8 returns the longest prefix of s that is at most limit bytes and does not
-// split a UTF-8 sequence.
-func cutUTF8[T string | []byte](s T, limit int) T {
-	if len(s) <= limit {
-		return s
-	}
-	end := limit
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end]
-}
-
-// CutUTF8 is cutUTF8 for the presentation layer.
-func CutUTF8(s string, limit int) string { return cutUTF8(s, limit) }
 
 // Cuts are Stdout and Stderr with their gaps: where each was cut and what each cut
 // left out of the complete stream, however many times it was cut, so that a later

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 )
 
 // ExecRequest is one execution asked of a session.
@@ -236,7 +238,7 @@ func firstLine(code string, limit int) string {
 	for line := range strings.Lines(code) {
 		if line = strings.TrimSpace(line); line != "" {
 			if len(line) > limit {
-				return CutUTF8(line, limit-3) + "..."
+				return utf8cut.Prefix(line, limit-3) + "..."
 			}
 			return line
 		}

@@ -1,6 +1,10 @@
 package repl
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
+)
 
 // terminalText is a stream of bytes as a terminal shows it, bounded: a \r moves the
 // cursor back to the start of the line and what follows overwrites it, so a
@@ -80,7 +84,7 @@ func (t *terminalText) final(p []byte) {
 			return
 		}
 		t.cut = true
-		head := cutUTF8(t.kept, t.head)
+		head := utf8cut.Prefix(t.kept, t.head)
 		t.tail = append([]byte(nil), t.kept[len(head):]...)
 		t.kept = head
 	} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -90,7 +91,7 @@ func cutStructuredText(text string) (string, bool) {
 	if len(text) <= textLimit {
 		return text, false
 	}
-	return repl.CutUTF8(text, textLimit) + textCutNote, true
+	return utf8cut.Prefix(text, textLimit) + textCutNote, true
 }
 
 // withStructured gives a text-form result structuredContent too (formCode), when the

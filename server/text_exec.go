@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -528,7 +529,7 @@ func cutFooter(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	return repl.CutUTF8(s, limit-3) + "..."
+	return utf8cut.Prefix(s, limit-3) + "..."
 }
 
 func plural(n int) string {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/iota-uz/repl-mcp/repl"
 )
 
@@ -129,7 +130,7 @@ func cutPath(p string) string {
 	if len(p) <= pathShown {
 		return p
 	}
-	head := repl.CutUTF8(p, pathShown/2-2)
+	head := utf8cut.Prefix(p, pathShown/2-2)
 	tail := p[len(p)-(pathShown/2-2):]
 	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
 		tail = tail[1:]

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/iota-uz/repl-mcp/repl"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -109,7 +110,7 @@ func presentRange(f form, r artifactRange) *mcp.CallToolResult {
 	}
 	text := string(head)
 	if r.contentBytes() > textLimit || len(text) > textLimit {
-		text = repl.CutUTF8(text, textLimit) + textCutNote
+		text = utf8cut.Prefix(text, textLimit) + textCutNote
 		w.TextTruncated = true
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: w}
@@ -177,7 +178,7 @@ func rangeText(r artifactRange) reply {
 		content = content[:room&^1]
 		length = int64(len(content) / 2)
 	default:
-		content = repl.CutUTF8(content, room)
+		content = utf8cut.Prefix(content, room)
 		length = int64(len(content))
 	}
 	end := r.Offset + length

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
-	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 )
 
 // encodedRange is an artifact range with its content encoded, as the store's Read
@@ -67,7 +67,7 @@ func TestRangeStructuredForm(t *testing.T) {
 				structured, _ := json.Marshal(enc)
 				wantText := string(structured)
 				if len(wantText) > textLimit {
-					wantText = repl.CutUTF8(wantText, textLimit) + textCutNote
+					wantText = utf8cut.Prefix(wantText, textLimit) + textCutNote
 					structured = withField(structured, "text_truncated", true)
 				}
 				res := presentStructured(t, r)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/iota-uz/repl-mcp/internal/jsonscan"
-	"github.com/iota-uz/repl-mcp/repl"
+	"github.com/iota-uz/repl-mcp/internal/utf8cut"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -171,7 +171,7 @@ func (c *stdioConn) accept(line []byte) bool {
 	msg, rawID, err := decodeLine(line)
 	if err != nil {
 		// The decoder's message may quote the line; keep the reply short.
-		c.writeError(nil, jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+repl.CutUTF8(err.Error(), 200))
+		c.writeError(nil, jsonrpc.CodeParseError, "Invalid JSON-RPC message; it was discarded: "+utf8cut.Prefix(err.Error(), 200))
 		return true
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
