@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iota-uz/repl-mcp/internal/testproc"
+	"github.com/iota-uz/repl-mcp/internal/tier"
 	"github.com/iota-uz/repl-mcp/notebook"
 )
 
@@ -20,11 +22,10 @@ import (
 // cell that could not be written is named in the notebook where it would be, the
 // cells after it are kept, and the live notebook catches up once space is back.
 func TestFullDiskIsReportedAndHeals(t *testing.T) {
-	disk := t.TempDir()
-	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=512k,mode=0700"); err != nil {
-		t.Skipf("a small tmpfs needs root (CAP_SYS_ADMIN) to mount, which this run has not: %v", err)
+	disk, ran := smallDisk(t)
+	if ran {
+		return
 	}
-	t.Cleanup(func() { syscall.Unmount(disk, syscall.MNT_DETACH) })
 	live := filepath.Join(disk, "live")
 	os.Mkdir(live, 0o700)
 	k, err := notebook.NewKeeperWithLimits(notebook.Config{Root: filepath.Join(disk, "records"), LiveDir: live}, 100, 1<<20)
@@ -77,4 +78,41 @@ func TestFullDiskIsReportedAndHeals(t *testing.T) {
 	if got := ln.Cells[3].text(); got != texts[2] {
 		t.Fatalf("the live notebook's third cell: %q", got)
 	}
+}
+
+// inMountNamespace marks the copy of a test that smallDisk runs in a user and mount
+// namespace of its own.
+const inMountNamespace = "REPL_MCP_TEST_IN_MOUNT_NAMESPACE"
+
+// smallDisk mounts a 512 KiB tmpfs for t and returns its directory. Mounting needs
+// CAP_SYS_ADMIN: without it (not root), t runs again in a child test binary inside a
+// user and mount namespace of its own (unshare -rm), where it has that capability over
+// its own mounts, and ran says the child ran it (and t failed if the child did).
+func smallDisk(t *testing.T) (disk string, ran bool) {
+	t.Helper()
+	disk = t.TempDir()
+	err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=512k,mode=0700")
+	if err == nil {
+		t.Cleanup(func() { syscall.Unmount(disk, syscall.MNT_DETACH) })
+		return disk, false
+	}
+	if os.Getenv(inMountNamespace) != "" {
+		t.Fatalf("a tmpfs could not be mounted even in a mount namespace of the test's own: %v", err)
+	}
+	env := append(os.Environ(), inMountNamespace+"=1")
+	out, errOut, runErr := testproc.Run(t.Context(), "", env, "unshare", "--user", "--map-root-user", "--mount",
+		os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	switch {
+	case runErr == nil && strings.Contains(out, "--- PASS: "+t.Name()):
+		t.Logf("mounted as root of a user namespace of its own (not root here: %v)", err)
+		return "", true
+	case runErr != nil && !strings.Contains(out, "=== RUN"):
+		// unshare itself failed: no user namespaces for this user here.
+		if tier.Fast() {
+			t.Skipf("a small tmpfs needs root or a user namespace, and neither is here: %v; %v: %s", err, runErr, errOut)
+		}
+		t.Fatalf("a small tmpfs needs root or a user namespace (unshare -rm), and neither is here: %v; %v: %s", err, runErr, errOut)
+	}
+	t.Fatalf("in a mount namespace of its own: %v\n%s%s", runErr, out, errOut)
+	return "", true
 }
