@@ -1,7 +1,10 @@
 package repl
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -192,15 +195,188 @@ func (s *Session) workerStarted(g uint64) {
 	}
 }
 
+// lifetimeRecord is this server lifetime's record, which holds its sessions and the
+// runs that left their callers; nil without one.
+func (s *Session) lifetimeRecord() *statedir.Server {
+	if s.proj == nil || s.manager == nil || s.manager.state.launch == nil {
+		return nil
+	}
+	return s.manager.state.launch.server
+}
+
 // sessionClosed records an opened session's close in the lifetime's record.
 func (s *Session) sessionClosed() {
-	if s.proj == nil || s.manager == nil || s.manager.state.launch == nil {
+	rec := s.lifetimeRecord()
+	if rec == nil {
 		return
 	}
 	now := time.Now().UTC()
-	if err := s.manager.state.launch.server.SessionChanged(s.id, func(rec *statedir.Session) { rec.Closed = &now }); err != nil {
+	if err := rec.SessionChanged(s.id, func(rec *statedir.Session) { rec.Closed = &now }); err != nil {
 		s.logger.Warn("session close not recorded", "err", err)
 	}
+}
+
+// leave records that r left its caller (python_start, a yield): its caller holds
+// its id and no result, so a later server lifetime answers a poll of it with what
+// became of it (docs/contract.md §6.7). A run that ended meanwhile is recorded with
+// its end; runEnded records the end of one that had not.
+func (s *Session) leave(r *run) {
+	rec := s.lifetimeRecord()
+	if rec == nil {
+		return
+	}
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	r.left = true
+	entry := statedir.Run{ID: r.id, Session: s.id, Started: r.started, Code: r.what()}
+	select {
+	case <-r.done:
+		entry.RunEnd = s.ending(r)
+	default:
+	}
+	if err := rec.RunLeft(entry); err != nil {
+		s.logger.Warn("run not recorded: a later server will not know it", "run", r.id, "err", err)
+	}
+}
+
+// runEnded records how r ended, when it left its caller: once its result is set and
+// its slot let go, so that the next call never waits for the write.
+func (s *Session) runEnded(r *run) {
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	if !r.left {
+		return
+	}
+	if err := s.lifetimeRecord().RunEnded(r.id, s.ending(r)); err != nil {
+		s.logger.Warn("run's end not recorded", "run", r.id, "err", err)
+	}
+}
+
+// outcomeClosed is the recorded outcome of a run that its session's close stopped:
+// python_session_close, or the server stopping.
+const outcomeClosed = "closed"
+
+// errorLineRunes bounds the words of a recorded run's error.
+const errorLineRunes = 120
+
+// ending is how r, which has ended, ended, as the lifetime's record says it: when;
+// "ok", outcomeClosed or the reason it ended badly; and the error in one line, a
+// traceback's exception or the first clause of the supervisor's words.
+func (s *Session) ending(r *run) statedir.RunEnd {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	res := r.result
+	ended := statedir.RunEnd{Ended: new(r.ended.UTC()), Outcome: string(res.Reason)}
+	switch {
+	case res.Success:
+		ended.Outcome = "ok"
+		return ended
+	case closed:
+		ended.Outcome = outcomeClosed
+	}
+	if res.Error != nil {
+		words := *res.Error
+		if res.Reason != ReasonRaised {
+			words, _, _ = strings.Cut(words, ";")
+		}
+		ended.Error = lastLine([]byte(words), errorLineRunes)
+	}
+	return ended
+}
+
+// earlierRun finds run id among those the earlier server lifetimes of this project
+// recorded, with its lifetime and its session's record. No id, asked by the default
+// session, which has no run yet, means the newest run of the default session of the
+// latest earlier lifetime that ran Python in it: the run a caller polling without an
+// id after a restart is after.
+func (m *Manager) earlierRun(id string, asker *Session) (statedir.Run, statedir.Lifetime, statedir.Session, bool) {
+	if id == "" && asker != m.def {
+		return statedir.Run{}, statedir.Lifetime{}, statedir.Session{}, false
+	}
+	for i := len(m.state.earlier) - 1; i >= 0; i-- {
+		l := m.state.earlier[i]
+		if l.Live {
+			continue
+		}
+		def := slices.IndexFunc(l.Sessions, func(rec statedir.Session) bool { return rec.Default && rec.Generation > 0 })
+		if id == "" && def < 0 {
+			continue
+		}
+		for j := len(l.Runs) - 1; j >= 0; j-- {
+			run := l.Runs[j]
+			if run.ID == id || (id == "" && run.Session == l.Sessions[def].ID) {
+				return run, l, recordOf(l, run.Session), true
+			}
+		}
+		if id == "" {
+			break // the latest lifetime that ran the default had no such run
+		}
+	}
+	return statedir.Run{}, statedir.Lifetime{}, statedir.Session{}, false
+}
+
+// recordOf is session id's record in lifetime l (the zero record when it is not kept).
+func recordOf(l statedir.Lifetime, id string) statedir.Session {
+	if i := slices.IndexFunc(l.Sessions, func(rec statedir.Session) bool { return rec.ID == id }); i >= 0 {
+		return l.Sessions[i]
+	}
+	return statedir.Session{}
+}
+
+// unknownRun is the answer to run id, which s does not know (plain says so), or to
+// no id from a session that has no run: for a run of an earlier server lifetime it
+// adds that the server restarted, when, what became of the run, and what can be
+// restored (docs/contract.md §6.7).
+func (s *Session) unknownRun(id, plain string) string {
+	s.mu.Lock()
+	ran := len(s.history) > 0
+	s.mu.Unlock()
+	if s.manager == nil || (id == "" && ran) {
+		return plain
+	}
+	return plain + s.manager.earlierRunStory(id, s)
+}
+
+// EarlierRun is what became of run id when an earlier server lifetime of this
+// project recorded it, as unknownRun says it after its first words: for an MCP
+// task's id, which is its run's. It is "" for an id no lifetime recorded.
+func (m *Manager) EarlierRun(id string) string {
+	if id == "" {
+		return ""
+	}
+	return m.earlierRunStory(id, nil)
+}
+
+// earlierRunStory tells of the earlier lifetime's run that earlierRun finds.
+func (m *Manager) earlierRunStory(id string, asker *Session) string {
+	run, l, rec, ok := m.earlierRun(id, asker)
+	if !ok {
+		return ""
+	}
+	msg := fmt.Sprintf(msgEarlierRun, run.ID, rec.Name, run.Started.UTC().Format(clockLayout), run.Code,
+		l.Started.UTC().Format(clockLayout), m.state.started.UTC().Format(clockLayout))
+	switch {
+	case run.Ended != nil && run.Outcome == "ok":
+		msg += fmt.Sprintf(msgEarlierRunFinished, run.Ended.UTC().Format(clockLayout))
+	case run.Ended != nil && run.Outcome == outcomeClosed && rec.Closed != nil:
+		msg += fmt.Sprintf(msgEarlierRunClosed, run.Ended.UTC().Format(clockLayout))
+	case run.Ended != nil && run.Outcome == outcomeClosed:
+		msg += fmt.Sprintf(msgEarlierRunStopped, run.Ended.UTC().Format(clockLayout))
+	case run.Ended != nil:
+		msg += fmt.Sprintf(msgEarlierRunFailed, run.Ended.UTC().Format(clockLayout), cmp.Or(run.Error, run.Outcome))
+	case l.Ended != nil && !l.Ended.IsZero():
+		msg += fmt.Sprintf(msgEarlierRunStopped, l.Ended.UTC().Format(clockLayout))
+	default:
+		msg += msgEarlierRunKilled
+	}
+	if e, ok := m.Earlier(run.Session); ok && e.Restorable != nil {
+		msg += fmt.Sprintf(msgEarlierRunRestorable, variables(e.Restorable.Variables), e.Restorable.SavedAt.UTC().Format(clockLayout), m.restoreTarget(e))
+	}
+	if run.Outcome != "ok" {
+		msg += msgEarlierRunAgain
+	}
+	return msg
 }
 
 // EarlierSession describes a session id of an earlier server lifetime in this
@@ -243,13 +419,27 @@ func (m *Manager) UnknownSession(id string) string {
 	msg := fmt.Sprintf(msgEarlierSession, id, e.Session.Name, e.Server.Started.Format(clockLayout),
 		m.state.started.UTC().Format(clockLayout))
 	if r := e.Restorable; r != nil {
-		target := `{"from_session":"` + id + `"}`
-		if e.Session.Name != def.name {
-			target = `{"session_id":"<a session you open with python_session_open>","from_session":"` + id + `"}`
-		}
-		msg += fmt.Sprintf(msgEarlierRestorable, r.Variables, r.SavedAt.UTC().Format(clockLayout), target)
+		msg += fmt.Sprintf(msgEarlierRestorable, variables(r.Variables), r.SavedAt.UTC().Format(clockLayout), m.restoreTarget(e))
 	}
 	return msg + fmt.Sprintf(msgDefaultNow, def.id, def.worker.currentGeneration())
+}
+
+// restoreTarget is the python_session_restore arguments that bring the earlier
+// session e's variables back: into the default session when e was the default (its
+// name), else into a session opened for them.
+func (m *Manager) restoreTarget(e EarlierSession) string {
+	if e.Session.Name == m.def.name {
+		return `{"from_session":"` + e.Session.ID + `"}`
+	}
+	return `{"session_id":"<a session you open with python_session_open>","from_session":"` + e.Session.ID + `"}`
+}
+
+// variables is "1 variable" or "N variables".
+func variables(n int) string {
+	if n == 1 {
+		return "1 variable"
+	}
+	return fmt.Sprint(n, " variables")
 }
 
 // clockLayout is how times read in messages: UTC, to the second.

@@ -99,11 +99,23 @@ const (
 	// Restarts, snapshots and restores (docs/contract.md §6.7).
 	// msgEarlierSession: the id, its name, when its server started, when this one did.
 	msgEarlierSession    = msgSessionNotFound + ": %s (%q) belonged to an earlier repl-mcp server, started %s and gone since; the server restarted at %s, and the earlier sessions and their variables are gone unless restored"
-	msgEarlierRestorable = "; %d variables of it, saved %s, can be restored with python_session_restore %s"
+	msgEarlierRestorable = "; %s of it, saved %s, can be restored with python_session_restore %s"
 	msgDefaultNow        = ". The default session now is %s (generation %d): calls without session_id use it"
-	msgNoSnapshot        = "No snapshot to restore: none of this session's name was saved in its project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
-	msgNoStateDir        = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
-	msgRestoreFailed     = "Snapshot not restored"
+	// A run of an earlier server lifetime, after "Run not found..." or "No matching
+	// active run": the run, its session's name, when it started, its code; when its
+	// server started, when this one did; then what became of it, what can be
+	// restored, and to run it again unless it finished.
+	msgEarlierRun           = "; run %s (session %q, started %s, code: %s) belonged to an earlier repl-mcp server, started %s and gone since; the server restarted at %s"
+	msgEarlierRunFinished   = "; it finished at %s, and its result went with that server"
+	msgEarlierRunFailed     = "; it ended at %s (%s), and its result went with that server"
+	msgEarlierRunClosed     = "; it was stopped at %s, when its session was closed"
+	msgEarlierRunStopped    = "; it was stopped at %s, when that server stopped"
+	msgEarlierRunKilled     = "; it was still running when that server ended without a word (killed, or its machine stopped), and did not outlive it"
+	msgEarlierRunRestorable = "; %s of its session, saved %s, can be restored with python_session_restore %s"
+	msgEarlierRunAgain      = "; run its code again to redo it"
+	msgNoSnapshot           = "No snapshot to restore: none was saved for a session of this name in this project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
+	msgNoStateDir           = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
+	msgRestoreFailed        = "Snapshot not restored"
 	// msgSnapshotSandboxed: why a sandboxed worker takes no snapshot.
 	msgSnapshotSandboxed = "the worker runs in the sandbox, and a snapshot it wrote could run code outside it when restored without one"
 

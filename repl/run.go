@@ -52,6 +52,10 @@ type run struct {
 	// task: its call was answered with an MCP task (Handle.MarkTask), whose
 	// result the client fetches by itself.
 	task atomic.Bool
+	// left: it left its caller (python_start, a yield), so the lifetime's record
+	// holds it (Session.leave); leftMu orders that record and its end's.
+	leftMu sync.Mutex
+	left   bool
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by python_cancel or session close

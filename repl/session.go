@@ -175,9 +175,11 @@ func (s *Session) Start(req ExecRequest) (*StartInfo, *Result) {
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
+		defer s.runEnded(r) // after the slot is free: a disk write
 		defer s.release(r)
 		s.execute(s.lifetime, r)
 	}()
+	s.leave(r)
 	return &StartInfo{
 		ServerID: s.serverID, SessionID: s.id, Generation: gen,
 		RunID: r.id, Status: RunStarting, PollTool: "python_run", CancelTool: "python_cancel",
@@ -373,7 +375,7 @@ func (s *Session) Cancel(runID string) (string, error) {
 	r := s.active
 	s.mu.Unlock()
 	if r == nil || (runID != "" && r.id != runID) {
-		return "", errors.New(msgNoActiveRun)
+		return "", errors.New(s.unknownRun(runID, msgNoActiveRun))
 	}
 	r.cancel()
 	s.RecordEvent(EventCancel, r.id, fmt.Sprintf(msgEventCancel, r.id, waited(time.Since(r.started)), r.what()))
@@ -402,15 +404,23 @@ func (s *Session) Lookup(runID string, from Offsets) (*Snapshot, *Result, error)
 			return &snap, nil, nil
 		}
 	}
+	if res, ok := s.retained(runID); ok {
+		res, err := res.From(from)
+		return nil, res, err
+	}
+	return nil, nil, errors.New(s.unknownRun(runID, msgRunNotFound))
+}
+
+// retained is the result of run runID (the newest for "") in the session's history.
+func (s *Session) retained(runID string) (*Result, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.history) - 1; i >= 0; i-- {
 		if runID == "" || s.history[i].RunID == runID {
-			res, err := s.history[i].From(from)
-			return nil, res, err
+			return s.history[i], true
 		}
 	}
-	return nil, nil, errors.New(msgRunNotFound)
+	return nil, false
 }
 
 // Close cancels the active run, gives it grace to stop, abandons it after that,

@@ -44,6 +44,7 @@ func (s *Session) ExecuteOrYield(ctx context.Context, req ExecRequest) (*Result,
 		defer s.background.Done()
 		defer close(released)
 		defer cancelOwn()
+		defer s.runEnded(r) // after the slot is free: a disk write
 		defer s.release(r)
 		s.execute(own, r)
 	}()
@@ -69,6 +70,7 @@ func (s *Session) ExecuteOrYield(ctx context.Context, req ExecRequest) (*Result,
 	snap, _ := r.snapshot(Offsets{}) // from byte 0: no offset can be past the end
 	snap.ServerID, snap.SessionID = s.serverID, s.id
 	snap.run = r
+	s.leave(r)
 	return nil, &snap
 }
 

@@ -473,7 +473,8 @@ func (s *Server) serveTask(ctx context.Context, method string, params json.RawMe
 	}
 	t := s.tasks.find(*p.TaskID)
 	if t == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errTaskNotFound.Error()}
+		// A task of an earlier server: its run's record says what became of it.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errTaskNotFound.Error() + s.repl.EarlierRun(*p.TaskID)}
 	}
 	ack := map[string]string{"resultType": "complete"}
 	switch method {

@@ -1,8 +1,9 @@
 // Package statedir owns repl-mcp's private state on disk that outlives a server: one
 // directory per user (the XDG state directory's repl-mcp, or --snapshot-dir), holding
 // the per-user key that authenticates snapshots, and one directory per project with
-// the project's record (the server lifetimes that served it, their sessions, the
-// highest generation any of them used) and its sessions' snapshots.
+// the project's record (the server lifetimes that served it, their sessions and the
+// runs that left their callers, the highest generation any of them used) and its
+// sessions' snapshots.
 //
 // It does not write or read snapshot entries (the worker does, and checks them with
 // the key: docs/design.md, "Durable sessions"); it makes their directories, reads and

@@ -31,6 +31,9 @@ const (
 	keptLifetimes = 16
 	// keptSessions bounds the sessions recorded per lifetime.
 	keptSessions = 64
+	// keptRuns bounds the runs recorded per lifetime: with keptLifetimes and the
+	// bounded code line, the runs stay under a tenth of maxStateBytes.
+	keptRuns = 32
 	// maxStateBytes bounds the record read back.
 	maxStateBytes = 1 << 20
 	// lockWait bounds a wait for another server's update of the record.
@@ -60,6 +63,8 @@ type Lifetime struct {
 	Started  time.Time  `json:"started"`
 	Ended    *time.Time `json:"ended,omitempty"`
 	Sessions []Session  `json:"sessions"`
+	// Runs are the newest runs of the lifetime that left their callers, oldest first.
+	Runs []Run `json:"runs,omitempty"`
 	// Live is whether its server still runs (its lock is held): set by BeginLifetime
 	// for the lifetimes it returns, never stored.
 	Live bool `json:"-"`
@@ -75,6 +80,29 @@ type Session struct {
 	Closed  *time.Time `json:"closed,omitempty"`
 	// Generation is the last generation its worker reached (0: it never ran Python).
 	Generation uint64 `json:"generation"`
+}
+
+// Run is a run that left its caller (python_start, a cell that yielded, an MCP
+// task): its caller holds an id and no result, so a later server answers a poll of
+// it with what became of it (docs/contract.md §6.7).
+type Run struct {
+	ID      string    `json:"id"`
+	Session string    `json:"session"`
+	Started time.Time `json:"started"`
+	// Code names it as results do: its first code line, or its file, bounded.
+	Code string `json:"code"`
+	// RunEnd is unset while it runs, and for a run its server did not outlive.
+	RunEnd
+}
+
+// RunEnd is how a recorded run ended.
+type RunEnd struct {
+	// Ended is when it ended, and Outcome how: "ok", "closed" (its session's close
+	// stopped it), or the reason it ended badly, whose words Error holds in one
+	// bounded line.
+	Ended   *time.Time `json:"ended,omitempty"`
+	Outcome string     `json:"outcome,omitempty"`
+	Error   string     `json:"error,omitempty"`
 }
 
 // Project opens (making it when needed) the state directory of the project at path,
@@ -240,9 +268,13 @@ func (s *Server) Record(change func(*Lifetime)) error {
 	return s.p.Update(func(st *State) {
 		for i := range st.Lifetimes {
 			if st.Lifetimes[i].ServerID == s.id {
-				change(&st.Lifetimes[i])
-				if n := len(st.Lifetimes[i].Sessions); n > keptSessions {
-					st.Lifetimes[i].Sessions = slices.Clone(st.Lifetimes[i].Sessions[n-keptSessions:])
+				l := &st.Lifetimes[i]
+				change(l)
+				if n := len(l.Sessions); n > keptSessions {
+					l.Sessions = slices.Clone(l.Sessions[n-keptSessions:])
+				}
+				if n := len(l.Runs); n > keptRuns {
+					l.Runs = slices.Clone(l.Runs[n-keptRuns:])
 				}
 				return
 			}
@@ -262,6 +294,23 @@ func (s *Server) SessionChanged(id string, change func(*Session)) error {
 		for i := range l.Sessions {
 			if l.Sessions[i].ID == id {
 				change(&l.Sessions[i])
+			}
+		}
+	})
+}
+
+// RunLeft records run, which left its caller, in this lifetime.
+func (s *Server) RunLeft(run Run) error {
+	run.Started = run.Started.UTC()
+	return s.Record(func(l *Lifetime) { l.Runs = append(l.Runs, run) })
+}
+
+// RunEnded records how run id of this lifetime ended.
+func (s *Server) RunEnded(id string, end RunEnd) error {
+	return s.Record(func(l *Lifetime) {
+		for i := range l.Runs {
+			if l.Runs[i].ID == id {
+				l.Runs[i].RunEnd = end
 			}
 		}
 	})

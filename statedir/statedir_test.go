@@ -1,7 +1,9 @@
 package statedir
 
 import (
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +104,65 @@ func TestLifetimesAndGenerations(t *testing.T) {
 		t.Errorf("the record is not 0600")
 	}
 }
+
+// TestRunsThatLeftTheirCallers: a lifetime records the runs that left their callers
+// and how each ended; the newest keptRuns stay, and a record holding the most of
+// everything stays well under the size a later server reads back.
+func TestRunsThatLeftTheirCallers(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "state"))
+	p, err := d.Project(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _, err := p.BeginLifetime("server-1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := strings.Repeat("x", 80) // the longest code line a result names
+	for i := range keptRuns + 3 {
+		if err := first.RunLeft(Run{ID: fmt.Sprint("run-", i), Session: "s1", Started: time.Now(), Code: code}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.RunEnded("run-3", RunEnd{Ended: new(time.Now()), Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.RunEnded("run-4", RunEnd{Ended: new(time.Now()), Outcome: "timeout", Error: "Execution timed out after 3 s"}); err != nil {
+		t.Fatal(err)
+	}
+	first.End(time.Now())
+	_, earlier, _, err := p.BeginLifetime("server-2", time.Now())
+	if err != nil || len(earlier) != 1 {
+		t.Fatalf("a second server: %v, %+v", err, earlier)
+	}
+	runs := earlier[0].Runs
+	if len(runs) != keptRuns || runs[0].ID != "run-3" || runs[len(runs)-1].ID != fmt.Sprint("run-", keptRuns+2) {
+		t.Fatalf("the runs kept: %d, from %s to %s; want the newest %d", len(runs), runs[0].ID, runs[len(runs)-1].ID, keptRuns)
+	}
+	if runs[0].Ended == nil || runs[0].Outcome != "ok" || runs[1].Outcome != "timeout" || runs[1].Error == "" || runs[2].Ended != nil {
+		t.Errorf("how the runs ended: %+v, %+v, %+v", runs[0], runs[1], runs[2])
+	}
+
+	// The most the record holds: every lifetime with every session and every run.
+	full := State{Format: stateFormat, Project: p.Path()}
+	for range keptLifetimes {
+		l := Lifetime{ServerID: newID(), Started: time.Now(), Ended: new(time.Now())}
+		for range keptSessions {
+			l.Sessions = append(l.Sessions, Session{ID: newID(), Name: strings.Repeat("n", 128), Project: p.Path(), Opened: time.Now(), Closed: new(time.Now()), Generation: 1 << 40})
+		}
+		for range keptRuns {
+			l.Runs = append(l.Runs, Run{ID: newID(), Session: newID(), Started: time.Now(), Code: code,
+				RunEnd: RunEnd{Ended: new(time.Now()), Outcome: "cancelled_before_dispatch", Error: strings.Repeat("e", 120)}})
+		}
+		full.Lifetimes = append(full.Lifetimes, l)
+	}
+	data, _ := json.MarshalIndent(full, "", " ")
+	if len(data) > maxStateBytes*3/4 {
+		t.Errorf("a full record is %d bytes; the read bound is %d, which needs a margin", len(data), maxStateBytes)
+	}
+}
+
+func newID() string { return "00000000-0000-4000-8000-" + rand.Text()[:12] }
 
 // writeManifest writes a snapshot's manifest as the worker does, authentic under key.
 func writeManifest(t *testing.T, d *Dir, p *Project, id string, m Manifest) {
