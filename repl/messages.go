@@ -31,6 +31,7 @@ const (
 	msgLongerCell     = "; for a longer cell pass a larger timeout (up to 3600 s), or start it with python_start and poll python_run"
 	msgLongerStart    = "; for a longer run pass python_start a larger timeout (up to 3600 s)"
 	msgCancelled      = "Execution cancelled"
+	msgByClose        = ": its session was closed (python_session_close, or the server stopping)" // after msgCancelled
 	msgBeforeDispatch = "Execution cancelled before dispatch"
 	msgDidNotStop     = "; worker did not stop; variables cleared"
 	msgExited         = "; worker exited; variables cleared"

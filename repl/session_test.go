@@ -259,6 +259,30 @@ func TestCloseStopsBackgroundRun(t *testing.T) {
 	mustFailFor(t, s.Execute(t.Context(), ExecRequest{Code: "1"}), ReasonClosed, msgSessionClosed, StatePreserved)
 }
 
+// TestCloseSaysItCancelledTheRun: a call waiting on a cell of a session that another
+// call closes reads that the close cancelled it, not a bare cancel it never asked for.
+func TestCloseSaysItCancelledTheRun(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s, err := m.Open(t.Context(), OpenRequest{Name: "shared", Project: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Result, 1)
+	go func() { done <- s.Execute(t.Context(), ExecRequest{Code: "import time\ntime.sleep(60)"}) }()
+	testwait.Until(t, 10*time.Second, "the cell to reach its worker", func() bool {
+		snap, _, _ := s.Lookup("", Offsets{})
+		return snap != nil && snap.Status == RunRunning
+	})
+	if _, err := m.CloseSession(s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Reason != ReasonCancelled || res.Error == nil || !strings.HasPrefix(*res.Error, msgCancelled+msgByClose) {
+		t.Fatalf("the closed session's cell: reason %q, error %q", res.Reason, errorOf(res))
+	}
+	checkReason(t, res)
+}
+
 func processAlive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err == nil && strings.Fields(string(stat))[2] != "Z"

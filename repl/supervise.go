@@ -261,7 +261,7 @@ func (s *Session) await(ctx context.Context, r *run, p *process) *Result {
 		case <-p.proc.Exited():
 			return s.crashed(p, r, stopping{})
 		case <-r.cancelled:
-			return s.interrupt(ctx, r, p, cancelling)
+			return s.interrupt(ctx, r, p, s.cancelStopping())
 		case <-deadline.C:
 			return s.interrupt(ctx, r, p, s.timingOut(r))
 		case <-s.lifetime.Done():
@@ -349,6 +349,19 @@ type stopping struct {
 // cancelling is the stopping of python_cancel, a client's cancel and a session's
 // close.
 var cancelling = stopping{reason: ReasonCancelled, text: msgCancelled}
+
+// cancelStopping is the stopping of a run whose cancel came: its session's close
+// says so, for the caller that waits on the run did not ask for it (another agent
+// closed the session, or the server is stopping).
+func (s *Session) cancelStopping() stopping {
+	s.mu.Lock()
+	closing := s.closed
+	s.mu.Unlock()
+	if closing {
+		return stopping{reason: ReasonCancelled, text: msgCancelled + msgByClose}
+	}
+	return cancelling
+}
 
 // timingOut is the stopping of r past its deadline. Its error's first line says the
 // limit, whether the variables survived, and how to give the cell more time; what the
