@@ -272,7 +272,9 @@ func (s *Session) ending(r *run) statedir.RunEnd {
 	case res.Success:
 		ended.Outcome = "ok"
 		return ended
-	case closed:
+	case closed && (res.Reason == ReasonCancelled || res.Reason == ReasonNotDispatched || res.Reason == ReasonAbandoned):
+		// What a close does to a run; one that timed out or raised before the close
+		// keeps its own reason.
 		ended.Outcome = outcomeClosed
 	}
 	if res.Error != nil {

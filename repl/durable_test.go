@@ -76,10 +76,9 @@ func TestGenerationsNeverRepeatAcrossLifetimes(t *testing.T) {
 // TestRunsOfAnEarlierServerAreAnswered: a run that left its caller (python_start, a
 // yield) and is polled or cancelled after a restart is answered with the restart and
 // what became of it: stopped with its server or its session, finished, or failed with
-// its error;
-// python_run without an id in the new default session, which has run nothing, tells
-// of the earlier default's newest such run; an id no lifetime recorded keeps the plain
-// answer (docs/contract.md §6.7).
+// its error; python_run without an id in the new default session, which has run
+// nothing, tells of the earlier default's newest such run; an id no lifetime recorded
+// keeps the plain answer (docs/contract.md §6.7).
 func TestRunsOfAnEarlierServerAreAnswered(t *testing.T) {
 	state, project := filepath.Join(t.TempDir(), "state"), t.TempDir()
 	off := SnapshotConfig{Off: true}

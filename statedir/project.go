@@ -32,7 +32,8 @@ const (
 	// keptSessions bounds the sessions recorded per lifetime.
 	keptSessions = 64
 	// keptRuns bounds the runs recorded per lifetime: with keptLifetimes and the
-	// bounded code line, the runs stay under a tenth of maxStateBytes.
+	// bounded code and error lines, the runs stay under a fifth of maxStateBytes
+	// (TestRunsThatLeftTheirCallers).
 	keptRuns = 32
 	// maxStateBytes bounds the record read back.
 	maxStateBytes = 1 << 20
