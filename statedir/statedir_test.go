@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,7 @@ func TestEvictionTakesTheOldestNotHeld(t *testing.T) {
 	p, _ := d.Project(t.TempDir())
 	now := time.Now()
 	var ids []string
+	var held *Held // the oldest stays held, as a live worker's
 	for i, age := range []time.Duration{3 * time.Hour, 2 * time.Hour, time.Hour} {
 		h, err := p.NewSnapshot()
 		if err != nil {
@@ -243,10 +245,16 @@ func TestEvictionTakesTheOldestNotHeld(t *testing.T) {
 		writeManifest(t, d, p, h.ID, manifest(d, p, h.ID, now.Add(-age)))
 		os.WriteFile(filepath.Join(h.Path, "seg-1.dat"), make([]byte, 1000), 0o600)
 		ids = append(ids, h.ID)
-		if i > 0 {
-			h.Release() // the oldest stays held, as a live worker's
+		if i == 0 {
+			held = h
+		} else {
+			h.Release()
 		}
 	}
+	// Kept reachable to the end: a Held the collector frees closes its lock file
+	// (os.File's finalizer), and the lock with it; the collection makes that certain.
+	defer held.Release()
+	runtime.GC()
 	evicted := p.Evict(3000) // three of about 1,300 bytes each: one must go
 	if len(evicted) != 1 || evicted[0] != ids[1] {
 		t.Fatalf("evicted %v; want the oldest not held, %s (held: %s)", evicted, ids[1], ids[0])
