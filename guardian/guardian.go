@@ -97,7 +97,10 @@ type Process struct {
 	pid     int // the child's pid
 	// tempDir is a sandboxed child's private temp directory, which the guardian
 	// removes at teardown (and the server after it, should the guardian be killed).
-	tempDir atomic.Pointer[string]
+	// handshook is closed once Start has stored it or failed: a guardian whose child
+	// ends at once can be reaped before that, and reap must still find it.
+	tempDir   atomic.Pointer[string]
+	handshook chan struct{}
 
 	writeMu sync.Mutex
 
@@ -150,9 +153,14 @@ func Start(cfg Config) (*Process, error) {
 		ours.Close()
 		return nil, fmt.Errorf("start process guardian: %w", err)
 	}
-	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), watched: make(chan struct{}), waited: make(chan struct{})}
+	p := &Process{cmd: cmd, control: ours, exited: make(chan struct{}), watched: make(chan struct{}),
+		handshook: make(chan struct{}), waited: make(chan struct{})}
 	go p.reap()
 	r, err := p.handshake(cfg.Spec)
+	if r.TempDir != "" {
+		p.tempDir.Store(&r.TempDir)
+	}
+	close(p.handshook)
 	if err != nil {
 		close(p.watched)
 		p.Kill()
@@ -161,9 +169,6 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	p.pid = r.Pid
-	if r.TempDir != "" {
-		p.tempDir.Store(&r.TempDir)
-	}
 	go p.watch()
 	return p, nil
 }
@@ -240,6 +245,7 @@ func (p *Process) markExited(e Exit) {
 
 func (p *Process) reap() {
 	p.waitErr = p.cmd.Wait()
+	<-p.handshook // bounded: the handshake reads with a deadline, and fails on the guardian's exit
 	if dir := p.TempDir(); dir != "" {
 		os.RemoveAll(dir) // the guardian's teardown did, unless it was killed first
 	}

@@ -1,6 +1,7 @@
 package guardian
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -142,12 +143,25 @@ func TestStartFailureIsReported(t *testing.T) {
 // TestServerDeathKillsTheGroup SIGKILLs a stand-in server (a shell that started the
 // guardian) and checks that the guardian's child dies with it.
 func TestServerDeathKillsTheGroup(t *testing.T) {
+	server, said := startHelperServer(t, "TestHelperServer")
+	pid, err := strconv.Atoi(said)
+	if err != nil {
+		t.Fatalf("helper server said %q", said)
+	}
+	server.Process.Kill()
+	server.Wait()
+	waitGone(t, pid, 2*time.Second)
+}
+
+// startHelperServer starts a stand-in server, this test binary running only the
+// helper test named, and returns it with the first line it wrote.
+func startHelperServer(t *testing.T, helper string) (*exec.Cmd, string) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stand-in "server" is this test binary in helper mode.
-	cmd := exec.Command(exe, "-test.run=^TestHelperServer$")
+	cmd := exec.Command(exe, "-test.run=^"+helper+"$")
 	cmd.Env = append(os.Environ(), "GUARDIAN_HELPER_SERVER=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -156,25 +170,27 @@ func TestServerDeathKillsTheGroup(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64)
-	n, _ := out.Read(buf)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
-	if err != nil {
+	t.Cleanup(func() {
 		cmd.Process.Kill()
-		t.Fatalf("helper server said %q", buf[:n])
+		cmd.Wait()
+	})
+	out.(*os.File).SetReadDeadline(time.Now().Add(testwait.Bound(t, 10*time.Second)))
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper server %s wrote %q: %v", helper, line, err)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	waitGone(t, pid, 2*time.Second)
+	return cmd, strings.TrimSuffix(line, "\n")
 }
 
+// helperServer reports whether the test runs as a stand-in server (startHelperServer).
+func helperServer() bool { return os.Getenv("GUARDIAN_HELPER_SERVER") == "1" }
+
 func TestHelperServer(t *testing.T) {
-	if os.Getenv("GUARDIAN_HELPER_SERVER") != "1" {
+	if !helperServer() {
 		return
 	}
-	p, gc := grandchild(t)
+	_, gc := grandchild(t)
 	os.Stdout.WriteString(strconv.Itoa(gc) + "\n")
-	_ = p
 	time.Sleep(time.Minute)
 }
 

@@ -109,11 +109,21 @@ func (g *guardian) sandbox(spec *Spec) error {
 	return err
 }
 
-// removeTemp removes the sandboxed child's temp directory and all it holds.
+// removeTemp removes the sandboxed child's temp directory and all it holds. Not on
+// the calling thread: Main's goroutine is locked to the thread the child's sandbox
+// was applied to, whose writable roots hold the directory but not its parent, so
+// from there only its contents would go. Other goroutines run on threads the runtime
+// starts outside it (LockOSThread's template thread), as they were before.
 func (g *guardian) removeTemp() {
-	if g.tempDir != "" {
-		os.RemoveAll(g.tempDir)
+	if g.tempDir == "" {
+		return
 	}
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		os.RemoveAll(g.tempDir)
+	}()
+	<-removed
 }
 
 func readSpec(control *bufio.Reader) (Spec, error) {

@@ -1,6 +1,7 @@
 package guardian
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +17,7 @@ import (
 // the same, the server learns the temp directory, and the directory is gone once the
 // child is; a child of the same guardian binary without a policy is unrestricted.
 func TestSandboxedChild(t *testing.T) {
-	if _, err := sandbox.HostKernel().Check(sandbox.WorkspaceWrite, &sandbox.Policy{Mode: sandbox.WorkspaceWrite}); err != nil {
-		t.Fatalf("this test needs a kernel with Landlock and seccomp: %v", err)
-	}
+	requireSandbox(t)
 	root, outside := t.TempDir(), t.TempDir()
 	report := filepath.Join(root, "report")
 	spec := shell(`echo "$TMPDIR" > ` + report + `
@@ -63,6 +62,57 @@ sh -c 'echo x > ` + outside + `/grandchild' 2>/dev/null || echo grandchild-refus
 	q.Wait()
 	if _, err := os.Stat(free); err != nil || q.TempDir() != "" {
 		t.Errorf("a child without a policy was restricted: %v, temp %q", err, q.TempDir())
+	}
+}
+
+// TestSandboxedTempDirGoesWithAKilledServer: a server SIGKILLed cannot remove its
+// sandboxed worker's temp directory; the guardian's teardown does, the directory
+// itself included (its parent is outside the sandbox the guardian applied to its
+// own thread).
+func TestSandboxedTempDirGoesWithAKilledServer(t *testing.T) {
+	requireSandbox(t)
+	server, tmp := startHelperServer(t, "TestHelperSandboxedServer")
+	if !strings.Contains(filepath.Base(tmp), "repl-mcp-worker-") {
+		t.Fatalf("helper server said %q, want the temp directory", tmp)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "in")); err != nil {
+		t.Fatalf("the child's file in its temp directory: %v", err)
+	}
+	server.Process.Kill()
+	server.Wait()
+	testwait.Until(t, 5*time.Second, "the temp directory "+tmp+" to be gone", func() bool {
+		_, err := os.Stat(tmp)
+		return os.IsNotExist(err)
+	})
+}
+
+func TestHelperSandboxedServer(t *testing.T) {
+	if !helperServer() {
+		return
+	}
+	spec := shell(`echo in > "$TMPDIR/in" && echo ready && exec sleep 60`)
+	spec.Sandbox = &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: append([]string{t.TempDir()}, sandbox.SystemWritable...)}
+	out, in, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(Config{Spec: spec, Stdout: in})
+	in.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the sandboxed child wrote %q: %v", line, err)
+	}
+	os.Stdout.WriteString(p.TempDir() + "\n")
+	time.Sleep(time.Minute)
+}
+
+// requireSandbox fails the test on a kernel without Landlock and seccomp.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.HostKernel().Check(sandbox.WorkspaceWrite, &sandbox.Policy{Mode: sandbox.WorkspaceWrite}); err != nil {
+		t.Fatalf("this test needs a kernel with Landlock and seccomp: %v", err)
 	}
 }
 
