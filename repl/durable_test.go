@@ -67,6 +67,12 @@ func TestGenerationsNeverRepeatAcrossLifetimes(t *testing.T) {
 		t.Errorf("an id no lifetime knew: %s", msg)
 	}
 
+	// A restore in a server that takes no snapshots says so, rather than that one is
+	// taken 2 s after a cell.
+	if _, err := second.Default().Restore(t.Context(), "", time.Minute); err == nil || err.Error() != msgNoSnapshotHere+msgSnapshotsOff {
+		t.Errorf("a restore under --no-snapshot: %v", err)
+	}
+
 	plain := newTestManager(t, realPython(t))
 	if res := plain.Default().Execute(t.Context(), ExecRequest{Code: "1"}); res.Generation != 1 {
 		t.Fatalf("without a state directory: generation %d", res.Generation)

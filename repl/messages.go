@@ -115,8 +115,11 @@ const (
 	msgEarlierRunRestorable = "; %s of its session, saved %s, can be restored with python_session_restore %s"
 	msgEarlierRunAgain      = "; run its code again to redo it"
 	msgNoSnapshot           = "No snapshot to restore: none was saved for a session of this name in this project (snapshots are taken 2 s after a cell, unless the server runs with --no-snapshot)"
-	msgNoStateDir           = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
-	msgRestoreFailed        = "Snapshot not restored"
+	// msgNoSnapshotHere: none was found, and this session takes none (why follows).
+	msgNoSnapshotHere = "No snapshot to restore: none was saved for a session of this name in this project, and this session saves none: "
+	msgSnapshotsOff   = "this server runs with --no-snapshot"
+	msgNoStateDir     = "Snapshots are unavailable: the server has no usable state directory (its log says why)"
+	msgRestoreFailed  = "Snapshot not restored"
 	// msgSnapshotSandboxed: why a sandboxed worker takes no snapshot.
 	msgSnapshotSandboxed = "the worker runs in the sandbox, and a snapshot it wrote could run code outside it when restored without one"
 

@@ -313,4 +313,7 @@ func TestSandboxedWorkerTakesNoSnapshot(t *testing.T) {
 	if snaps := p.Snapshots(); len(snaps) != 0 {
 		t.Errorf("snapshots written: %+v", snaps)
 	}
+	if _, err := s.Restore(t.Context(), "", time.Minute); err == nil || err.Error() != msgNoSnapshotHere+msgSnapshotSandboxed {
+		t.Errorf("a restore with none saved: %v, want why this session saves none", err)
+	}
 }

@@ -406,8 +406,18 @@ func (ps *projectState) changed() {
 	ps.listMu.Unlock()
 }
 
-// errNoSnapshot says what a restore found nothing to load from.
-var errNoSnapshot = errors.New(msgNoSnapshot)
+// noSnapshot says that a restore found nothing to load from and, when this session
+// takes no snapshots itself (--no-snapshot, or a worker in the sandbox), why: the
+// general hint would send the caller back to run cells and try again.
+func (s *Session) noSnapshot() error {
+	switch {
+	case s.snaps == nil:
+		return errors.New(msgNoSnapshotHere + msgSnapshotsOff)
+	case s.worker.currentLaunch().policy != nil:
+		return errors.New(msgNoSnapshotHere + msgSnapshotSandboxed)
+	}
+	return errors.New(msgNoSnapshot)
+}
 
 // source finds the snapshot a restore of the session loads: the session's offer, or
 // the newest snapshot of the session id (or the snapshot id) from names.
@@ -419,14 +429,14 @@ func (s *Session) source(from string) (*Restorable, error) {
 		if r := s.offer(); r != nil {
 			return r, nil
 		}
-		return nil, errNoSnapshot
+		return nil, s.noSnapshot()
 	}
 	for _, snap := range s.proj.snapshots() {
 		if m := snap.Manifest; m != nil && (m.SessionID == from || snap.ID == from) {
 			return restorableOf(m), nil
 		}
 	}
-	return nil, errNoSnapshot
+	return nil, s.noSnapshot()
 }
 
 // hold takes snapshot id for the session's worker to adopt after a restore; nil when
