@@ -43,7 +43,8 @@ type SnapshotSummary struct {
 // SnapshotState is a session's snapshot as health shows it.
 type SnapshotState struct {
 	Enabled bool `json:"enabled"`
-	// Status: none (no pass completed yet for this worker), saving, saved, failed.
+	// Status: none (no pass completed yet for this worker), saving, saved, released
+	// (saved, and the worker stopped while idle: the next run restores it), failed.
 	Status   string `json:"status"`
 	Snapshot string `json:"snapshot,omitempty"`
 	*SnapshotSummary
@@ -336,6 +337,9 @@ func (ss *sessionSnapshots) state() SnapshotState {
 	st := SnapshotState{Enabled: true, Status: ss.status, SnapshotSummary: ss.last, Error: ss.err}
 	if ss.held != nil {
 		st.Snapshot = ss.held.ID
+	}
+	if ss.released != nil {
+		st.Status, st.Snapshot = "released", ss.released.ID
 	}
 	if ss.sandboxed {
 		st = SnapshotState{Status: "off", Reason: msgSnapshotSandboxed}

@@ -407,3 +407,23 @@ func TestJSONTextIsWhatJSONCarries(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedFooterNamesWhatDidNotComeBack: after an idle release, the footer lists
+// each variable that did not come back with its whole reason, the parenthesis closed,
+// however long the reason (docs/contract.md §6.7).
+func TestReleasedFooterNamesWhatDidNotComeBack(t *testing.T) {
+	reset := true
+	res := &repl.Result{RunID: "R", Success: true, State: repl.StatePreserved, Generation: 2, StateReset: &reset,
+		StateResetReason: repl.ResetReleased, Restored: &repl.RestoreReport{RestoredCount: 4, NotRestoredCount: 2,
+			NotRestored: []repl.LostVariable{
+				{Name: "lock", Reason: "not saved: not picklable: cannot pickle '_thread.lock' object"},
+				{Name: "f", Reason: "not saved: " + strings.Repeat("very long reason ", 20)},
+			}}}
+	got := executed(res).footer(nil)
+	want := "[ok; generation 2; worker released while idle, restored: 4 of 6 variables back; not back: " +
+		"lock (not saved: not picklable: cannot pickle '_thread.lock' object), f (not saved: " +
+		strings.Repeat("very long reason ", 4) + "very lon...); run R]"
+	if got != want {
+		t.Errorf("footer:\n got %q\nwant %q", got, want)
+	}
+}

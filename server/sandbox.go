@@ -88,12 +88,12 @@ func sandboxText(h repl.SandboxHealth) string {
 		return "trusted local Python with full host access, not a sandbox."
 	}
 	text := fmt.Sprintf("Python in repl-mcp's OS sandbox (--sandbox %s, now %s): writes only beneath %s; network %s.",
-		h.Mode, h.Policy, listed(h.WritableRoots, func(s string) string { return s }), cutFooter(h.Network, footerErrorMax))
+		h.Mode, h.Policy, listed(h.WritableRoots, cutName), cutFooter(h.Network, footerErrorMax))
 	if len(h.WritableRoots) == 0 {
 		text = fmt.Sprintf("Python in repl-mcp's OS sandbox (--sandbox %s): %s.", h.Mode, h.Policy)
 	}
 	if len(h.NotEnforced) > 0 {
-		text += " Not enforced: " + listed(h.NotEnforced, func(s string) string { return s }) + "."
+		text += " Not enforced: " + listed(h.NotEnforced, cutName) + "."
 	}
 	return cutFooter(text, sandboxTextLimit)
 }

@@ -77,7 +77,7 @@ func typeRefinements() map[reflect.Type]func(*jsonschema.Schema) {
 		reflect.TypeFor[repl.SpareState](): described("the pre-started worker waiting for this session's interpreter and project (off with --no-spare-worker)"),
 		reflect.TypeFor[repl.SnapshotState](): func(s *jsonschema.Schema) {
 			s.Description = "the session's snapshot of its variables (off with --no-snapshot), and the one python_session_restore would load"
-			property(s, "status").Enum = []any{"off", "none", "saving", "saved", "failed"}
+			property(s, "status").Enum = []any{"off", "none", "saving", "saved", "released", "failed"}
 		},
 		reflect.TypeFor[repl.Restorable](): described("a snapshot python_session_restore can load"),
 		reflect.TypeFor[repl.SandboxHealth](): func(s *jsonschema.Schema) {

@@ -119,10 +119,13 @@ const (
 	// of the complete text, which is only known once the parts are cut.
 	footerReserve = 256
 	// Footer lists are bounded: their names, then how many more.
-	footerListed   = 4
-	footerNameMax  = 60
-	footerCodeMax  = 90 // a run's first code line: repl cuts it at 80 bytes, or names its file
-	footerErrorMax = 200
+	footerListed  = 4
+	footerNameMax = 60
+	// footerReasonMax: why a variable did not come back, in full for the reasons a
+	// snapshot gives ("not saved: not picklable: cannot pickle '_thread.lock' object").
+	footerReasonMax = 90
+	footerCodeMax   = 90 // a run's first code line: repl cuts it at 80 bytes, or names its file
+	footerErrorMax  = 200
 )
 
 // outputRefs are the artifacts holding the complete stdout and stderr, nil where
@@ -429,7 +432,7 @@ func (e execution) footer(kept *keptText) string {
 		items = append(items, fmt.Sprintf("%d leftover asyncio task%s cancelled", n, plural(n)))
 	}
 	if len(e.BackgroundThreads) > 0 {
-		items = append(items, "threads still running: "+listed(e.BackgroundThreads, func(s string) string { return s }))
+		items = append(items, "threads still running: "+listed(e.BackgroundThreads, cutName))
 	}
 	if e.BackgroundOutput != nil && e.BackgroundOutput.Truncated {
 		items = append(items, "background output cut")
@@ -496,7 +499,7 @@ func (e execution) newWorkerItems() []string {
 		case e.StateResetReason == repl.ResetReleased && r != nil:
 			item := fmt.Sprintf("worker released while idle, restored: %d of %d variables back", r.RestoredCount, r.RestoredCount+r.NotRestoredCount)
 			if len(r.NotRestored) > 0 {
-				item += "; not back: " + listed(r.NotRestored, func(v repl.LostVariable) string { return v.Name + " (" + v.Reason + ")" })
+				item += "; not back: " + listed(r.NotRestored, lostItem)
 			}
 			items = append(items, item)
 		case e.StateResetReason != "":
@@ -510,7 +513,8 @@ func (e execution) newWorkerItems() []string {
 	return items
 }
 
-// listed names the first few of xs, each bounded, then how many more there are.
+// listed names the first few of xs, then how many more there are; name bounds what
+// it says of each (cutName for a plain string).
 func listed[T any](xs []T, name func(T) string) string {
 	names := make([]string, 0, footerListed+1)
 	for i, x := range xs {
@@ -518,9 +522,18 @@ func listed[T any](xs []T, name func(T) string) string {
 			names = append(names, fmt.Sprintf("and %d more", len(xs)-i))
 			break
 		}
-		names = append(names, cutFooter(name(x), footerNameMax))
+		names = append(names, name(x))
 	}
 	return strings.Join(names, ", ")
+}
+
+// cutName is one name of a footer's list, bounded.
+func cutName(s string) string { return cutFooter(s, footerNameMax) }
+
+// lostItem names a variable a restore did not bring back and why, each cut on its
+// own, so that the parenthesis always closes.
+func lostItem(v repl.LostVariable) string {
+	return cutName(v.Name) + " (" + cutFooter(v.Reason, footerReasonMax) + ")"
 }
 
 // cutFooter bounds a piece of the footer, which stays one line.

@@ -111,6 +111,9 @@ func savedText(st repl.SnapshotState) string {
 			text += fmt.Sprintf(", %d possibly older than the variable", sn.Stale)
 		}
 		text += "."
+		if st.Status == "released" {
+			text += " Its worker was released while idle (--idle-release): the next execution restores them first."
+		}
 	case st.Status == "saving":
 		text = "Snapshot: being saved."
 	default:
