@@ -208,7 +208,8 @@ func (s *Session) admit(ctx context.Context, r *run, waitForStopping bool) *Resu
 
 // busyError names the run that holds the slot, how long it has run and what it
 // runs, and how to wait for it or stop it: the caller may never have seen its id.
-// The session's notebook records the refusal of refused, as it happened.
+// The session's notebook records the refusal of refused, as it happened, when it
+// was code (a restore or an inventory runs none of the caller's).
 func (s *Session) busyError(refused *run) string {
 	s.mu.Lock()
 	active := s.active
@@ -217,7 +218,9 @@ func (s *Session) busyError(refused *run) string {
 		return msgBusy // released meanwhile
 	}
 	age := waited(time.Since(active.started))
-	s.RecordEvent(EventBusy, active.id, fmt.Sprintf(msgEventBusy, active.id, age, active.what(), refused.what()))
+	if !refused.req.quiet() {
+		s.RecordEvent(EventBusy, active.id, fmt.Sprintf(msgEventBusy, active.id, age, active.what(), refused.what()))
+	}
 	msg := fmt.Sprintf(msgBusyRun, active.id, age, active.what(), int(MaxWait.Seconds()))
 	if active.task.Load() {
 		msg += msgBusyTask
@@ -470,7 +473,9 @@ func (s *Session) Inspect(ctx context.Context, namespace bool, policy *CallPolic
 		return s.Health(), nil, nil
 	}
 	r := newRun(ctx, ExecRequest{inventory: true, Timeout: inventoryTimeout, Sandbox: policy})
-	if err := s.tryReserve(r); err != nil {
+	if err := s.tryReserve(r); errors.Is(err, ErrBusy) {
+		return Health{}, nil, errors.New(s.busyError(r))
+	} else if err != nil {
 		return Health{}, nil, err
 	}
 	res := func() *Result {

@@ -327,3 +327,22 @@ func TestInventoriesStayOutOfHistory(t *testing.T) {
 		t.Fatalf("latest run = %+v, %v; want %s", last, err, res.RunID)
 	}
 }
+
+// TestBusyInventoryNamesTheRun: an inventory refused by a running cell names the run
+// and how to wait for it or stop it, as a refused cell does, and the notebook records
+// no refused code for it.
+func TestBusyInventoryNamesTheRun(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	s := m.Default()
+	id := mustStart(t, s, "import time\ntime.sleep(30)")
+	_, _, err := s.Inspect(t.Context(), true, nil)
+	for _, want := range []string{"A cell is already running in this session", "run " + id, "code: import time",
+		`python_cancel {"run_id": "` + id + `"}`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the inventory's refusal lacks %q: %v", want, err)
+		}
+	}
+	if _, err := s.Cancel(id); err != nil {
+		t.Fatal(err)
+	}
+}
