@@ -356,7 +356,8 @@ func (m *Manager) earlierRunStory(id string, asker *Session) string {
 	if !ok {
 		return ""
 	}
-	msg := fmt.Sprintf(msgEarlierRun, run.ID, rec.Name, run.Started.UTC().Format(clockLayout), run.Code,
+	name := cmp.Or(rec.Name, run.Session) // its record gone: more sessions than a lifetime keeps
+	msg := fmt.Sprintf(msgEarlierRun, run.ID, name, run.Started.UTC().Format(clockLayout), run.Code,
 		l.Started.UTC().Format(clockLayout), m.state.started.UTC().Format(clockLayout))
 	switch {
 	case run.Ended != nil && run.Outcome == "ok":

@@ -156,6 +156,19 @@ func TestRunsOfAnEarlierServerAreAnswered(t *testing.T) {
 	}
 }
 
+// TestEarlierRunOfAnEvictedSession: a run whose session's record the lifetime no
+// longer keeps (more sessions than it records) is named by its session's id.
+func TestEarlierRunOfAnEvictedSession(t *testing.T) {
+	m := newTestManager(t, realPython(t))
+	started := time.Now().Add(-time.Hour)
+	m.state.earlier = []statedir.Lifetime{{ServerID: "earlier", Started: started,
+		Runs: []statedir.Run{{ID: "0b7e4a39-0000-4000-8000-00000000000e", Session: "5e551011-0000-4000-8000-000000000000", Started: started, Code: "x = 1"}}}}
+	story := m.EarlierRun("0b7e4a39-0000-4000-8000-00000000000e")
+	if !strings.Contains(story, `(session "5e551011-0000-4000-8000-000000000000", started `) {
+		t.Errorf("the story names no session: %q", story)
+	}
+}
+
 // awaitIdle waits until s's run, if any, has ended and let go of the session.
 func awaitIdle(t *testing.T, s *Session) {
 	t.Helper()
