@@ -33,7 +33,10 @@ const (
 const geminiModel = "gemini-3.1-pro-preview"
 
 var (
-	gemini   = agentKind{name: "Gemini", errorFlag: true}
+	// Gemini CLI turns an isError result into one line quoting it as JSON, so
+	// repl-mcp sends its failures unflagged (server.unflaggedClient): its model reads
+	// the text, whose footer says `failed`.
+	gemini   = agentKind{name: "Gemini"}
 	opencode = agentKind{name: "Opencode", join: "\n\n"}
 )
 

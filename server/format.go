@@ -41,7 +41,7 @@ func ParseResultFormat(s string) (ResultFormat, error) {
 // beside it, and types its code mode's return value from outputSchema. Gemini CLI
 // 0.61.0 (gemini-cli-mcp-client) and opencode 1.18.33 (opencode) hand over the text
 // blocks and drop structuredContent, except that Gemini CLI quotes an isError result
-// whole as JSON, structuredContent included, and opencode shows no error flag: with
+// whole as JSON (so it gets none: unflaggedClient), and opencode shows no error flag: with
 // the structured form their models read no verdict, no run and no generation, and a
 // long cell blocks past opencode's 60 s deadline. All four read text blocks as they
 // are.
@@ -51,6 +51,27 @@ func textClient(name string) bool {
 		return true
 	}
 	return false
+}
+
+// unflaggedClient is the clientInfo name of the client whose text-form results carry
+// isError false even when they failed: Gemini CLI. Given an isError result, Gemini CLI
+// 0.61.0 hands its model one line quoting the call's arguments (the cell's code) and
+// the whole result as escaped JSON (an image's base64 included), and shows its user
+// only "Error: MCP tool '<tool>' reported an error.", not the traceback; without the
+// flag its model reads the text blocks and images as they are, and its user sees them.
+// The text form says a failure by itself: an execution's footer opens with `failed`,
+// any other tool's error with `Error:` (docs/contract.md §3.4).
+const unflaggedClient = "gemini-cli-mcp-client"
+
+// unflagged reports whether req's failed result goes to its client without isError:
+// Gemini CLI's, in the text form.
+func (s *Server) unflagged(req mcp.Request) bool {
+	r, ok := req.(clientInfoRequest)
+	if !ok || !s.formFor(req).text() {
+		return false
+	}
+	info := r.ClientInfo()
+	return info != nil && info.Name == unflaggedClient
 }
 
 // form is the shape of one client's results.

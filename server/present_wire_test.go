@@ -62,8 +62,9 @@ var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 // TestTextFormForClaudeCodeAndCodex: the clients that show their model one part of
 // a result (Claude Code, Codex, Gemini CLI, opencode) get the text form, chosen by the clientInfo of initialize, of each
 // request's _meta, or of server/discover when a request's _meta leaves it out: tools without outputSchema in the contract's order, results
-// without structuredContent that read like a terminal, the same isError, and a
-// health text that is small and names the default session once.
+// without structuredContent that read like a terminal, the same isError (none to
+// Gemini CLI: the text says a failure), and a health text that is small and names the
+// default session once.
 func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 	for _, c := range []wireClient{
 		{name: "claude-code", protocol: "2026-07-28"},
@@ -79,6 +80,7 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			w := startWireAs(t, c)
+			flagged := c.name != unflaggedClient // whether a failure carries isError
 			list := w.list.result()
 			if list["ttlMs"] != 0.0 || list["cacheScope"] != "private" {
 				t.Errorf("tools/list hints: ttlMs %v, cacheScope %v", list["ttlMs"], list["cacheScope"])
@@ -117,11 +119,11 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 				t.Errorf("a multi-line string: %q", got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "1/0"})
-			if !isError || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1; run ") {
+			if isError != flagged || !strings.Contains(got, "ZeroDivisionError: division by zero\n[failed; generation 1; run ") {
 				t.Errorf("1/0 (isError %v): %q", isError, got)
 			}
 			got, isError = w.textCall(t, "execute_python", map[string]any{"code": "import os; os._exit(3)"})
-			if !isError || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1; run "+uuidPattern.FindString(got)+"]" || !strings.Contains(got, "crashed") {
+			if isError != flagged || strings.Count(got, "cleared") != 1 || footerOf(got) != "[failed; generation 1; run "+uuidPattern.FindString(got)+"]" || !strings.Contains(got, "crashed") {
 				t.Errorf("a crash: %q", got)
 			}
 			got, _ = w.textCall(t, "execute_python", map[string]any{"code": "x = 1"})
@@ -143,7 +145,7 @@ func TestTextFormForClaudeCodeAndCodex(t *testing.T) {
 			if polled != "going\n7\n[ok; generation 2; run "+run+`; code: "import time; print('going'); time.sleep(0.3); 7"]` {
 				t.Errorf("python_run of a finished background run: %q", polled)
 			}
-			if got, isError := w.textCall(t, "python_run", map[string]any{"run_id": "no-such-run"}); !isError || !strings.HasPrefix(got, "Error: Run not found") {
+			if got, isError := w.textCall(t, "python_run", map[string]any{"run_id": "no-such-run"}); isError != flagged || !strings.HasPrefix(got, "Error: Run not found") {
 				t.Errorf("python_run of an unknown run (isError %v): %q", isError, got)
 			}
 			if got, _ := w.textCall(t, "python_session_inspect", map[string]any{"include_namespace": true}); !strings.Contains(got, "\nx: int") {

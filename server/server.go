@@ -116,7 +116,7 @@ func New(cfg Config) *Server {
 			c.CacheScope = "private"
 		},
 	})
-	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.recordLastClient, s.advertiseTasks, s.toolsForClient, s.toolOrder, s.taskAnswers, explicitIsError)
+	s.mcp.AddReceivingMiddleware(secondInitialize, undeclaredCapabilities, unknownToolMessage, s.recordLastClient, s.advertiseTasks, s.toolsForClient, s.toolOrder, s.taskAnswers, s.explicitIsError)
 	for _, t := range s.tools() {
 		s.register(t)
 	}
@@ -192,11 +192,15 @@ func (s *Server) toolOrder(next mcp.MethodHandler) mcp.MethodHandler {
 // explicitIsError puts isError on every tools/call result, false on success:
 // go-sdk's CallToolResult drops a false isError (omitempty), and clients that read
 // the raw JSON index result.isError. It replaces the result by one that encodes it
-// with the flag, whatever transport writes it (wireResult, result_wire.go).
-func explicitIsError(next mcp.MethodHandler) mcp.MethodHandler {
+// with the flag, whatever transport writes it (wireResult, result_wire.go). A client
+// that reads failures better without the flag (unflagged) gets false.
+func (s *Server) explicitIsError(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && method == "tools/call" {
+			if r.IsError && s.unflagged(req) {
+				r.IsError = false
+			}
 			return wireResult(r), nil
 		}
 		return res, err
