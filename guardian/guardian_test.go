@@ -154,15 +154,17 @@ func TestServerDeathKillsTheGroup(t *testing.T) {
 }
 
 // startHelperServer starts a stand-in server, this test binary running only the
-// helper test named, and returns it with the first line it wrote.
-func startHelperServer(t *testing.T, helper string) (*exec.Cmd, string) {
+// helper test named with env added to its environment, and returns it with the first
+// line it wrote. The test kills it, so it must leave nothing of its own behind (no
+// t.TempDir: what it needs, the test passes).
+func startHelperServer(t *testing.T, helper string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^"+helper+"$")
-	cmd.Env = append(os.Environ(), "GUARDIAN_HELPER_SERVER=1")
+	cmd.Env = append(append(os.Environ(), "GUARDIAN_HELPER_SERVER=1"), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

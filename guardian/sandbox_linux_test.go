@@ -71,7 +71,7 @@ sh -c 'echo x > ` + outside + `/grandchild' 2>/dev/null || echo grandchild-refus
 // own thread).
 func TestSandboxedTempDirGoesWithAKilledServer(t *testing.T) {
 	requireSandbox(t)
-	server, tmp := startHelperServer(t, "TestHelperSandboxedServer")
+	server, tmp := startHelperServer(t, "TestHelperSandboxedServer", "GUARDIAN_HELPER_ROOT="+t.TempDir())
 	if !strings.Contains(filepath.Base(tmp), "repl-mcp-worker-") {
 		t.Fatalf("helper server said %q, want the temp directory", tmp)
 	}
@@ -91,7 +91,8 @@ func TestHelperSandboxedServer(t *testing.T) {
 		return
 	}
 	spec := shell(`echo in > "$TMPDIR/in" && echo ready && exec sleep 60`)
-	spec.Sandbox = &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: append([]string{t.TempDir()}, sandbox.SystemWritable...)}
+	root := os.Getenv("GUARDIAN_HELPER_ROOT")
+	spec.Sandbox = &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: append([]string{root}, sandbox.SystemWritable...)}
 	out, in, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
