@@ -252,8 +252,12 @@ func firstLine(code string, limit int) string {
 }
 
 // waited writes d as a person reads a wait: tenths under ten seconds, whole
-// seconds above.
+// seconds above, and a run that has only just started as under a tenth (not "0 s",
+// which reads as no time at all).
 func waited(d time.Duration) string {
+	if d < 50*time.Millisecond {
+		return "under 0.1 s"
+	}
 	if d < 10*time.Second {
 		return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + " s"
 	}

@@ -346,3 +346,18 @@ func TestBusyInventoryNamesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWaitedReadsAsAWait: how the busy refusal and the notebook say how long a run
+// has gone on: tenths, then whole seconds, and never "0 s" for one just started.
+func TestWaitedReadsAsAWait(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		10 * time.Millisecond:    "under 0.1 s",
+		60 * time.Millisecond:    "0.1 s",
+		1340 * time.Millisecond:  "1.3 s",
+		12400 * time.Millisecond: "12 s",
+	} {
+		if got := waited(d); got != want {
+			t.Errorf("waited(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
