@@ -72,6 +72,11 @@ func sandboxedCache(cache string, p *sandbox.Policy) (string, *sandbox.Policy) {
 	return dir, p.WithRoot(dir)
 }
 
+// sandboxed reports whether the session's workers run in a sandbox: the policy of
+// its launch, which its live worker runs under and its next one will (a change of
+// policy stops the worker, usePolicy). Such a session takes no snapshot.
+func (s *Session) sandboxed() bool { return s.worker.currentLaunch().policy != nil }
+
 // currentLaunch is the launch the session's next worker starts from.
 func (l *lifecycle) currentLaunch() launch {
 	l.mu.Lock()

@@ -296,6 +296,9 @@ func TestSandboxedWorkerTakesNoSnapshot(t *testing.T) {
 		Snapshots: SnapshotConfig{Delay: time.Hour}})
 	t.Cleanup(func() { m.Close(time.Second) })
 	s := m.Default()
+	if st := s.Health().Snapshot; st.Status != "off" || st.Reason != msgSnapshotSandboxed {
+		t.Errorf("health's snapshot before any worker: %+v, want off already", st)
+	}
 	if res := s.Execute(t.Context(), ExecRequest{Code: "x = 41"}); !res.Success {
 		t.Fatalf("cell: %s", errText(res))
 	}

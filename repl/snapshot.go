@@ -83,10 +83,7 @@ type sessionSnapshots struct {
 	passing bool
 	last    *SnapshotSummary
 	status  string
-	// sandboxed: the live worker runs under --sandbox, so it takes no snapshot
-	// (msgSnapshotSandboxed).
-	sandboxed bool
-	err       string
+	err     string
 	// released is the snapshot of a worker stopped while idle (--idle-release): the
 	// next run restores it before its code.
 	released *statedir.Held
@@ -145,9 +142,6 @@ func (ss *sessionSnapshots) pass(wait time.Duration) string {
 	if w.state != workerReady || !w.proc.alive() {
 		return ""
 	}
-	ss.mu.Lock()
-	ss.sandboxed = w.proc.policy != nil
-	ss.mu.Unlock()
 	if w.proc.policy != nil {
 		// A sandboxed cell may not write what a later worker without the sandbox
 		// would unpickle: its worker keeps no snapshot (docs/contract.md §6.7).
@@ -331,8 +325,10 @@ func (ss *sessionSnapshots) close(remove bool) {
 	ss.ps.changed()
 }
 
-// state is the session's snapshot for health.
+// state is the session's snapshot for health: off under a sandbox from the start, as
+// every worker of the session runs in it (Session.sandboxed).
 func (ss *sessionSnapshots) state() SnapshotState {
+	sandboxed := ss.s.sandboxed()
 	ss.mu.Lock()
 	st := SnapshotState{Enabled: true, Status: ss.status, SnapshotSummary: ss.last, Error: ss.err}
 	if ss.held != nil {
@@ -341,7 +337,7 @@ func (ss *sessionSnapshots) state() SnapshotState {
 	if ss.released != nil {
 		st.Status, st.Snapshot = "released", ss.released.ID
 	}
-	if ss.sandboxed {
+	if sandboxed {
 		st = SnapshotState{Status: "off", Reason: msgSnapshotSandboxed}
 	}
 	ss.mu.Unlock()
@@ -417,7 +413,7 @@ func (s *Session) noSnapshot() error {
 	switch {
 	case s.snaps == nil:
 		return errors.New(msgNoSnapshotHere + msgSnapshotsOff)
-	case s.worker.currentLaunch().policy != nil:
+	case s.sandboxed():
 		return errors.New(msgNoSnapshotHere + msgSnapshotSandboxed)
 	}
 	return errors.New(msgNoSnapshot)
