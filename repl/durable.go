@@ -357,24 +357,24 @@ func (m *Manager) earlierRunStory(id string, asker *Session) string {
 		return ""
 	}
 	name := cmp.Or(rec.Name, run.Session) // its record gone: more sessions than a lifetime keeps
-	msg := fmt.Sprintf(msgEarlierRun, run.ID, name, run.Started.UTC().Format(clockLayout), run.Code,
-		l.Started.UTC().Format(clockLayout), m.state.started.UTC().Format(clockLayout))
+	msg := fmt.Sprintf(msgEarlierRun, run.ID, name, Clock(run.Started), run.Code,
+		Clock(l.Started), Clock(m.state.started))
 	switch {
 	case run.Ended != nil && run.Outcome == "ok":
-		msg += fmt.Sprintf(msgEarlierRunFinished, run.Ended.UTC().Format(clockLayout))
+		msg += fmt.Sprintf(msgEarlierRunFinished, Clock(*run.Ended))
 	case run.Ended != nil && run.Outcome == outcomeClosed && rec.Closed != nil:
-		msg += fmt.Sprintf(msgEarlierRunClosed, run.Ended.UTC().Format(clockLayout))
+		msg += fmt.Sprintf(msgEarlierRunClosed, Clock(*run.Ended))
 	case run.Ended != nil && run.Outcome == outcomeClosed:
-		msg += fmt.Sprintf(msgEarlierRunStopped, run.Ended.UTC().Format(clockLayout))
+		msg += fmt.Sprintf(msgEarlierRunStopped, Clock(*run.Ended))
 	case run.Ended != nil:
-		msg += fmt.Sprintf(msgEarlierRunFailed, run.Ended.UTC().Format(clockLayout), cmp.Or(run.Error, run.Outcome))
+		msg += fmt.Sprintf(msgEarlierRunFailed, Clock(*run.Ended), cmp.Or(run.Error, run.Outcome))
 	case l.Ended != nil && !l.Ended.IsZero():
-		msg += fmt.Sprintf(msgEarlierRunStopped, l.Ended.UTC().Format(clockLayout))
+		msg += fmt.Sprintf(msgEarlierRunStopped, Clock(*l.Ended))
 	default:
 		msg += msgEarlierRunKilled
 	}
 	if e, ok := m.Earlier(run.Session); ok && e.Restorable != nil {
-		msg += fmt.Sprintf(msgEarlierRunRestorable, variables(e.Restorable.Variables), e.Restorable.SavedAt.UTC().Format(clockLayout), m.restoreTarget(e))
+		msg += fmt.Sprintf(msgEarlierRunRestorable, variables(e.Restorable.Variables), Clock(e.Restorable.SavedAt), m.restoreTarget(e))
 	}
 	if run.Outcome != "ok" {
 		msg += msgEarlierRunAgain
@@ -419,10 +419,10 @@ func (m *Manager) UnknownSession(id string) string {
 		return msgSessionNotFound
 	}
 	def := m.def
-	msg := fmt.Sprintf(msgEarlierSession, id, e.Session.Name, e.Server.Started.Format(clockLayout),
-		m.state.started.UTC().Format(clockLayout))
+	msg := fmt.Sprintf(msgEarlierSession, id, e.Session.Name, Clock(e.Server.Started),
+		Clock(m.state.started))
 	if r := e.Restorable; r != nil {
-		msg += fmt.Sprintf(msgEarlierRestorable, variables(r.Variables), r.SavedAt.UTC().Format(clockLayout), m.restoreTarget(e))
+		msg += fmt.Sprintf(msgEarlierRestorable, variables(r.Variables), Clock(r.SavedAt), m.restoreTarget(e))
 	}
 	return msg + fmt.Sprintf(msgDefaultNow, def.id, def.worker.currentGeneration())
 }
@@ -445,5 +445,6 @@ func variables(n int) string {
 	return fmt.Sprint(n, " variables")
 }
 
-// clockLayout is how times read in messages: UTC, to the second.
-const clockLayout = "2006-01-02 15:04:05 UTC"
+// Clock is how a time reads in messages, the server's texts included: UTC, to the
+// second.
+func Clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

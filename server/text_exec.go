@@ -495,7 +495,7 @@ func (e execution) newWorkerItems() []string {
 	if e.StateReset != nil && *e.StateReset {
 		switch r := e.Restored; {
 		case e.StateResetReason == repl.ResetRestart && e.ServerStarted != nil:
-			items = append(items, "new worker: the server restarted at "+clock(*e.ServerStarted)+"; earlier variables are gone")
+			items = append(items, "new worker: the server restarted at "+repl.Clock(*e.ServerStarted)+"; earlier variables are gone")
 		case e.StateResetReason == repl.ResetReleased && r != nil:
 			item := fmt.Sprintf("worker released while idle, restored: %d of %d variables back", r.RestoredCount, r.RestoredCount+r.NotRestoredCount)
 			if len(r.NotRestored) > 0 {
@@ -508,7 +508,7 @@ func (e execution) newWorkerItems() []string {
 	}
 	if o := e.Restorable; o != nil {
 		items = append(items, fmt.Sprintf("%d variable%s saved %s can be restored: python_session_restore {\"session_id\":\"%s\"}",
-			o.Variables, plural(o.Variables), clock(o.SavedAt), e.SessionID))
+			o.Variables, plural(o.Variables), repl.Clock(o.SavedAt), e.SessionID))
 	}
 	return items
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/iota-uz/repl-mcp/artifacts"
@@ -86,7 +85,7 @@ func sessionLine(h repl.Health) string {
 	line := fmt.Sprintf("%s, session_id %s: generation %d, %s; python %s; project %s",
 		cutFooter(h.Name, footerNameMax), h.SessionID, h.Generation, workerState(h), pythonText(h), cutPath(h.Project))
 	if sn := h.Snapshot.SnapshotSummary; sn != nil {
-		line += fmt.Sprintf("; snapshot saved %s (%d variable%s)", clock(sn.SavedAt), sn.Variables, plural(sn.Variables))
+		line += fmt.Sprintf("; snapshot saved %s (%d variable%s)", repl.Clock(sn.SavedAt), sn.Variables, plural(sn.Variables))
 	}
 	return line
 }
@@ -103,7 +102,7 @@ func savedText(st repl.SnapshotState) string {
 	case st.Status == "failed":
 		text = "Snapshot failed (cells are unaffected): " + cutFooter(st.Error, footerErrorMax) + "."
 	case sn != nil:
-		text = fmt.Sprintf("Snapshot saved %s: %d variable%s, %s bytes", clock(sn.SavedAt), sn.Variables, plural(sn.Variables), count(sn.Bytes))
+		text = fmt.Sprintf("Snapshot saved %s: %d variable%s, %s bytes", repl.Clock(sn.SavedAt), sn.Variables, plural(sn.Variables), count(sn.Bytes))
 		if sn.Skipped > 0 {
 			text += fmt.Sprintf(", %d not saved", sn.Skipped)
 		}
@@ -120,13 +119,10 @@ func savedText(st repl.SnapshotState) string {
 		text = "Snapshot: none yet (one is saved 2 s after a cell)."
 	}
 	if r := st.Restorable; r != nil {
-		text += fmt.Sprintf(" A restore brings back %d variable%s saved %s: python_session_restore.", r.Variables, plural(r.Variables), clock(r.SavedAt))
+		text += fmt.Sprintf(" A restore brings back %d variable%s saved %s: python_session_restore.", r.Variables, plural(r.Variables), repl.Clock(r.SavedAt))
 	}
 	return text
 }
-
-// clock is a time as the texts show one: UTC, to the second.
-func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // cutPath keeps both ends of a long path: the root says where, the end what.
 func cutPath(p string) string {

@@ -46,7 +46,7 @@ type restored struct{ *repl.RestoreResult }
 func (r restored) modelText() reply {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Restored %d of %d variables of session %q (snapshot saved %s, generation %d) into session %s, now generation %d",
-		r.RestoredCount, r.RestoredCount+r.NotRestoredCount, r.FromSessionName, clock(r.SavedAt), r.SavedGeneration, r.SessionID, r.Generation)
+		r.RestoredCount, r.RestoredCount+r.NotRestoredCount, r.FromSessionName, repl.Clock(r.SavedAt), r.SavedGeneration, r.SessionID, r.Generation)
 	if r.StateReset {
 		b.WriteString(" (a new worker)")
 	}
